@@ -1,0 +1,43 @@
+"""mltraces: public GPU-cluster traces, verified, in SQL, simulated and plotted.
+
+>>> import mltraces
+>>> con = mltraces.connect()                                   # doctest: +SKIP
+>>> con.sql("SELECT cluster, count(*) FROM itp.jobs GROUP BY 1")  # doctest: +SKIP
+
+Heavy modules (DuckDB, pandas) load on first use, so importing the package and
+running ``mltraces --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> "module:attribute"
+_LAZY = {
+    "connect": "mltraces.catalog:connect",
+    "tables": "mltraces.catalog:tables",
+    "validate": "mltraces.validate:validate",
+    "fetch": "mltraces.fetch:fetch",
+    "fetch_file": "mltraces.fetch:fetch_file",
+    "sources": "mltraces.sources:all_sources",
+    "simulate": "mltraces.simulate:simulate",
+}
+
+__all__ = [*_LAZY, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, attribute = _LAZY[name].split(":")
+    except KeyError:
+        raise AttributeError(f"module 'mltraces' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module_name), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

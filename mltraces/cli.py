@@ -1,0 +1,86 @@
+"""The ``mltraces`` command: a dispatcher over the verb modules.
+
+Each verb lives in :mod:`mltraces.commands` and is imported only when called.
+Errors that mltraces raises on purpose print as one line on stderr with exit 1;
+anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from mltraces import __version__
+from mltraces.commands import SUMMARIES, VERBS
+
+
+def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
+    """``-q``/``-v`` work before or after the verb (the verb's copy never resets them)."""
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", default=default, help="no progress bars or notices"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="log what is being done"
+    )
+
+
+def _build_parser(verb: str | None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mltraces",
+        description="Public GPU-cluster traces (Zeus, Microsoft ITP/ElasticFlow, AcmeTrace): "
+        "verified downloads, SQL, simulation and figures.",
+        epilog="Environment: MLTRACES_CACHE, MLTRACES_MIRROR, MLTRACES_OFFLINE=1, "
+        "MLTRACES_LOCAL='TABLE=PATH,...'. Run `mltraces VERB --help` for a verb's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"mltraces {__version__}")
+    _add_global_flags(parser, default=False)
+    subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name, summary in SUMMARIES.items():
+        sub = subparsers.add_parser(name, help=summary, description=summary)
+        _add_global_flags(sub, default=argparse.SUPPRESS)
+        if name == verb:
+            module = importlib.import_module(VERBS[name])
+            module.configure(sub)
+            sub.set_defaults(_run=module.run)
+    return parser
+
+
+def _verb_in(argv: list[str]) -> str | None:
+    return next((arg for arg in argv if arg in VERBS), None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``mltraces`` console script."""
+    from mltraces.errors import MltracesError
+
+    argv = sys.argv[1:] if argv is None else argv
+    parser = _build_parser(_verb_in(argv))
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return 0
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="mltraces: %(message)s",
+    )
+    if args.quiet:
+        from mltraces.fetch import set_progress
+
+        set_progress(False)
+        logging.getLogger("mltraces").setLevel(logging.ERROR)
+    try:
+        return int(args._run(args) or 0)
+    except MltracesError as error:
+        print(f"mltraces {args.verb}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyError as error:  # unknown source/file/table names carry their hint
+        print(f"mltraces {args.verb}: error: {error.args[0]}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""CLI verbs, one module each.
+
+Every verb module defines ``HELP`` (one line), ``configure(parser)`` and
+``run(args) -> int``; :mod:`mltraces.cli` maps verb names to modules and imports
+only the one that is called, so ``mltraces --help`` does not import DuckDB.
+"""
+
+VERBS: dict[str, str] = {
+    "list": "mltraces.commands.list_files",
+    "info": "mltraces.commands.info",
+    "fetch": "mltraces.commands.fetch",
+    "verify": "mltraces.commands.verify",
+    "cache-path": "mltraces.commands.cache_path",
+    "tables": "mltraces.commands.tables",
+    "sql": "mltraces.commands.sql",
+    "validate": "mltraces.commands.validate",
+    "simulate": "mltraces.commands.simulate",
+    "figures": "mltraces.commands.figures",
+}
+
+# One-line help per verb, kept here so the top-level --help imports no verb module.
+SUMMARIES: dict[str, str] = {
+    "list": "list sources and files: URL pin, size, hash kind, cached or not",
+    "info": "describe a source (license, citation, anomalies) or a table (schema, rows)",
+    "fetch": "download and verify files: all, a source, or file ids",
+    "verify": "re-hash every cached file against the registry",
+    "cache-path": "print the cache directory",
+    "tables": "list catalog tables",
+    "sql": "run a SQL query against the catalog",
+    "validate": "check every schema constraint; exit 1 on violations",
+    "simulate": "replay recurring training jobs on the Zeus traces",
+    "figures": "draw the papers' figures (PNG + PDF)",
+}

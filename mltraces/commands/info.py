@@ -1,0 +1,65 @@
+"""`mltraces info`: a source's data card, or a table's schema."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from mltraces.commands.common import add_table_options
+
+HELP = "describe a source (license, citation, anomalies) or a table (schema, rows)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", nargs="?", help="a source (zeus, itp, acme) or a table (itp.jobs)")
+    add_table_options(parser)
+
+
+def format_source(name: str) -> str:
+    """The data card of one source as plain text."""
+    from mltraces.sources import get_source
+
+    source = get_source(name)
+    lines = [
+        f"{source.title}",
+        f"name:     {source.name}",
+        f"homepage: {source.homepage}",
+        f"license:  {source.license}",
+        "pins:     " + ", ".join(f"{k} {v}" for k, v in source.pins.items()),
+        f"files:    {len(source.files)}",
+        "",
+        *textwrap.wrap(source.description, 88),
+        "",
+        "Known anomalies:",
+        *(
+            textwrap.fill(a, 88, initial_indent="  - ", subsequent_indent="    ")
+            for a in source.anomalies
+        ),
+        "",
+        "Cite as:",
+        textwrap.indent(source.citation, "  "),
+    ]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mltraces.sources import all_sources
+
+    if args.name is None:
+        for source in all_sources().values():
+            print(format_source(source.name))
+            print()
+        return 0
+    if args.name in all_sources():
+        print(format_source(args.name))
+        return 0
+    if "." in args.name:
+        from mltraces.catalog import describe_table
+        from mltraces.commands.common import local_overrides
+
+        print(describe_table(args.name, local=local_overrides(args)))
+        return 0
+    raise KeyError(
+        f"unknown source or table {args.name!r}; sources: "
+        f"{', '.join(all_sources())}; tables: see `mltraces tables`"
+    )

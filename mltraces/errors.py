@@ -1,0 +1,35 @@
+"""Exceptions with messages that name the bad value and the fix.
+
+The CLI prints ``str(error)`` as a one-line cause and exits non-zero, so every
+message here must stand on its own.
+"""
+
+from __future__ import annotations
+
+
+class MltracesError(Exception):
+    """Base class of every error mltraces raises on purpose."""
+
+
+class FetchError(MltracesError):
+    """A file could not be downloaded from any of its URLs."""
+
+
+class VerificationError(FetchError):
+    """Downloaded or cached bytes do not match the registry (the file was removed)."""
+
+
+class OfflineError(FetchError):
+    """Offline mode is on and a needed file is not in the cache."""
+
+
+class UnsafeArchiveError(MltracesError):
+    """An archive member would escape the extraction folder or is a link/device."""
+
+
+class UnsafePickleError(MltracesError):
+    """A pickle asked for a global that mltraces does not allow."""
+
+
+class SchemaError(MltracesError):
+    """A schema file is malformed, or a data file does not match its schema."""

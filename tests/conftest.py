@@ -1,0 +1,112 @@
+"""Shared fixtures: an isolated cache, the real upstream files, a loopback mirror.
+
+No test touches the user's cache or any address but 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
+ENV_VARS = (
+    "MLTRACES_CACHE",
+    "MLTRACES_MIRROR",
+    "MLTRACES_OFFLINE",
+    "MLTRACES_LOCAL",
+    "MLTRACES_HF_REVISION",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets an empty cache of its own and a clean environment."""
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("MLTRACES_CACHE", str(cache))
+    return cache
+
+
+@pytest.fixture(scope="session")
+def upstream_dir() -> Path:
+    """The real upstream files (../shared/upstream); skips when they are absent."""
+    if not (UPSTREAM / "MANIFEST.tsv").is_file():
+        pytest.skip(f"real upstream files not found at {UPSTREAM} (CI always has them)")
+    return UPSTREAM
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder, with HTTP Range support and no request logging."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def send_head(self):  # type: ignore[override]
+        range_header = self.headers.get("Range")
+        path = Path(self.translate_path(self.path))
+        if not range_header or not path.is_file():
+            return super().send_head()
+        start = int(range_header.removeprefix("bytes=").split("-")[0])
+        size = path.stat().st_size
+        if start >= size:
+            self.send_error(416)
+            return None
+        handle = path.open("rb")
+        handle.seek(start)
+        self.send_response(206)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Range", f"bytes {start}-{size - 1}/{size}")
+        self.send_header("Content-Length", str(size - start))
+        self.end_headers()
+        return handle
+
+
+def serve_directory(
+    root: Path, handler: type = _QuietHandler
+) -> tuple[str, http.server.ThreadingHTTPServer]:
+    """Start a loopback HTTP server over ``root`` on an ephemeral port."""
+
+    class Handler(handler):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+@pytest.fixture(scope="session")
+def upstream_server(upstream_dir: Path) -> Iterator[str]:
+    """Base URL of a loopback server over the real upstream files."""
+    url, server = serve_directory(upstream_dir)
+    yield url
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def http_mirror(upstream_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """MLTRACES_MIRROR pointed at the loopback server over ../shared/upstream."""
+    monkeypatch.setenv("MLTRACES_MIRROR", upstream_server)
+    return upstream_server
+
+
+@pytest.fixture
+def dir_mirror(upstream_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """MLTRACES_MIRROR pointed at ../shared/upstream as a directory."""
+    monkeypatch.setenv("MLTRACES_MIRROR", str(upstream_dir))
+    return upstream_dir
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    state = "present" if (UPSTREAM / "MANIFEST.tsv").is_file() else "ABSENT (real-data tests skip)"
+    return f"mltraces upstream files: {UPSTREAM} {state}; cpu count {os.cpu_count()}"
