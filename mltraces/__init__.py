@@ -20,7 +20,7 @@ _LAZY = {
     "connect": "mltraces.catalog:connect",
     "tables": "mltraces.catalog:tables",
     "validate": "mltraces.validate:validate",
-    "fetch": "mltraces.fetch:fetch",
+    "fetch": "mltraces.fetch",  # a callable module: mltraces.fetch("itp") and .fetch_file
     "fetch_file": "mltraces.fetch:fetch_file",
     "sources": "mltraces.sources:all_sources",
     "simulate": "mltraces.simulate:simulate",
@@ -31,10 +31,11 @@ __all__ = [*_LAZY, "__version__"]
 
 def __getattr__(name: str) -> Any:
     try:
-        module_name, attribute = _LAZY[name].split(":")
+        module_name, _, attribute = _LAZY[name].partition(":")
     except KeyError:
         raise AttributeError(f"module 'mltraces' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module_name), attribute)
+    module = importlib.import_module(module_name)
+    value = getattr(module, attribute) if attribute else module
     globals()[name] = value
     return value
 

@@ -39,7 +39,10 @@ def isolated_cache(
 def upstream_dir() -> Path:
     """The real upstream files (../shared/upstream); skips when they are absent."""
     if not (UPSTREAM / "MANIFEST.tsv").is_file():
-        pytest.skip(f"real upstream files not found at {UPSTREAM} (CI always has them)")
+        reason = f"real upstream files not found at {UPSTREAM}"
+        if os.environ.get("MLTRACES_REQUIRE_UPSTREAM"):
+            pytest.fail(reason + " and MLTRACES_REQUIRE_UPSTREAM is set (CI)")
+        pytest.skip(reason + " (CI always has them)")
     return UPSTREAM
 
 

@@ -1,0 +1,542 @@
+"""The data layer: downloads, verification, cache, mirrors, offline, failure modes."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import http.server
+import io
+import json
+import multiprocessing
+import tarfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from mltraces import fetch as fetch_module
+from mltraces.errors import FetchError, OfflineError, UnsafeArchiveError, VerificationError
+from mltraces.fetch import cached_path, fetch, fetch_file, fetch_members, local_path, verify_cached
+from mltraces.hashing import git_blob_sha1
+from mltraces.registry import RemoteFile, Source
+from mltraces.sources import all_files, set_override
+
+HOST = "files.example.org"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def manifest_rows(upstream: Path) -> list[dict[str, str]]:
+    with (upstream / "MANIFEST.tsv").open() as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def cache_leftovers(cache: Path) -> list[str]:
+    """Every file left in the cache except lock files (locks are harmless and reused)."""
+    return sorted(
+        str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"
+    )
+
+
+@dataclass
+class Route:
+    """What the fake server answers for one path."""
+
+    body: bytes
+    status: int = 200
+    drop_after: int | None = None  # close the socket after this many body bytes
+    drops_left: int = 1_000_000  # how many requests are dropped before serving fully
+    content_length: int | None = None
+
+
+@dataclass
+class FakeServer:
+    """A loopback HTTP server with programmable answers; it records each request."""
+
+    routes: dict[str, Route] = field(default_factory=dict)
+    requests: list[tuple[str, str | None]] = field(default_factory=list)
+    url: str = ""
+
+    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                server.requests.append((self.path, self.headers.get("Range")))
+                route = server.routes.get(self.path)
+                if route is None:
+                    self.send_error(404)
+                    return
+                body, status = route.body, route.status
+                start = 0
+                range_header = self.headers.get("Range")
+                if range_header and status == 200:
+                    start = int(range_header.removeprefix("bytes=").split("-")[0])
+                    status = 206
+                payload = body[start:]
+                self.send_response(status)
+                self.send_header("Content-Length", str(route.content_length or len(payload)))
+                if status == 206:
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                self.end_headers()
+                if route.drop_after is not None and route.drops_left > 0:
+                    route.drops_left -= 1
+                    self.wfile.write(payload[: route.drop_after])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                self.wfile.write(payload)
+
+        return Handler
+
+
+@pytest.fixture
+def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    """A FakeServer on 127.0.0.1 set as the mirror for https://files.example.org/..."""
+    fake = FakeServer()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("MLTRACES_MIRROR", fake.url)
+    monkeypatch.setattr(fetch_module, "RETRY_WAIT_S", 0.0)
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+def synthetic_file(name: str, data: bytes, *, by: str = "sha256", size: bool = True) -> RemoteFile:
+    """A registry entry for synthetic bytes, pinned like the real ones."""
+    return RemoteFile(
+        id=f"demo/{name}",
+        url=f"https://{HOST}/pinned/{name}",
+        description="synthetic test file",
+        size=len(data) if size else None,
+        sha256=hashlib.sha256(data).hexdigest() if by == "sha256" else None,
+        git_blob=git_blob_sha1(data) if by == "git_blob" else None,
+        kind="tar.gz" if name.endswith(".tar.gz") else "file",
+    )
+
+
+class DemoRegistry:
+    """A test-only registry with one source, ``demo``; files are added per test."""
+
+    def __init__(self) -> None:
+        self.files: list[RemoteFile] = []
+
+    def add(self, file: RemoteFile) -> RemoteFile:
+        self.files.append(file)
+        source = Source(
+            name="demo",
+            title="demo",
+            description="synthetic",
+            homepage="https://example.org",
+            license="MIT",
+            citation="@misc{demo}",
+            files=tuple(self.files),
+        )
+        set_override({"demo": source})
+        return file
+
+
+@pytest.fixture
+def demo_registry() -> Iterator[DemoRegistry]:
+    """Install a test-only registry; the shipped one is restored afterwards."""
+    yield DemoRegistry()
+    set_override(None)
+
+
+def serve(fake: FakeServer, file: RemoteFile, body: bytes, **route: object) -> None:
+    path = "/" + file.url.removeprefix("https://")
+    fake.routes[path] = Route(body=body, **route)  # type: ignore[arg-type]
+
+
+def make_tar(members: dict[str, bytes], *, link: str | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link:
+            info = tarfile.TarInfo(link)
+            info.type = tarfile.SYMTYPE
+            info.linkname = "/etc/passwd"
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+KALOS_SAMPLE = (
+    b"job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,"
+    b"submit_time,start_time,end_time,fail_time,stop_time,duration,queue,gpu_time\n"
+    b"dlctk696s0jbvitv,uf794,8,64,960,1000,100.0,Other,FAILED,2023-05-17 11:00:58+00:00,"
+    b"2023-05-17 11:01:08+00:00,2023-05-17 11:01:16+00:00,2023-05-17 11:01:16+00:00,,18,10.0,"
+    b"1152.0\n"
+)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:
+    from mltraces.sources import all_sources
+
+    sources = all_sources()
+    assert set(sources) == {"zeus", "itp", "acme"}
+    for source in sources.values():
+        assert source.license in {"Apache-2.0", "MIT", "CC-BY-4.0"}
+        assert source.citation.startswith("@inproceedings{")
+        assert source.anomalies
+        for file in source.files:
+            assert file.sha256 or file.git_blob
+            assert "raw.githubusercontent.com" in file.url
+            commit = file.url.split("/")[5]
+            assert len(commit) == 40, f"{file.id} URL is not pinned to a commit"
+    absent = {"zeus/alibaba_groups.csv.xz", "acme/trace_seren.csv", "acme/trace_kalos.csv"}
+    assert absent <= set(all_files())
+    assert all_files()["acme/trace_seren.csv"].mirrors[0].startswith("https://huggingface.co/")
+
+
+def test_registry_rejects_entries_without_a_usable_hash() -> None:
+    with pytest.raises(ValueError, match="needs sha256 or git_blob"):
+        RemoteFile(id="x/y", url="https://a/b", description="")
+    with pytest.raises(ValueError, match="not 64 lower-case hex"):
+        RemoteFile(id="x/y", url="https://a/b", description="", sha256="abc")
+    with pytest.raises(ValueError, match="is not https"):
+        RemoteFile(id="x/y", url="http://a/b", description="", git_blob="0" * 40)
+
+
+def test_registry_hashes_agree_with_the_upstream_manifest(upstream_dir: Path) -> None:
+    by_url = {f.url: f for f in all_files().values()}
+    rows = manifest_rows(upstream_dir)
+    assert len(rows) == 21
+    for row in rows:
+        file = by_url[row["url"]]
+        assert file.size == int(row["size"])
+        assert file.sha256 == row["sha256"]
+        assert file.git_blob == row["git_blob_sha1"]
+
+
+# --------------------------------------------------------------------------- real data
+
+
+def _present_files(sources: tuple[str, ...]) -> list[RemoteFile]:
+    return [f for f in all_files().values() if f.source in sources and f.sha256]
+
+
+def test_real_files_over_loopback_http_are_verified(http_mirror: str, upstream_dir: Path) -> None:
+    sha_by_url = {r["url"]: r["sha256"] for r in manifest_rows(upstream_dir)}
+    files = _present_files(("zeus", "itp", "acme"))
+    paths = fetch(*(f.id for f in files), progress=False)
+    for file in files:
+        path = paths[file.id]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == sha_by_url[file.url]
+        stamp = json.loads(path.with_name(path.name + ".verified.json").read_text())
+        assert stamp["sha256"] == file.sha256 and stamp["git_blob"] == file.git_blob
+    raw = [k for k in paths if k.startswith("itp/raw-traces.tar.gz/cluster")]
+    ef = [k for k in paths if k.startswith("itp/elasticflow-traces.tar.gz/")]
+    assert len(raw) == 10
+    assert {k.rsplit("/", 1)[1] for k in ef} >= {"195job.csv", "cluster01.csv", "cluster10.csv"}
+    # Each extracted CSV is recorded with its own sha256, and the record is true.
+    member = paths["itp/raw-traces.tar.gz/cluster01.csv"]
+    record = json.loads((member.parent / ".members.json").read_text())["cluster01.csv"]
+    assert record["sha256"] == hashlib.sha256(member.read_bytes()).hexdigest()
+    assert member.read_text().splitlines()[0] == "job_id,submission_time,duration,num_gpu"
+
+
+def test_real_files_from_a_directory_mirror(dir_mirror: Path) -> None:
+    file = all_files()["zeus/summary_power_v100.csv"]
+    path = fetch_file(file.id, progress=False)
+    original = dir_mirror / file.url.removeprefix("https://")
+    assert path.read_bytes() == original.read_bytes()
+    assert cached_path(file) == path
+
+
+def test_git_blob_verification_on_real_files(http_mirror: str, upstream_dir: Path) -> None:
+    """Pin real files by their git blob id only, as for the files absent here."""
+    for row in manifest_rows(upstream_dir)[:8]:
+        file = RemoteFile(
+            id="blob/" + row["url"].rsplit("/", 1)[1],
+            url=row["url"],
+            description="",
+            git_blob=row["git_blob_sha1"],
+        )
+        path = fetch_file(file, progress=False)
+        stamp = json.loads(path.with_name(path.name + ".verified.json").read_text())
+        assert stamp["verified_by"] == "git-blob-sha1"
+        assert stamp["git_blob"] == row["git_blob_sha1"]
+        path.unlink()
+        path.with_name(path.name + ".verified.json").unlink()
+    wrong = RemoteFile(
+        id="blob/wrong",
+        url=manifest_rows(upstream_dir)[0]["url"],
+        description="",
+        git_blob="0" * 40,
+    )
+    with pytest.raises(VerificationError, match="git-blob-sha1 mismatch: expected 0000"):
+        fetch_file(wrong, progress=False)
+
+
+def test_warm_fetch_trusts_the_stamp_and_hashes_nothing(
+    http_mirror: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = fetch_file("acme/cluster_summary.csv", progress=False)
+
+    def no_hashing(*args: object) -> None:
+        raise AssertionError("a warm fetch must not re-hash")
+
+    monkeypatch.setattr(fetch_module, "digest", no_hashing)
+    assert fetch_file("acme/cluster_summary.csv") == path
+    assert cached_path(all_files()["acme/cluster_summary.csv"]) == path
+
+
+def test_cli_fetch_list_verify_and_info(http_mirror: str, capsys: pytest.CaptureFixture) -> None:
+    from mltraces.cli import main
+
+    assert main(["fetch", "itp", "--quiet"]) == 0
+    assert main(["list", "itp"]) == 0
+    out = capsys.readouterr().out
+    assert "itp/raw-traces.tar.gz" in out and "cached" in out
+    assert main(["verify", "itp"]) == 0
+    out = capsys.readouterr().out
+    assert "ok       itp/raw-traces.tar.gz/cluster01.csv" in out
+    assert "0 corrupt" in out
+    assert main(["info", "acme"]) == 0
+    out = capsys.readouterr().out
+    assert "CC-BY-4.0" in out and "1,031,550" in out and "818,327" in out
+    assert "@inproceedings{hu2024characterization" in out
+
+
+# --------------------------------------------------------------------------- failure modes
+
+
+def test_tampered_bytes_are_rejected_and_removed(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    good = b"a,b\n1,2\n"
+    file = demo_registry.add(synthetic_file("t.csv", good))
+    serve(fake_server, file, b"a,b\n1,3\n")
+    with pytest.raises(VerificationError) as info:
+        fetch_file(file.id, progress=False)
+    message = str(info.value)
+    assert "demo/t.csv: sha256 mismatch" in message
+    assert file.sha256 in message and hashlib.sha256(b"a,b\n1,3\n").hexdigest() in message
+    assert "deleted and not used" in message
+    assert cache_leftovers(isolated_cache) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 99\n",
+            "Git LFS pointer",
+        ),
+        (b"<!DOCTYPE html><html><body>Rate limited</body></html>", "HTML page"),
+    ],
+)
+def test_lfs_pointers_and_html_pages_are_named(
+    fake_server: FakeServer,
+    demo_registry: DemoRegistry,
+    isolated_cache: Path,
+    body: bytes,
+    expected: str,
+) -> None:
+    file = demo_registry.add(synthetic_file("trace.csv", b"job_id\n1\n" * 50, size=False))
+    serve(fake_server, file, body)
+    with pytest.raises(VerificationError, match=expected):
+        fetch_file(file.id, progress=False)
+    assert cache_leftovers(isolated_cache) == []
+
+
+def test_truncated_body_fails_after_retries_and_leaves_nothing(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    data = bytes(range(256)) * 400
+    file = demo_registry.add(synthetic_file("big.bin", data))
+    serve(fake_server, file, data, drop_after=1000)
+    with pytest.raises(FetchError, match=r"could not download demo/big\.bin") as info:
+        fetch_file(file.id, progress=False)
+    assert "dropped" in str(info.value) or "ended after" in str(info.value)
+    assert cache_leftovers(isolated_cache) == []
+
+
+def test_short_body_without_a_known_size_is_caught_by_the_hash(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    data = b"x" * 5000
+    file = demo_registry.add(synthetic_file("nosize.bin", data, size=False))
+    serve(fake_server, file, data[:4000])
+    with pytest.raises(VerificationError, match="sha256 mismatch"):
+        fetch_file(file.id, progress=False)
+    assert cache_leftovers(isolated_cache) == []
+
+
+def test_dropped_connection_resumes_with_a_range_request(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    data = bytes(range(256)) * 400
+    file = demo_registry.add(synthetic_file("resume.bin", data))
+    serve(fake_server, file, data, drop_after=80_000, drops_left=1)
+    path = fetch_file(file.id, progress=False)
+    assert path.read_bytes() == data
+    assert fake_server.requests[0][1] is None
+    resumed_at = int(fake_server.requests[1][1].removeprefix("bytes=").rstrip("-"))
+    assert 0 < resumed_at <= 80_000, "the second request resumes, it does not restart"
+
+
+def test_http_404_names_the_status_and_url(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    file = demo_registry.add(synthetic_file("missing.csv", b"x"))
+    with pytest.raises(FetchError, match=r"HTTP 404 from http://127\.0\.0\.1:\d+/files"):
+        fetch_file(file.id, progress=False)
+    assert len(fake_server.requests) == 1, "a 404 is permanent: no retries"
+    assert cache_leftovers(isolated_cache) == []
+
+
+def test_offline_with_nothing_cached_says_how_to_get_the_file(
+    monkeypatch: pytest.MonkeyPatch, isolated_cache: Path
+) -> None:
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    with pytest.raises(OfflineError) as info:
+        fetch_file("zeus/summary_train.csv")
+    message = str(info.value)
+    assert "zeus/summary_train.csv is not in the cache" in message
+    assert "mltraces fetch zeus/summary_train.csv" in message
+    assert "MLTRACES_MIRROR" in message
+    assert cache_leftovers(isolated_cache) == []
+
+
+def test_offline_uses_cached_files(http_mirror: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = fetch_file("zeus/summary_power_a40.csv", progress=False)
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    monkeypatch.delenv("MLTRACES_MIRROR")
+    assert fetch_file("zeus/summary_power_a40.csv") == path
+
+
+def test_cli_failure_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from mltraces.cli import main
+
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    assert main(["fetch", "zeus/summary_train.csv"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mltraces fetch: error: zeus/summary_train.csv is not in the cache")
+    assert "\n" not in err
+    assert main(["fetch", "nope"]) == 1
+    assert "unknown file 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("members", "link", "expected"),
+    [
+        ({"../evil.csv": b"x"}, None, "would escape the extraction folder"),
+        ({"/abs.csv": b"x"}, None, "would escape the extraction folder"),
+        ({"ok.csv": b"x"}, "link.csv", "is a link"),
+    ],
+)
+def test_unsafe_archives_are_refused(
+    fake_server: FakeServer,
+    demo_registry: DemoRegistry,
+    isolated_cache: Path,
+    members: dict[str, bytes],
+    link: str | None,
+    expected: str,
+) -> None:
+    data = make_tar(members, link=link)
+    file = demo_registry.add(synthetic_file("evil.tar.gz", data))
+    serve(fake_server, file, data)
+    with pytest.raises(UnsafeArchiveError, match=expected):
+        fetch_members(file.id)
+    assert not (isolated_cache / "extracted").exists() or not any(
+        (isolated_cache / "extracted").rglob("*.csv")
+    )
+    assert not (isolated_cache.parent / "evil.csv").exists()
+
+
+def test_archive_members_are_recorded_and_verifiable(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    data = make_tar({"LICENSE": b"MIT", "cluster01.csv": b"job_id\n1\n"})
+    file = demo_registry.add(synthetic_file("ok.tar.gz", data))
+    serve(fake_server, file, data)
+    members = fetch_members(file.id)
+    assert set(members) == {"LICENSE", "cluster01.csv"}
+    members["cluster01.csv"].write_bytes(b"job_id\n2\n")
+    results = {r.id: r.status for r in verify_cached()}
+    assert results["demo/ok.tar.gz"] == "ok"
+    assert results["demo/ok.tar.gz/cluster01.csv"] == "corrupt"
+
+
+def test_verify_deletes_a_corrupted_cached_file_and_fetch_heals_it(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    data = b"a,b\n" * 100
+    file = demo_registry.add(synthetic_file("heal.csv", data))
+    serve(fake_server, file, data)
+    path = fetch_file(file.id, progress=False)
+    path.write_bytes(b"a,b\n" * 99 + b"a,c\n")
+    # The stamp no longer matches (mtime changed), so the file is re-checked.
+    assert cached_path(file) is None
+    [result] = verify_cached()
+    assert result.status == "corrupt" and not path.exists()
+    assert fetch_file(file.id, progress=False).read_bytes() == data
+
+
+def test_absent_upstream_file_path_with_a_synthetic_kalos_trace(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    """Files absent here (AcmeTrace traces) are pinned by git blob: same code path."""
+    file = demo_registry.add(synthetic_file("trace_kalos.csv", KALOS_SAMPLE, by="git_blob"))
+    serve(fake_server, file, KALOS_SAMPLE)
+    path = fetch_file(file.id, progress=False)
+    assert path.read_bytes() == KALOS_SAMPLE
+    assert (
+        json.loads(path.with_name(path.name + ".verified.json").read_text())["verified_by"]
+        == "git-blob-sha1"
+    )
+
+
+def _fetch_in_child(cache: str, mirror: str, override: RemoteFile, queue: object) -> None:
+    import os
+
+    os.environ["MLTRACES_CACHE"] = cache
+    os.environ["MLTRACES_MIRROR"] = mirror
+    try:
+        path = fetch_file(override, progress=False)
+        queue.put(("ok", str(path)))  # type: ignore[attr-defined]
+    except Exception as error:  # report, the parent asserts
+        queue.put(("error", repr(error)))  # type: ignore[attr-defined]
+
+
+def test_two_concurrent_fetches_download_once(
+    fake_server: FakeServer, isolated_cache: Path
+) -> None:
+    data = bytes(range(256)) * 4000
+    file = synthetic_file("shared.bin", data)
+    serve(fake_server, file, data)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [
+        context.Process(
+            target=_fetch_in_child, args=(str(isolated_cache), fake_server.url, file, queue)
+        )
+        for _ in range(2)
+    ]
+    for child in children:
+        child.start()
+    outcomes = [queue.get(timeout=60) for _ in children]
+    for child in children:
+        child.join(timeout=60)
+    assert [o[0] for o in outcomes] == ["ok", "ok"], outcomes
+    assert local_path(file).read_bytes() == data
+    assert len([r for r in fake_server.requests if r[0].endswith("shared.bin")]) == 1
+    assert not local_path(file).with_name("shared.bin.part").exists()
