@@ -12,6 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes import DemoRegistry, FakeServer
+
+from mltraces import fetch as fetch_module
+from mltraces.sources import set_override
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 ENV_VARS = (
@@ -113,3 +117,25 @@ def dir_mirror(upstream_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pytest_report_header(config: pytest.Config) -> str:
     state = "present" if (UPSTREAM / "MANIFEST.tsv").is_file() else "ABSENT (real-data tests skip)"
     return f"mltraces upstream files: {UPSTREAM} {state}; cpu count {os.cpu_count()}"
+
+
+@pytest.fixture
+def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
+    """A FakeServer on 127.0.0.1 set as the mirror for https://files.example.org/..."""
+    fake = FakeServer()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("MLTRACES_MIRROR", fake.url)
+    monkeypatch.setattr(fetch_module, "RETRY_WAIT_S", 0.0)
+    yield fake
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def demo_registry() -> Iterator[DemoRegistry]:
+    """Install a test-only registry; the shipped one is restored afterwards."""
+    yield DemoRegistry()
+    set_override(None)

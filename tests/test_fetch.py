@@ -4,27 +4,25 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import http.server
-import io
 import json
 import multiprocessing
-import tarfile
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from fakes import (
+    KALOS_SAMPLE,
+    DemoRegistry,
+    FakeServer,
+    cache_leftovers,
+    serve,
+    synthetic_file,
+)
 
 from mltraces import fetch as fetch_module
-from mltraces.errors import FetchError, OfflineError, UnsafeArchiveError, VerificationError
-from mltraces.fetch import cached_path, fetch, fetch_file, fetch_members, local_path, verify_cached
-from mltraces.hashing import git_blob_sha1
-from mltraces.registry import RemoteFile, Source
-from mltraces.sources import all_files, set_override
-
-HOST = "files.example.org"
-
+from mltraces.errors import FetchError, OfflineError, VerificationError
+from mltraces.fetch import cached_path, fetch, fetch_file, local_path, verify_cached
+from mltraces.registry import RemoteFile
+from mltraces.sources import all_files
 
 # --------------------------------------------------------------------------- helpers
 
@@ -32,198 +30,6 @@ HOST = "files.example.org"
 def manifest_rows(upstream: Path) -> list[dict[str, str]]:
     with (upstream / "MANIFEST.tsv").open() as handle:
         return list(csv.DictReader(handle, delimiter="\t"))
-
-
-def cache_leftovers(cache: Path) -> list[str]:
-    """Every file left in the cache except lock files (locks are harmless and reused)."""
-    return sorted(
-        str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"
-    )
-
-
-@dataclass
-class Route:
-    """What the fake server answers for one path."""
-
-    body: bytes
-    status: int = 200
-    drop_after: int | None = None  # close the socket after this many body bytes
-    drops_left: int = 1_000_000  # how many requests are dropped before serving fully
-    content_length: int | None = None
-
-
-@dataclass
-class FakeServer:
-    """A loopback HTTP server with programmable answers; it records each request."""
-
-    routes: dict[str, Route] = field(default_factory=dict)
-    requests: list[tuple[str, str | None]] = field(default_factory=list)
-    url: str = ""
-
-    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                server.requests.append((self.path, self.headers.get("Range")))
-                route = server.routes.get(self.path)
-                if route is None:
-                    self.send_error(404)
-                    return
-                body, status = route.body, route.status
-                start = 0
-                range_header = self.headers.get("Range")
-                if range_header and status == 200:
-                    start = int(range_header.removeprefix("bytes=").split("-")[0])
-                    status = 206
-                payload = body[start:]
-                self.send_response(status)
-                self.send_header("Content-Length", str(route.content_length or len(payload)))
-                if status == 206:
-                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-                self.end_headers()
-                if route.drop_after is not None and route.drops_left > 0:
-                    route.drops_left -= 1
-                    self.wfile.write(payload[: route.drop_after])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                self.wfile.write(payload)
-
-        return Handler
-
-
-@pytest.fixture
-def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
-    """A FakeServer on 127.0.0.1 set as the mirror for https://files.example.org/..."""
-    fake = FakeServer()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    monkeypatch.setenv("MLTRACES_MIRROR", fake.url)
-    monkeypatch.setattr(fetch_module, "RETRY_WAIT_S", 0.0)
-    yield fake
-    server.shutdown()
-    server.server_close()
-
-
-def synthetic_file(name: str, data: bytes, *, by: str = "sha256", size: bool = True) -> RemoteFile:
-    """A registry entry for synthetic bytes, pinned like the real ones."""
-    return RemoteFile(
-        id=f"demo/{name}",
-        url=f"https://{HOST}/pinned/{name}",
-        description="synthetic test file",
-        size=len(data) if size else None,
-        sha256=hashlib.sha256(data).hexdigest() if by == "sha256" else None,
-        git_blob=git_blob_sha1(data) if by == "git_blob" else None,
-        kind="tar.gz" if name.endswith(".tar.gz") else "file",
-    )
-
-
-class DemoRegistry:
-    """A test-only registry with one source, ``demo``; files are added per test."""
-
-    def __init__(self) -> None:
-        self.files: list[RemoteFile] = []
-
-    def add(self, file: RemoteFile) -> RemoteFile:
-        self.files.append(file)
-        source = Source(
-            name="demo",
-            title="demo",
-            description="synthetic",
-            homepage="https://example.org",
-            license="MIT",
-            citation="@misc{demo}",
-            files=tuple(self.files),
-        )
-        set_override({"demo": source})
-        return file
-
-
-@pytest.fixture
-def demo_registry() -> Iterator[DemoRegistry]:
-    """Install a test-only registry; the shipped one is restored afterwards."""
-    yield DemoRegistry()
-    set_override(None)
-
-
-def serve(fake: FakeServer, file: RemoteFile, body: bytes, **route: object) -> None:
-    path = "/" + file.url.removeprefix("https://")
-    fake.routes[path] = Route(body=body, **route)  # type: ignore[arg-type]
-
-
-def make_tar(members: dict[str, bytes], *, link: str | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-        if link:
-            info = tarfile.TarInfo(link)
-            info.type = tarfile.SYMTYPE
-            info.linkname = "/etc/passwd"
-            tar.addfile(info)
-    return buffer.getvalue()
-
-
-KALOS_SAMPLE = (
-    b"job_id,user,node_num,gpu_num,cpu_num,mem_per_pod_GB,shared_mem_per_pod,type,state,"
-    b"submit_time,start_time,end_time,fail_time,stop_time,duration,queue,gpu_time\n"
-    b"dlctk696s0jbvitv,uf794,8,64,960,1000,100.0,Other,FAILED,2023-05-17 11:00:58+00:00,"
-    b"2023-05-17 11:01:08+00:00,2023-05-17 11:01:16+00:00,2023-05-17 11:01:16+00:00,,18,10.0,"
-    b"1152.0\n"
-)
-
-
-# --------------------------------------------------------------------------- registry
-
-
-def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:
-    from mltraces.sources import all_sources
-
-    sources = all_sources()
-    assert set(sources) == {"zeus", "itp", "acme"}
-    for source in sources.values():
-        assert source.license in {"Apache-2.0", "MIT", "CC-BY-4.0"}
-        assert source.citation.startswith("@inproceedings{")
-        assert source.anomalies
-        for file in source.files:
-            assert file.sha256 or file.git_blob
-            assert "raw.githubusercontent.com" in file.url
-            commit = file.url.split("/")[5]
-            assert len(commit) == 40, f"{file.id} URL is not pinned to a commit"
-    absent = {"zeus/alibaba_groups.csv.xz", "acme/trace_seren.csv", "acme/trace_kalos.csv"}
-    assert absent <= set(all_files())
-    assert all_files()["acme/trace_seren.csv"].mirrors[0].startswith("https://huggingface.co/")
-
-
-def test_registry_rejects_entries_without_a_usable_hash() -> None:
-    with pytest.raises(ValueError, match="needs sha256 or git_blob"):
-        RemoteFile(id="x/y", url="https://a/b", description="")
-    with pytest.raises(ValueError, match="not 64 lower-case hex"):
-        RemoteFile(id="x/y", url="https://a/b", description="", sha256="abc")
-    with pytest.raises(ValueError, match="is not https"):
-        RemoteFile(id="x/y", url="http://a/b", description="", git_blob="0" * 40)
-
-
-def test_registry_hashes_agree_with_the_upstream_manifest(upstream_dir: Path) -> None:
-    by_url = {f.url: f for f in all_files().values()}
-    rows = manifest_rows(upstream_dir)
-    assert len(rows) == 21
-    for row in rows:
-        file = by_url[row["url"]]
-        assert file.size == int(row["size"])
-        assert file.sha256 == row["sha256"]
-        assert file.git_blob == row["git_blob_sha1"]
-
-
-# --------------------------------------------------------------------------- real data
 
 
 def _present_files(sources: tuple[str, ...]) -> list[RemoteFile]:
@@ -433,47 +239,6 @@ def test_cli_failure_is_one_line_and_exit_1(
     assert "\n" not in err
     assert main(["fetch", "nope"]) == 1
     assert "unknown file 'nope'" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("members", "link", "expected"),
-    [
-        ({"../evil.csv": b"x"}, None, "would escape the extraction folder"),
-        ({"/abs.csv": b"x"}, None, "would escape the extraction folder"),
-        ({"ok.csv": b"x"}, "link.csv", "is a link"),
-    ],
-)
-def test_unsafe_archives_are_refused(
-    fake_server: FakeServer,
-    demo_registry: DemoRegistry,
-    isolated_cache: Path,
-    members: dict[str, bytes],
-    link: str | None,
-    expected: str,
-) -> None:
-    data = make_tar(members, link=link)
-    file = demo_registry.add(synthetic_file("evil.tar.gz", data))
-    serve(fake_server, file, data)
-    with pytest.raises(UnsafeArchiveError, match=expected):
-        fetch_members(file.id)
-    assert not (isolated_cache / "extracted").exists() or not any(
-        (isolated_cache / "extracted").rglob("*.csv")
-    )
-    assert not (isolated_cache.parent / "evil.csv").exists()
-
-
-def test_archive_members_are_recorded_and_verifiable(
-    fake_server: FakeServer, demo_registry: DemoRegistry
-) -> None:
-    data = make_tar({"LICENSE": b"MIT", "cluster01.csv": b"job_id\n1\n"})
-    file = demo_registry.add(synthetic_file("ok.tar.gz", data))
-    serve(fake_server, file, data)
-    members = fetch_members(file.id)
-    assert set(members) == {"LICENSE", "cluster01.csv"}
-    members["cluster01.csv"].write_bytes(b"job_id\n2\n")
-    results = {r.id: r.status for r in verify_cached()}
-    assert results["demo/ok.tar.gz"] == "ok"
-    assert results["demo/ok.tar.gz/cluster01.csv"] == "corrupt"
 
 
 def test_verify_deletes_a_corrupted_cached_file_and_fetch_heals_it(

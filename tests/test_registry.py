@@ -1,0 +1,55 @@
+"""The shipped registry: every file pinned, licensed, cited, and true to upstream."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from mltraces.registry import RemoteFile
+from mltraces.sources import all_files
+
+
+def manifest_rows(upstream: Path) -> list[dict[str, str]]:
+    with (upstream / "MANIFEST.tsv").open() as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:
+    from mltraces.sources import all_sources
+
+    sources = all_sources()
+    assert set(sources) == {"zeus", "itp", "acme"}
+    for source in sources.values():
+        assert source.license in {"Apache-2.0", "MIT", "CC-BY-4.0"}
+        assert source.citation.startswith("@inproceedings{")
+        assert source.anomalies
+        for file in source.files:
+            assert file.sha256 or file.git_blob
+            assert "raw.githubusercontent.com" in file.url
+            commit = file.url.split("/")[5]
+            assert len(commit) == 40, f"{file.id} URL is not pinned to a commit"
+    absent = {"zeus/alibaba_groups.csv.xz", "acme/trace_seren.csv", "acme/trace_kalos.csv"}
+    assert absent <= set(all_files())
+    assert all_files()["acme/trace_seren.csv"].mirrors[0].startswith("https://huggingface.co/")
+
+
+def test_registry_rejects_entries_without_a_usable_hash() -> None:
+    with pytest.raises(ValueError, match="needs sha256 or git_blob"):
+        RemoteFile(id="x/y", url="https://a/b", description="")
+    with pytest.raises(ValueError, match="not 64 lower-case hex"):
+        RemoteFile(id="x/y", url="https://a/b", description="", sha256="abc")
+    with pytest.raises(ValueError, match="is not https"):
+        RemoteFile(id="x/y", url="http://a/b", description="", git_blob="0" * 40)
+
+
+def test_registry_hashes_agree_with_the_upstream_manifest(upstream_dir: Path) -> None:
+    by_url = {f.url: f for f in all_files().values()}
+    rows = manifest_rows(upstream_dir)
+    assert len(rows) == 21
+    for row in rows:
+        file = by_url[row["url"]]
+        assert file.size == int(row["size"])
+        assert file.sha256 == row["sha256"]
+        assert file.git_blob == row["git_blob_sha1"]
