@@ -1,0 +1,51 @@
+"""`mltraces tables`: the catalog's tables, where they come from, and whether they are ready."""
+
+from __future__ import annotations
+
+import argparse
+
+from mltraces.commands.common import add_table_options, local_overrides
+
+HELP = "list catalog tables"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("names", nargs="*", metavar="SOURCE", help="limit to these sources")
+    parser.add_argument("--rows", action="store_true",
+                        help="also build each table (fetching its files) and count its rows")
+    add_table_options(parser)
+
+
+def _status(schema, overrides: dict) -> str:
+    """"local", "cached" or "not cached", without downloading or hashing anything."""
+    from mltraces.fetch import cached_path
+    from mltraces.sources import get_file
+
+    if schema.name in overrides:
+        return f"local {overrides[schema.name]} (unverified)"
+    cached = all(cached_path(get_file(file_id)) for file_id in schema.file_ids)
+    return "cached" if cached else "not cached (fetched on first use)"
+
+
+def _rows(schema, overrides: dict) -> str:
+    from mltraces.catalog import materialize
+    from mltraces.errors import MltracesError
+
+    try:
+        return f"{materialize(schema, overrides.get(schema.name)).rows:,}"
+    except MltracesError as error:
+        return f"unavailable: {str(error).splitlines()[0][:60]}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from mltraces.catalog import _select, resolve_local
+
+    overrides = resolve_local(local_overrides(args))
+    for schema in _select(args.names or None):
+        line = f"{schema.name:22} {schema.title}"
+        print(line)
+        print(f"{'':22}   files: {', '.join(schema.file_ids)}")
+        print(f"{'':22}   status: {_status(schema, overrides)}")
+        if args.rows:
+            print(f"{'':22}   rows: {_rows(schema, overrides)}")
+    return 0

@@ -1,0 +1,425 @@
+"""Table schemas: read ``schemas/*.json``, map types to DuckDB, compile constraints to SQL.
+
+Each catalog table is defined by one `Frictionless Table Schema
+<https://specs.frictionlessdata.io/table-schema/>`_ file, so the documentation a
+user reads *is* the definition the catalog builds from. Besides the standard
+keys (``fields`` with ``name``/``type``/``format``/``description``/
+``constraints``, ``primaryKey``, ``missingValues``) mltraces uses:
+
+- ``unit`` on a field (custom key): the unit of its values (``s``, ``W``, ``GPU h``).
+- an ``mltraces`` block: the ``reader`` (``csv`` or ``util_pkl``), the
+  ``sources`` (registry file ids; for archives a ``members`` glob; constant or
+  ``{member_stem}`` ``columns`` added per file), ``derived`` columns (SQL over
+  the fields, computed in the view), row-level ``checks`` (SQL that must hold,
+  ``severity`` ``error`` or ``warning``) and ``notes`` (known anomalies).
+
+Adding a table is adding a schema file; nothing else keeps a list of tables.
+
+>>> from mltraces.schema import get_schema
+>>> get_schema("itp.jobs").primary_key
+('job_id',)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mltraces.errors import SchemaError
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+# Frictionless type -> DuckDB type. ``datetime`` is special-cased: with an offset
+# in its format (``%z``, or the default ISO form) it is an absolute instant.
+_DUCKDB_TYPES = {
+    "string": "VARCHAR",
+    "integer": "BIGINT",
+    "number": "DOUBLE",
+    "boolean": "BOOLEAN",
+    "date": "DATE",
+    "time": "TIME",
+    "year": "INTEGER",
+    "any": "VARCHAR",
+}
+_TYPES = {*_DUCKDB_TYPES, "datetime"}
+_CONSTRAINTS = {
+    "required", "unique", "enum", "minimum", "maximum", "pattern", "minLength", "maxLength",
+}
+_ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
+_READERS = {"csv", "util_pkl"}
+_SEVERITIES = {"error", "warning"}
+MEMBER_STEM = "{member_stem}"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One column: its Frictionless description and the DuckDB type it becomes."""
+
+    name: str
+    type: str
+    description: str
+    unit: str | None = None
+    format: str | None = None
+    constraints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duckdb_type(self) -> str:
+        """The explicit DuckDB type the catalog reads this column as (never sniffed)."""
+        if self.type == "datetime":
+            with_offset = self.format in (None, "default", "any") or "%z" in self.format
+            return "TIMESTAMPTZ" if with_offset else "TIMESTAMP"
+        return _DUCKDB_TYPES[self.type]
+
+    @property
+    def required(self) -> bool:
+        return bool(self.constraints.get("required"))
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A convenience column computed in the view from the stored fields."""
+
+    name: str
+    type: str
+    sql: str
+    description: str
+    unit: str | None = None
+
+    @property
+    def duckdb_type(self) -> str:
+        return Field(self.name, self.type, self.description).duckdb_type
+
+
+@dataclass(frozen=True)
+class Check:
+    """A row-level rule in SQL that must hold (NULL counts as passing)."""
+
+    name: str
+    sql: str
+    description: str
+    severity: str = "error"
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One input of a table: a registry file, optionally archive members, extra columns."""
+
+    file: str
+    members: str | None = None
+    columns: dict[str, str] = field(default_factory=dict)
+    compression: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A compiled check: ``fail_sql`` is true on each row that violates it."""
+
+    table: str
+    name: str
+    fail_sql: str
+    description: str
+    columns: tuple[str, ...] = ()
+    severity: str = "error"
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A parsed schema file: the definition of one catalog table."""
+
+    name: str
+    title: str
+    description: str
+    fields: tuple[Field, ...]
+    primary_key: tuple[str, ...]
+    missing_values: tuple[str, ...]
+    reader: str
+    sources: tuple[SourceSpec, ...]
+    derived: tuple[Derived, ...] = ()
+    checks: tuple[Check, ...] = ()
+    notes: tuple[str, ...] = ()
+    path: Path | None = None
+    digest: str = ""
+
+    @property
+    def schema_name(self) -> str:
+        """DuckDB schema (the source): ``zeus`` for ``zeus.train``."""
+        return self.name.split(".", 1)[0]
+
+    @property
+    def table_name(self) -> str:
+        """View name inside the DuckDB schema: ``train`` for ``zeus.train``."""
+        return self.name.split(".", 1)[1]
+
+    @property
+    def qualified(self) -> str:
+        """Quoted ``"schema"."table"`` for SQL."""
+        return f"{quote_ident(self.schema_name)}.{quote_ident(self.table_name)}"
+
+    @property
+    def field_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @property
+    def added_columns(self) -> tuple[str, ...]:
+        """Fields that come from the file name or member name, not from the file's header."""
+        names: list[str] = []
+        for source in self.sources:
+            names.extend(c for c in source.columns if c not in names)
+        return tuple(names)
+
+    @property
+    def file_fields(self) -> tuple[Field, ...]:
+        """Fields expected in each input file's header, in schema order."""
+        added = set(self.added_columns)
+        return tuple(f for f in self.fields if f.name not in added)
+
+    @property
+    def file_ids(self) -> tuple[str, ...]:
+        """Registry ids of the files this table reads (each once)."""
+        return tuple(dict.fromkeys(s.file for s in self.sources))
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        columns = ", ".join(self.field_names)
+        raise KeyError(f"{self.name} has no column {name!r}; columns: {columns}")
+
+
+# --------------------------------------------------------------------------- SQL helpers
+
+
+def quote_ident(name: str) -> str:
+    """Quote an identifier for DuckDB (``group`` is a keyword, so always quote)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: Any) -> str:
+    """A SQL literal for a JSON scalar from a schema."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise SchemaError(f"cannot use {value!r} as a SQL literal")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _digest(raw: dict) -> str:
+    """sha256 of the schema's canonical JSON: changes whenever the definition does."""
+    canonical = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _parse_field(raw: Any, where: str, problems: list[str]) -> Field | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        problems.append(f"{where}: a field needs at least a string 'name'")
+        return None
+    name = raw["name"]
+    ftype = raw.get("type", "string")
+    if ftype not in _TYPES:
+        problems.append(f"{where}: field {name!r} has type {ftype!r}; known: {sorted(_TYPES)}")
+        return None
+    constraints = raw.get("constraints", {}) or {}
+    unknown = set(constraints) - _CONSTRAINTS
+    if unknown:
+        problems.append(f"{where}: field {name!r} has unknown constraints {sorted(unknown)}")
+    if ("minimum" in constraints or "maximum" in constraints) and ftype not in _ORDERED:
+        problems.append(f"{where}: field {name!r} ({ftype}) cannot have minimum/maximum")
+    if "enum" in constraints and not isinstance(constraints["enum"], list):
+        problems.append(f"{where}: field {name!r} enum must be a list")
+    if not raw.get("description"):
+        problems.append(f"{where}: field {name!r} has no description")
+    return Field(
+        name=name,
+        type=ftype,
+        description=raw.get("description", ""),
+        unit=raw.get("unit"),
+        format=raw.get("format"),
+        constraints=dict(constraints),
+    )
+
+
+def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[SourceSpec, ...]:
+    sources = []
+    raw_sources = block.get("sources")
+    if not isinstance(raw_sources, list) or not raw_sources:
+        problems.append(f"{where}: mltraces.sources must be a non-empty list")
+        return ()
+    for raw in raw_sources:
+        if not isinstance(raw, dict) or not isinstance(raw.get("file"), str):
+            problems.append(f"{where}: each source needs a registry 'file' id")
+            continue
+        known = {"file", "members", "columns", "compression"}
+        sources.append(
+            SourceSpec(
+                file=raw["file"],
+                members=raw.get("members"),
+                columns=dict(raw.get("columns", {})),
+                compression=raw.get("compression"),
+                extra={k: v for k, v in raw.items() if k not in known},
+            )
+        )
+    return tuple(sources)
+
+
+def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> None:
+    names = schema.field_names
+    if len(set(names)) != len(names):
+        problems.append(f"{where}: duplicate field names")
+    for key in schema.primary_key:
+        if key not in names:
+            problems.append(f"{where}: primaryKey column {key!r} is not a field")
+    for source in schema.sources:
+        for column in source.columns:
+            if column not in names:
+                problems.append(f"{where}: source column {column!r} is not a field")
+        if source.compression not in (None, "xz"):
+            problems.append(f"{where}: compression {source.compression!r} is not supported (xz)")
+    for derived in schema.derived:
+        if derived.name in names:
+            problems.append(f"{where}: derived column {derived.name!r} clashes with a field")
+    for check in schema.checks:
+        if check.severity not in _SEVERITIES:
+            problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
+    if schema.reader not in _READERS:
+        problems.append(f"{where}: reader {schema.reader!r} is not one of {sorted(_READERS)}")
+    if "." not in schema.name:
+        problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
+
+
+def parse_schema(raw: dict, path: Path | None = None) -> TableSchema:
+    """Build a :class:`TableSchema` from a loaded JSON document, listing every problem."""
+    where = str(path) if path else raw.get("name", "schema")
+    problems: list[str] = []
+    block = raw.get("mltraces") or {}
+    if not block:
+        problems.append(f"{where}: missing the 'mltraces' block (reader, sources)")
+    fields = [_parse_field(f, where, problems) for f in raw.get("fields", [])]
+    if not fields:
+        problems.append(f"{where}: no fields")
+    try:
+        derived = tuple(Derived(**d) for d in block.get("derived", []))
+        checks = tuple(Check(**c) for c in block.get("checks", []))
+    except TypeError as error:
+        problems.append(f"{where}: bad derived/check entry ({error})")
+        derived, checks = (), ()
+    schema = TableSchema(
+        name=raw.get("name", ""),
+        title=raw.get("title", ""),
+        description=raw.get("description", ""),
+        fields=tuple(f for f in fields if f is not None),
+        primary_key=tuple(raw.get("primaryKey", []) or []),
+        missing_values=tuple(raw.get("missingValues", [""])),
+        reader=block.get("reader", ""),
+        sources=_parse_sources(block, where, problems),
+        derived=derived,
+        checks=checks,
+        notes=tuple(block.get("notes", [])),
+        path=path,
+        digest=_digest(raw),
+    )
+    _check_consistency(schema, where, problems)
+    if problems:
+        raise SchemaError("invalid table schema:\n  " + "\n  ".join(problems))
+    return schema
+
+
+def load_schema(path: str | Path) -> TableSchema:
+    """Read and check one schema file; its name must match the file name."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SchemaError(f"cannot read schema {path}: {error}") from error
+    schema = parse_schema(raw, path)
+    if path.stem != schema.name:
+        raise SchemaError(f"{path}: schema name {schema.name!r} does not match the file name")
+    return schema
+
+
+@cache
+def all_schemas() -> dict[str, TableSchema]:
+    """Every table schema shipped with mltraces, by table name."""
+    return {s.name: s for s in map(load_schema, sorted(SCHEMA_DIR.glob("*.json")))}
+
+
+def get_schema(name: str) -> TableSchema:
+    """The schema of table ``name``; the error lists the known tables."""
+    schemas = all_schemas()
+    try:
+        return schemas[name]
+    except KeyError:
+        hint = [n for n in schemas if name in n] or list(schemas)
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(hint)}") from None
+
+
+# --------------------------------------------------------------------------- constraints -> SQL
+
+
+def _field_rules(schema: TableSchema, f: Field) -> list[Rule]:
+    q = quote_ident(f.name)
+    c = f.constraints
+    rules = []
+
+    def add(name: str, fail: str, description: str) -> None:
+        rules.append(Rule(schema.name, f"{f.name}: {name}", fail, description, (f.name,)))
+
+    if c.get("required"):
+        add("required", f"{q} IS NULL", f"{f.name} must not be empty")
+    if "enum" in c:
+        allowed = ", ".join(sql_literal(v) for v in c["enum"])
+        add("enum", f"{q} IS NOT NULL AND {q} NOT IN ({allowed})",
+            f"{f.name} must be one of {', '.join(map(str, c['enum']))}")
+    if "minimum" in c:
+        add(f"minimum {c['minimum']}", f"{q} < {sql_literal(c['minimum'])}",
+            f"{f.name} >= {c['minimum']}")
+    if "maximum" in c:
+        add(f"maximum {c['maximum']}", f"{q} > {sql_literal(c['maximum'])}",
+            f"{f.name} <= {c['maximum']}")
+    if "pattern" in c:
+        pattern = sql_literal(c["pattern"])
+        add("pattern", f"{q} IS NOT NULL AND NOT regexp_full_match({q}, {pattern})",
+            f"{f.name} matches {c['pattern']}")
+    if "minLength" in c:
+        add("minLength", f"length({q}) < {int(c['minLength'])}", f"length >= {c['minLength']}")
+    if "maxLength" in c:
+        add("maxLength", f"length({q}) > {int(c['maxLength'])}", f"length <= {c['maxLength']}")
+    if c.get("unique"):
+        add("unique", f"{q} IS NOT NULL AND count(*) OVER (PARTITION BY {q}) > 1",
+            f"{f.name} values are unique")
+    return rules
+
+
+def compile_rules(schema: TableSchema) -> list[Rule]:
+    """Every constraint of ``schema`` as SQL predicates true on violating rows.
+
+    Predicates may use window functions, so evaluate them in a SELECT list:
+    ``SELECT count(*) FILTER (WHERE bad) FROM (SELECT <fail_sql> AS bad FROM t)``.
+    """
+    rules: list[Rule] = []
+    for f in schema.fields:
+        rules.extend(_field_rules(schema, f))
+    if schema.primary_key:
+        cols = ", ".join(quote_ident(k) for k in schema.primary_key)
+        key = ", ".join(schema.primary_key)
+        rules.append(
+            Rule(schema.name, f"primary key ({key})", f"count(*) OVER (PARTITION BY {cols}) > 1",
+                 f"({key}) identifies each row", schema.primary_key)
+        )
+    for check in schema.checks:
+        used = tuple(n for n in schema.field_names if re.search(rf"\b{re.escape(n)}\b", check.sql))
+        rules.append(
+            Rule(schema.name, f"check {check.name}", f"NOT coalesce(({check.sql}), true)",
+                 check.description, used, check.severity)
+        )
+    return rules
