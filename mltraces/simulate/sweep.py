@@ -1,0 +1,191 @@
+"""``simulate()``: sweep GPUs × workloads × policies × seeds × η × β in one call."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mltraces.simulate.engine import HISTORY_FIELDS, RUN_DTYPE, RunModel, simulate_job
+from mltraces.simulate.metrics import cumulative, summarize
+from mltraces.simulate.policies import POLICIES, Policy, get_policy
+from mltraces.simulate.traces import (
+    WORKLOADS,
+    SimulationError,
+    TraceSet,
+    Workload,
+    get_workload,
+    load_traces,
+)
+
+LABELS = {
+    "gpu": object,
+    "workload": object,
+    "eta": float,
+    "beta": float,
+    "policy": object,
+    "seed": int,
+}
+#: Policies every sweep runs, so that the summary can normalise and compute regret.
+REFERENCES = ("default", "oracle")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The grid one :func:`simulate` call covers."""
+
+    traces: TraceSet
+    gpus: list[str]
+    workloads: list[Workload]
+    etas: list[float]
+    betas: list[float]
+    seeds: list[int]
+    recurrences: int | None
+
+    def run(self, policies: list[Policy]) -> pd.DataFrame:
+        """The history of every (gpu, workload, eta, beta, policy, seed) job."""
+        parts: list[tuple[tuple, list[tuple]]] = []
+        for gpu, job, eta in itertools.product(self.gpus, self.workloads, self.etas):
+            model = RunModel(self.traces.job(gpu, job), eta)
+            for beta, policy, seed in itertools.product(self.betas, policies, self.seeds):
+                runs = simulate_job(
+                    model, policy, seed=seed, beta=beta, recurrences=self.recurrences
+                )
+                parts.append(((gpu, job.name, eta, beta, policy.name, seed), runs))
+        return _history(parts)
+
+
+class SimulationResult:
+    """What :func:`simulate` returns.
+
+    Attributes:
+        history: One row per run: gpu, workload, eta, beta, policy, seed,
+            recurrence, attempt, batch_size, power_limit, time_s, energy_j,
+            cost, reached (attempts that could not run one epoch are not runs).
+    """
+
+    def __init__(self, history: pd.DataFrame, sweep: Sweep) -> None:
+        self.history = history
+        self._sweep = sweep
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per (gpu, workload, eta, beta, policy, seed); see :func:`.metrics.summarize`.
+
+        Computed on first use; Default and Oracle are simulated then for the
+        same jobs and seeds when the history lacks them.
+        """
+        present = set(self.history["policy"])
+        missing = [POLICIES[name] for name in REFERENCES if name not in present]
+        references = self.history[self.history["policy"].isin(REFERENCES)]
+        if missing:
+            references = pd.concat([references, self._sweep.run(missing)], ignore_index=True)
+        return summarize(self.history, references)
+
+    def cumulative(self) -> pd.DataFrame:
+        """Per recurrence ETA/TTA/cost and running totals (see :func:`.metrics.cumulative`)."""
+        return cumulative(self.history)
+
+
+def simulate(
+    traces: TraceSet | Any,
+    gpus: str | Iterable[str] = "v100",
+    workloads: str | Workload | Iterable[str | Workload] = "all",
+    policies: str | Policy | Iterable[str | Policy] = "zeus",
+    seeds: int | Iterable[int] = 1,
+    *,
+    recurrences: int | None = None,
+    eta: float | Iterable[float] = 0.5,
+    beta: float | Iterable[float] = 2.0,
+) -> SimulationResult:
+    """Replay recurring training jobs on the Zeus traces.
+
+    Args:
+        traces: A :class:`TraceSet`, or a catalog connection with ``zeus.train``
+            and ``zeus.power``.
+        gpus, workloads, policies: Names, comma-separated names, or ``"all"``;
+            workloads and policies may also be :class:`Workload` / :class:`Policy`
+            objects (your own).
+        seeds: One seed or several; each (job, policy, seed) is deterministic.
+        recurrences: Recurrences per job; default 2·|B|·|P| of that job.
+        eta: Weight of energy in the cost, η·ETA + (1−η)·MaxPower·TTA; one or several.
+        beta: Early-stopping multiple of the best cost so far (``inf``: off); one or several.
+
+    Returns:
+        A :class:`SimulationResult`: ``.history`` now, ``.summary`` (normalised
+        to Default, regret vs Oracle) on first use.
+
+    >>> result = simulate(traces, "v100", "librispeech", ["zeus", "default"], range(1, 11))
+    ... # doctest: +SKIP
+    """
+    if not isinstance(traces, TraceSet):
+        traces = load_traces(traces)
+    etas, betas = _floats(eta, "eta"), _floats(beta, "beta")
+    _check_knobs(etas, betas)
+    sweep = Sweep(
+        traces=traces,
+        gpus=resolve_names(gpus, traces.gpus, "GPU"),
+        workloads=[get_workload(w) for w in resolve_names(workloads, list(WORKLOADS), "workload")],
+        etas=etas,
+        betas=betas,
+        seeds=[seeds] if isinstance(seeds, int) else list(seeds),
+        recurrences=recurrences,
+    )
+    asked = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
+    return SimulationResult(sweep.run(asked), sweep)
+
+
+def _history(parts: list[tuple[tuple, list[tuple]]]) -> pd.DataFrame:
+    """One frame from per-job run tuples, labels repeated per run."""
+    sizes = [len(runs) for _, runs in parts]
+    data = {
+        label: np.repeat(np.array([values[k] for values, _ in parts], dtype), sizes)
+        for k, (label, dtype) in enumerate(LABELS.items())
+    }
+    rows = np.array([row for _, runs in parts for row in runs], dtype=RUN_DTYPE)
+    data.update((name, rows[name]) for name in HISTORY_FIELDS)
+    return pd.DataFrame(data)
+
+
+def resolve_names(value: Any, universe: list[str], what: str) -> list:
+    """Names from a comma list, ``"all"``, or an iterable (objects pass through)."""
+    if isinstance(value, str):
+        items = [v.strip() for v in value.split(",") if v.strip()]
+        if items == ["all"]:
+            return list(universe)
+    elif isinstance(value, Iterable):
+        items = list(value)
+    else:
+        items = [value]
+    if not items:
+        raise SimulationError(f"no {what} given; choose from {', '.join(universe)} or 'all'")
+    unknown = [v for v in items if isinstance(v, str) and v not in universe]
+    if unknown:
+        raise SimulationError(
+            f"unknown {what} {', '.join(map(repr, unknown))}; choose from "
+            f"{', '.join(universe)} or 'all'"
+        )
+    return items
+
+
+def _floats(value: float | Iterable[float], what: str) -> list[float]:
+    values = [float(v) for v in value] if isinstance(value, Iterable) else [float(value)]
+    if not values:
+        raise SimulationError(f"no {what} value given")
+    return values
+
+
+def _check_knobs(etas: list[float], betas: list[float]) -> None:
+    bad_eta = [e for e in etas if not 0.0 <= e <= 1.0]
+    if bad_eta:
+        raise SimulationError(f"eta must lie in [0, 1], got {bad_eta}")
+    bad_beta = [b for b in betas if not b > 0]
+    if bad_beta:
+        raise SimulationError(
+            f"beta must be positive (inf turns early stopping off), got {bad_beta}"
+        )
