@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +94,27 @@ def test_catalog_gives_the_same_runs(traces: TraceSet, dir_mirror: Path) -> None
     from_catalog = simulate(load_traces(con), "all", "all", "zeus", 1).history
     from_csv = simulate(traces, "all", "all", "zeus", 1).history
     pd.testing.assert_frame_equal(from_catalog, from_csv)
+
+
+def test_cli_alibaba_replay_on_real_traces(dir_mirror: Path, tmp_path: Path, capsys) -> None:
+    from mltraces.cli import main
+
+    # zeus.alibaba_groups is not in ../shared/upstream: a synthetic table in its format,
+    # two groups per workload whose jobs overlap
+    rows = [
+        (f"{dataset}-{g}", start, start + 900.0, dataset, 0.5 + g)
+        for dataset in ("cifar100", "squad", "librispeech", "movielens-1m")
+        for g in range(2)
+        for start in np.arange(0.0, 6000.0, 600.0)
+    ]
+    groups = pd.DataFrame(
+        rows, columns=["group", "start_time", "end_time", "dataset", "runtime_ratio"]
+    )
+    path = tmp_path / "alibaba_groups.csv.xz"
+    groups.to_csv(path, index=False)
+    argv = ["simulate", "--alibaba", "--gpu", "v100", "--local", f"zeus.alibaba_groups={path}",
+            "--policy", "zeus,default", "--processes", "2", "--format", "csv"]  # fmt: skip
+    assert main(argv) == 0
+    history = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert set(history["group"]) == set(groups["group"])
+    assert (history.groupby(["policy", "group"])["reached"].sum() == 10).all()

@@ -72,11 +72,13 @@ def parse_seeds(text: str) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from mltraces.simulate import load_traces, replay_alibaba, simulate
+    from mltraces.simulate.alibaba import load_groups
 
-    con = open_catalog(args)
+    tables = ["zeus.train", "zeus.power"] + (["zeus.alibaba_groups"] if args.alibaba else [])
+    con = open_catalog(args, tables)
     traces = load_traces(con)
     if args.alibaba:
-        groups = con.sql("SELECT * FROM zeus.alibaba_groups").df()
+        groups = load_groups(con)
         if args.workload != "all":
             groups = groups[groups["dataset"].isin(args.workload.split(","))]
         history, summary = replay_alibaba(

@@ -36,7 +36,13 @@ from mltraces.simulate.engine import UNRUNNABLE_PENALTY, Run, RunModel, choose_p
 from mltraces.simulate.metrics import TOTALS
 from mltraces.simulate.policies import POLICIES, JobContext, Policy, get_policy
 from mltraces.simulate.sweep import resolve_names
-from mltraces.simulate.traces import SimulationError, TraceSet, get_workload, load_traces
+from mltraces.simulate.traces import (
+    SimulationError,
+    TraceSet,
+    get_workload,
+    load_traces,
+    read_table,
+)
 
 GROUP_COLUMNS = ["group", "start_time", "end_time", "dataset", "runtime_ratio"]
 REPLAY_FIELDS = (
@@ -186,7 +192,7 @@ def replay_alibaba(
     when it was replayed too.
     """
     if groups is None:
-        groups = traces.sql(f"SELECT {', '.join(GROUP_COLUMNS)} FROM zeus.alibaba_groups").df()
+        groups = load_groups(traces)
     if not isinstance(traces, TraceSet):
         traces = load_traces(traces)
     chosen = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
@@ -200,6 +206,11 @@ def replay_alibaba(
     parts = _run_tasks(tasks, models, processes)
     history = _replay_history(gpu, parts)
     return history, summarize_replay(history)
+
+
+def load_groups(con: Any) -> pd.DataFrame:
+    """Read ``zeus.alibaba_groups`` from a catalog connection."""
+    return read_table(con, "zeus.alibaba_groups", GROUP_COLUMNS)
 
 
 def split_groups(groups: pd.DataFrame) -> Iterator[Group]:

@@ -253,9 +253,23 @@ class TraceSet:
 
 def load_traces(con: duckdb.DuckDBPyConnection) -> TraceSet:
     """Read ``zeus.train`` and ``zeus.power`` from a catalog connection."""
-    train = con.sql(f"SELECT {', '.join(TRAIN_COLUMNS)} FROM zeus.train").df()
-    power = con.sql(f"SELECT {', '.join(POWER_COLUMNS)} FROM zeus.power").df()
-    return TraceSet(train, power)
+    return TraceSet(
+        read_table(con, "zeus.train", TRAIN_COLUMNS), read_table(con, "zeus.power", POWER_COLUMNS)
+    )
+
+
+def read_table(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -> pd.DataFrame:
+    """``columns`` of a catalog table; one that cannot be read becomes a SimulationError."""
+    import duckdb
+
+    names = ", ".join(f'"{c}"' for c in columns)
+    try:
+        return con.sql(f"SELECT {names} FROM {table}").df()
+    except (duckdb.InvalidInputException, duckdb.CatalogException, duckdb.IOException) as error:
+        raise SimulationError(
+            f"cannot read {table}: {error}; fetch it (mltraces fetch zeus) or pass "
+            f"--local {table}=PATH (MLTRACES_LOCAL) with a copy in the upstream format"
+        ) from None
 
 
 def _arrays(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
