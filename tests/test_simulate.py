@@ -288,6 +288,33 @@ def test_zeus_optimizer_moves_from_pruning_to_the_bandit(model: RunModel) -> Non
     assert bso.bandit.arms == [16, 32, 64]
 
 
+def test_grid_search_tries_every_cell_once_then_keeps_the_best(model: RunModel) -> None:
+    runs = simulate(toy_traces(), GPU, "squad", "grid", 1, recurrences=14).history
+    cells = list(zip(runs["batch_size"], runs["power_limit"], strict=True))
+    # b0 first, then the other sizes ascending; limits from the highest down
+    expected = [(b, p) for b in (32, 8, 16, 64) for p in (200, 150, 100)]
+    assert cells[:12] == expected
+    # 8 never reaches the target and 16 is early-stopped (threshold 2 x 7480, the cost of
+    # 32 x 150 W): recurrence 4 takes seven attempts, the last one 64 x 200 W
+    assert runs["recurrence"].tolist()[:11] == [1, 2, 3, 4, 4, 4, 4, 4, 4, 4, 5]
+    assert runs["reached"].tolist()[3:10] == [False] * 6 + [True]
+    # the cheapest success costs 4200 at 64 x 200 W (3 x (0.5 x 1400 J + 0.5 x 200 W x 7 s))
+    # and at 64 x 150 W (3 x (0.5 x 1200 J + 0.5 x 200 W x 8 s)): the first found is kept
+    assert cells[12:] == [(64, 200)] * (len(cells) - 12)
+
+
+def test_baselines_use_the_knobs_they_promise() -> None:
+    result = simulate(toy_traces(), GPU, "squad", "default,pl-only,bs-only,oracle", 1)
+    chosen = result.history.groupby("policy")[["batch_size", "power_limit"]]
+    assert chosen.agg(set).to_dict("index") == {
+        "default": {"batch_size": {32}, "power_limit": {200}},
+        "pl-only": {"batch_size": {32}, "power_limit": {150}},  # JIT's choice for 32
+        # pruning from 32: 16 is early-stopped (5 of its 6 epochs fit), so 8 is never tried
+        "bs-only": {"batch_size": {16, 32, 64}, "power_limit": {200}},
+        "oracle": {"batch_size": {64}, "power_limit": {200}},  # tied with 150 W: the higher
+    }
+
+
 # --------------------------------------------------------------------------- sweeps
 
 

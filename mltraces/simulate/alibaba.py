@@ -7,8 +7,10 @@ simulated run scaled by ``runtime_ratio``. While other runs of the group are in
 flight, a new submission uses the cheapest batch size known so far (b0 until a
 run succeeds); otherwise the policy chooses. Results reach the policy when runs
 finish, in end-time order, and a run that fails is retried at once for the same
-duration. Every group gets its own seed, ``zlib.adler32`` of its id, and
-groups run in parallel on all cores.
+duration. Runs are early-stopped at β × the cheapest successful run so far
+(each retry is its own submission, so costs are not summed across retries).
+Every group gets its own seed, ``zlib.adler32`` of its id, and groups run in
+parallel on all cores.
 
 Differences from the Zeus artifact, on purpose: a submission that cannot run
 one epoch under the early-stopping threshold is observed at

@@ -354,11 +354,11 @@ class Oracle:
 
     def __init__(self, context: JobContext) -> None:
         trace = context.trace
-        costs = trace.expected_cost(context.eta)
+        costs = trace.expected_cost(context.eta)[:, ::-1]  # ties go to the higher limit
         i, j = np.unravel_index(np.argmin(costs), costs.shape)
         self.batch_size = trace.batch_sizes[i]
         self.power_limits = PairedLimit()
-        self.power_limits.power_limit = trace.power_limits[j]
+        self.power_limits.power_limit = trace.power_limits[-1 - j]
 
     def predict(self) -> int:
         return self.batch_size
