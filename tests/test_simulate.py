@@ -352,10 +352,12 @@ def test_history_and_summary_shape() -> None:
     assert np.allclose(last["cum_cost"], summary["cost"])
 
 
-def test_references_run_even_when_not_asked_for() -> None:
+def test_references_run_when_the_summary_needs_them() -> None:
     result = simulate(toy_traces(), GPU, "squad", "zeus", 1)
     assert set(result.history["policy"]) == {"zeus"}
     assert {"energy_vs_default", "regret"} <= set(result.summary.columns)
+    assert set(result.references["policy"]) == {"default", "oracle"}
+    assert "regret" in result.cumulative().columns
 
 
 def test_sweeps_over_eta_and_beta() -> None:

@@ -1,12 +1,12 @@
 """The recurrence loop: run one job again and again under a policy, with early stopping.
 
 Per recurrence the job is attempted until a run reaches the target (at most
-``Policy.max_attempts`` times, 20 by default). Each attempt asks the policy for a batch size and
-a power limit (profiling the limits just in time if the power limit optimizer
-asks for it), draws one repetition of the train trace with the simulation's
-seeded generator, and charges epochs until the target, the epoch cap, or the
-early-stopping threshold β × (cheapest successful recurrence so far, retries
-included).
+``Policy.max_attempts`` times, 20 by default). Each attempt asks the policy for
+a batch size and a power limit (profiling the limits just in time if the power
+limit optimizer asks for it), draws one repetition of the train trace with the
+simulation's seeded generator, and charges epochs until the target, the epoch
+cap, or the early-stopping threshold β × (cheapest successful recurrence so
+far, retries included).
 
 The loop works on plain Python floats prepared by :class:`RunModel`, so one
 run costs a few microseconds.
@@ -72,13 +72,15 @@ class Cell(NamedTuple):
 
 
 class RunModel:
-    """A :class:`JobTrace` at one η, laid out as :class:`Cell` s for the loop."""
+    """A :class:`JobTrace` at one η, as one :class:`Cell` per profiled (batch size, limit)."""
 
     def __init__(self, trace: JobTrace, eta: float) -> None:
         self.trace = trace
         self.eta = eta
         self.max_power = trace.max_power
         self.max_epochs = trace.workload.max_epochs
+        # JobTrace.epoch_cost, summed in the artifact's order so that ⌊threshold / cost⌋
+        # lands on the same epoch when the threshold is a multiple of it
         top = trace.top_power_limit[:, None]
         stop_cost = eta * trace.epoch_energy + (1 - eta) * top * trace.epoch_time
         first_time, first_energy = trace.profiling_epoch

@@ -49,22 +49,28 @@ def summarize(history: pd.DataFrame, references: pd.DataFrame | None = None) -> 
     return summary
 
 
-def cumulative(history: pd.DataFrame) -> pd.DataFrame:
+def cumulative(history: pd.DataFrame, references: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per recurrence: its ETA/TTA/cost (retries included) and the running totals.
 
     Adds ``regret`` (cumulative cost minus Oracle's at the same recurrence) when
-    the history holds Oracle runs.
+    ``references`` (by default ``history``) holds Oracle runs of the same jobs.
     """
+    per = _per_recurrence(history)
+    refs = per if references is None else _per_recurrence(references)
+    oracle = refs.loc[refs["policy"] == "oracle", [*PEER_KEYS, "recurrence", "cum_cost"]]
+    if not oracle.empty:
+        oracle = oracle.rename(columns={"cum_cost": "oracle_cum_cost"})
+        per = per.merge(oracle, on=[*PEER_KEYS, "recurrence"], how="left")
+        per["regret"] = per["cum_cost"] - per.pop("oracle_cum_cost")
+    return per
+
+
+def _per_recurrence(history: pd.DataFrame) -> pd.DataFrame:
     keys = [*JOB_KEYS, "recurrence"]
     per = history.groupby(keys, sort=False, as_index=False)[TOTALS].sum()
     running = per.groupby(JOB_KEYS, sort=False)[TOTALS].cumsum()
     for column in TOTALS:
         per[f"cum_{column}"] = running[column]
-    oracle = per.loc[per["policy"] == "oracle", [*PEER_KEYS, "recurrence", "cum_cost"]]
-    if not oracle.empty:
-        oracle = oracle.rename(columns={"cum_cost": "oracle_cum_cost"})
-        per = per.merge(oracle, on=[*PEER_KEYS, "recurrence"], how="left")
-        per["regret"] = per["cum_cost"] - per.pop("oracle_cum_cost")
     return per
 
 

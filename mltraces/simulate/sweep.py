@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -67,6 +68,7 @@ class SimulationResult:
         history: One row per run: gpu, workload, eta, beta, policy, seed,
             recurrence, attempt, batch_size, power_limit, time_s, energy_j,
             cost, reached (attempts that could not run one epoch are not runs).
+        summary, references: Computed on first use (see below).
     """
 
     def __init__(self, history: pd.DataFrame, sweep: Sweep) -> None:
@@ -74,22 +76,27 @@ class SimulationResult:
         self._sweep = sweep
 
     @cached_property
-    def summary(self) -> pd.DataFrame:
-        """One row per (gpu, workload, eta, beta, policy, seed); see :func:`.metrics.summarize`.
-
-        Computed on first use; Default and Oracle are simulated then for the
-        same jobs and seeds when the history lacks them.
-        """
+    def references(self) -> pd.DataFrame:
+        """History of Default and Oracle on the same jobs and seeds (simulated on first use)."""
         present = set(self.history["policy"])
         missing = [POLICIES[name] for name in REFERENCES if name not in present]
         references = self.history[self.history["policy"].isin(REFERENCES)]
         if missing:
             references = pd.concat([references, self._sweep.run(missing)], ignore_index=True)
-        return summarize(self.history, references)
+        return references
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per (gpu, workload, eta, beta, policy, seed); see :func:`.metrics.summarize`."""
+        return summarize(self.history, self.references)
 
     def cumulative(self) -> pd.DataFrame:
-        """Per recurrence ETA/TTA/cost and running totals (see :func:`.metrics.cumulative`)."""
-        return cumulative(self.history)
+        """Per recurrence ETA/TTA/cost, running totals and regret (:func:`.metrics.cumulative`)."""
+        return cumulative(self.history, self.references)
+
+    def __repr__(self) -> str:
+        jobs = self.history.groupby(list(LABELS)).ngroups
+        return f"<SimulationResult: {len(self.history)} runs of {jobs} simulated jobs>"
 
 
 def simulate(
@@ -133,7 +140,7 @@ def simulate(
         workloads=[get_workload(w) for w in resolve_names(workloads, list(WORKLOADS), "workload")],
         etas=etas,
         betas=betas,
-        seeds=[seeds] if isinstance(seeds, int) else list(seeds),
+        seeds=[int(seeds)] if isinstance(seeds, Integral) else [int(s) for s in seeds],
         recurrences=recurrences,
     )
     asked = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
