@@ -23,10 +23,11 @@ with an error after ``Policy.max_attempts`` attempts (20 by default).
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,19 +47,25 @@ from mltraces.simulate.traces import (
     read_table,
 )
 
+#: Fewer groups than this per extra process are replayed with fewer processes.
+GROUPS_PER_WORKER = 100
 GROUP_COLUMNS = ["group", "start_time", "end_time", "dataset", "runtime_ratio"]
-REPLAY_FIELDS = (
-    "job",
-    "attempt",
-    "start_time",
-    "end_time",
-    "batch_size",
-    "power_limit",
-    "time_s",
-    "energy_j",
-    "cost",
-    "reached",
+#: One recorded run of the replay; time, energy and cost are scaled by the runtime ratio.
+REPLAY_DTYPE = np.dtype(
+    [
+        ("job", np.int64),
+        ("attempt", np.int64),
+        ("start_time", float),
+        ("end_time", float),
+        ("batch_size", np.int64),
+        ("power_limit", np.int64),
+        ("time_s", float),
+        ("energy_j", float),
+        ("cost", float),
+        ("reached", bool),
+    ]
 )
+REPLAY_FIELDS: tuple[str, ...] = REPLAY_DTYPE.names or ()
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,10 @@ class GroupReplay:
         self.best_batch_size = model.trace.default_batch_size
         self.flights: list[_Flight] = []
         self.submitted = 0
-        self.rows: dict[str, list] = {f: [] for f in REPLAY_FIELDS}
+        self.rows: list[tuple] = []
 
-    def replay(self, group: Group) -> dict[str, list]:
-        """Submit every job at its start time; return the recorded runs as columns."""
+    def replay(self, group: Group) -> list[tuple]:
+        """Submit every job at its start time; return the recorded runs (:data:`REPLAY_DTYPE`)."""
         for job, (start, end, ratio) in enumerate(
             zip(group.start, group.end, group.ratio, strict=True), 1
         ):
@@ -144,20 +151,20 @@ class GroupReplay:
         self.bso.observe(flight.batch_size, flight.cost, reached)
         if run is not None:
             scale = flight.ratio
-            values = (
-                flight.job,
-                flight.attempt,
-                flight.start,
-                flight.end,
-                flight.batch_size,
-                flight.power_limit,
-                run.time * scale,
-                run.energy * scale,
-                flight.cost * scale,
-                reached,
+            self.rows.append(
+                (
+                    flight.job,
+                    flight.attempt,
+                    flight.start,
+                    flight.end,
+                    flight.batch_size,
+                    flight.power_limit,
+                    run.time * scale,
+                    run.energy * scale,
+                    flight.cost * scale,
+                    reached,
+                )
             )
-            for column, value in zip(self.rows.values(), values, strict=True):
-                column.append(value)
         if reached:
             if flight.cost < self.best_cost:
                 self.best_cost, self.best_batch_size = flight.cost, flight.batch_size
@@ -185,7 +192,8 @@ def replay_alibaba(
             defaults to ``zeus.alibaba_groups``).
         groups: Rows with group, start_time, end_time, dataset, runtime_ratio.
         policies: Policy names, a comma list, ``"all"`` or :class:`Policy` objects.
-        processes: Worker processes (default: all cores; 1 runs inline).
+        processes: Worker processes (default: all cores, at most one per
+            :data:`GROUPS_PER_WORKER` groups; 1 runs inline).
 
     The history has one row per run (gpu, policy, group, workload, job, attempt,
     start_time, end_time, batch_size, power_limit, time_s, energy_j, cost,
@@ -198,14 +206,15 @@ def replay_alibaba(
     if not isinstance(traces, TraceSet):
         traces = load_traces(traces)
     chosen = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
-    group_list = list(split_groups(groups))
+    group_list = split_groups(groups)
     models = {
         dataset: RunModel(traces.job(gpu, get_workload(dataset)), eta)
         for dataset in sorted({g.dataset for g in group_list})
     }
-    chunks = _chunks(group_list, processes)
+    workers = processes or min(os.cpu_count() or 1, 1 + len(group_list) // GROUPS_PER_WORKER)
+    chunks = _chunks(group_list, workers)
     tasks = [(rank, p, beta, chunk) for rank, p in enumerate(chosen) for chunk in chunks]
-    parts = _run_tasks(tasks, models, processes)
+    parts = _run_tasks(tasks, models, workers)
     history = _replay_history(gpu, parts)
     return history, summarize_replay(history)
 
@@ -215,7 +224,7 @@ def load_groups(con: Any) -> pd.DataFrame:
     return read_table(con, "zeus.alibaba_groups", GROUP_COLUMNS)
 
 
-def split_groups(groups: pd.DataFrame) -> Iterator[Group]:
+def split_groups(groups: pd.DataFrame) -> list[Group]:
     """Groups in id order, each with its submissions sorted by start time."""
     missing = [c for c in GROUP_COLUMNS if c not in groups.columns]
     if missing:
@@ -223,17 +232,20 @@ def split_groups(groups: pd.DataFrame) -> Iterator[Group]:
             f"the Alibaba group table lacks columns {missing}; expected {GROUP_COLUMNS}"
         )
     ordered = groups.sort_values(["group", "start_time"], kind="stable")
-    for name, rows in ordered.groupby("group", sort=False):
-        datasets = rows["dataset"].unique()
-        if len(datasets) != 1:
-            raise SimulationError(f"Alibaba group {name!r} mixes datasets {list(datasets)}")
-        yield Group(
-            name=str(name),
-            dataset=str(datasets[0]),
-            start=tuple(rows["start_time"].astype(float)),
-            end=tuple(rows["end_time"].astype(float)),
-            ratio=tuple(rows["runtime_ratio"].astype(float)),
-        )
+    names = ordered["group"].astype(str).to_numpy(object)
+    datasets = ordered["dataset"].astype(str).to_numpy(object)
+    columns = [
+        ordered[c].to_numpy(float).tolist() for c in ("start_time", "end_time", "runtime_ratio")
+    ]
+    edges = [0, *(np.flatnonzero(names[1:] != names[:-1]) + 1), len(names)] if len(names) else []
+    out = []
+    for lo, hi in itertools.pairwise(edges):
+        kinds = set(datasets[lo:hi])
+        if len(kinds) != 1:
+            raise SimulationError(f"Alibaba group {names[lo]!r} mixes datasets {sorted(kinds)}")
+        start, end, ratio = (tuple(c[lo:hi]) for c in columns)
+        out.append(Group(names[lo], datasets[lo], start, end, ratio))
+    return out
 
 
 def summarize_replay(history: pd.DataFrame) -> pd.DataFrame:
@@ -275,10 +287,9 @@ def _replay_chunk(task: tuple[int, Policy, float, list[tuple[int, Group]]]) -> l
 def _run_tasks(
     tasks: list[tuple[int, Policy, float, list[tuple[int, Group]]]],
     models: dict[str, RunModel],
-    processes: int | None,
-) -> list[tuple[str, str, str, dict]]:
+    workers: int,
+) -> list[tuple[str, str, str, list[tuple]]]:
     """Replay every task; results in (policy, group) order whatever the scheduling."""
-    workers = processes or os.cpu_count() or 1
     if workers == 1 or len(tasks) == 1:
         _init_worker(models)
         results = [_replay_chunk(task) for task in tasks]
@@ -289,20 +300,22 @@ def _run_tasks(
     return [part[1:] for part in parts]
 
 
-def _chunks(groups: list[Group], processes: int | None) -> list[list[tuple[int, Group]]]:
+def _chunks(groups: list[Group], workers: int) -> list[list[tuple[int, Group]]]:
     """About four interleaved chunks per worker, so slow groups do not leave cores idle."""
-    count = max(1, min(len(groups), 4 * (processes or os.cpu_count() or 1)))
+    count = max(1, min(len(groups), 4 * workers))
     numbered = list(enumerate(groups))
     return [numbered[k::count] for k in range(count)]
 
 
-def _replay_history(gpu: str, parts: list[tuple[str, str, str, dict]]) -> pd.DataFrame:
-    frames = [
-        pd.DataFrame(columns).assign(gpu=gpu, policy=policy, group=group, workload=dataset)
-        for policy, group, dataset, columns in parts
-    ]
-    front = ["gpu", "policy", "group", "workload"]
-    if not frames:
-        return pd.DataFrame(columns=[*front, *REPLAY_FIELDS])
-    history = pd.concat(frames, ignore_index=True)
-    return history[[*front, *REPLAY_FIELDS]]
+def _replay_history(gpu: str, parts: list[tuple[str, str, str, list[tuple]]]) -> pd.DataFrame:
+    """One frame from per-group run tuples, labels repeated per run."""
+    sizes = [len(rows) for *_, rows in parts]
+    labels = {
+        label: np.repeat(np.array([part[k] for part in parts], dtype=object), sizes)
+        for k, label in enumerate(("policy", "group", "workload"))
+    }
+    rows = np.array([row for *_, rows in parts for row in rows], dtype=REPLAY_DTYPE)
+    return pd.DataFrame(
+        {"gpu": np.full(len(rows), gpu, dtype=object), **labels}
+        | {name: rows[name] for name in REPLAY_FIELDS}
+    )
