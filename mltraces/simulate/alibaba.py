@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mltraces.simulate.engine import UNRUNNABLE_PENALTY, Run, RunModel, choose_power_limit
-from mltraces.simulate.metrics import TOTALS
+from mltraces.simulate.metrics import TOTALS, VS_DEFAULT
 from mltraces.simulate.policies import POLICIES, JobContext, Policy, get_policy
 from mltraces.simulate.sweep import resolve_names
 from mltraces.simulate.traces import (
@@ -261,8 +261,7 @@ def summarize_replay(history: pd.DataFrame) -> pd.DataFrame:
     if not default.empty:
         summary = summary.merge(default, on=["gpu", "workload"], suffixes=("", "_default"))
         for column in TOTALS:
-            ratio = f"{column.split('_')[0]}_vs_default"
-            summary[ratio] = summary[column] / summary.pop(f"{column}_default")
+            summary[VS_DEFAULT[column]] = summary[column] / summary.pop(f"{column}_default")
     return summary
 
 
