@@ -74,6 +74,7 @@ __all__ = [
     "describe_table",
     "materialize",
     "resolve_local",
+    "select_schemas",
     "tables",
 ]
 
@@ -124,7 +125,7 @@ def tables() -> list[str]:
     return sorted(all_schemas())
 
 
-def _select(names: str | Iterable[str] | None) -> list[TableSchema]:
+def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
     """Schemas for table names or source names (``"zeus"`` means every zeus table)."""
     schemas = all_schemas()
     if names is None:
@@ -169,7 +170,8 @@ class InputFile:
 class Plan:
     """What a table would be built from: cheap to compute, heavy work deferred."""
 
-    keys: list[str]
+    keys: list[str]  # identity and version of each input: change -> new conversion
+    identity: list[str]  # which inputs, regardless of version: same -> older ones are stale
     verified: bool
     origin: str
     load: Callable[[], list[InputFile]]
@@ -217,12 +219,16 @@ def _registry_plan(schema: TableSchema) -> Plan:
                 inputs.append(InputFile(remote.filename, fetch_file(remote), dict(spec.columns)))
         return inputs
 
-    return Plan(keys, verified=True, origin="upstream", load=load)
+    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
 
 
 def _stat_key(path: Path) -> str:
     stat = path.stat()
-    return f"local:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    return f"{_identity(path)}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _identity(path: Path) -> str:
+    return f"local:{path.resolve()}"
 
 
 def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
@@ -280,7 +286,7 @@ def _local_plan(schema: TableSchema, path: Path) -> Plan:
     else:
         keys = [_stat_key(path)]
         load = _local_file_inputs(schema, path)
-    return Plan(keys, verified=False, origin=f"local: {path}", load=load)
+    return Plan(keys, [_identity(path)], verified=False, origin=f"local: {path}", load=load)
 
 
 # --------------------------------------------------------------------------- conversion
@@ -324,13 +330,25 @@ def _load_built(schema: TableSchema, target: Path, plan: Plan) -> Built | None:
                  tuple(meta["inputs"]), warnings)
 
 
-def _remove_stale(target: Path, prefix: str) -> None:
-    """Delete older conversions of the same table and origin (best effort)."""
-    for old in target.parent.glob(prefix + "*"):
-        if old.name.startswith(target.name):
+def _remove_stale(target: Path, identity: list[str]) -> None:
+    """Delete older conversions of the same inputs (same table, same files or paths).
+
+    Conversions of *other* inputs of the table (say, two local copies used by two
+    notebooks) are kept: another process may have a view on them.
+    """
+    prefix = target.name.rsplit("-", 1)[0] + "-"
+    for sidecar in target.parent.glob(prefix + "*.parquet.json"):
+        parquet = sidecar.with_name(sidecar.name.removesuffix(".json"))
+        if parquet == target:
             continue
-        with contextlib.suppress(OSError):
-            old.unlink()
+        try:
+            same = json.loads(sidecar.read_text()).get("identity") == identity
+        except (OSError, ValueError):
+            same = False
+        if same:
+            for path in (parquet, sidecar, parquet.with_name(parquet.name + ".lock")):
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
 
 def materialize(schema: TableSchema | str, local: str | os.PathLike[str] | None = None) -> Built:
@@ -343,6 +361,9 @@ def materialize(schema: TableSchema | str, local: str | os.PathLike[str] | None 
 
     if isinstance(schema, str):
         schema = get_schema(schema)
+    if schema.external:
+        raise SchemaError(f"{schema.name} is provided by reader {schema.reader!r}, not converted "
+                          "by the catalog; query it through connect()")
     plan = _local_plan(schema, Path(local)) if local is not None else _registry_plan(schema)
     origin_kind = "upstream" if plan.verified else "local"
     target = _target(schema, origin_kind, _conversion_key(schema, plan.keys))
@@ -354,7 +375,7 @@ def materialize(schema: TableSchema | str, local: str | os.PathLike[str] | None 
         built = _load_built(schema, target, plan)
         if built is None:
             built = _convert(schema, plan, target)
-    _remove_stale(target, f"{schema.name}-{origin_kind}-")
+    _remove_stale(target, plan.identity)
     return built
 
 
@@ -373,6 +394,7 @@ def _convert(schema: TableSchema, plan: Plan, target: Path) -> Built:
             "rows": rows,
             "inputs": [i.label for i in inputs],
             "input_keys": plan.keys,
+            "identity": plan.identity,
             "schema_sha256": schema.digest,
             "converter": CONVERTER_VERSION,
             "warnings": [w.__dict__ for w in warnings],
@@ -605,6 +627,30 @@ _READERS: dict[str, Callable[..., tuple[int, list[DriftProblem]]]] = {
 }
 
 
+# --------------------------------------------------------------------------- external readers
+
+
+def _attach_acme_util(con: duckdb.DuckDBPyConnection, schema: TableSchema,
+                      local: Path | None) -> None:
+    """``acme.gpu_metrics`` and friends: views over :mod:`mltraces.acmeutil`'s Parquet dataset."""
+    from mltraces.acmeutil.views import VIEWS, view_sql
+
+    if local is not None:
+        raise SchemaError(f"{schema.name} has no local-file override: convert the raw CSVs with "
+                          "mltraces.acmeutil (`mltraces fetch acme-util`) instead")
+    view = next((v for v in VIEWS if v.table == schema.table_name), None)
+    if view is None:
+        raise SchemaError(f"mltraces.acmeutil provides no view {schema.table_name!r}")
+    con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view)}")
+
+
+# Reader name -> function(con, schema, local) creating the table's view; for data a
+# module manages itself (converted elsewhere, too large for one Parquet file).
+EXTERNAL_READERS: dict[str, Callable[[Any, TableSchema, Path | None], None]] = {
+    "acme_util": _attach_acme_util,
+}
+
+
 # --------------------------------------------------------------------------- views
 
 
@@ -671,7 +717,7 @@ def connect(
     """
     import duckdb
 
-    schemas = _select(tables)
+    schemas = select_schemas(tables)
     overrides = resolve_local(local)
     con = duckdb.connect(database)
     try:
@@ -690,6 +736,10 @@ def _attach(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | N
             strict: bool) -> None:
     """Create one table's view, or a view that explains why it is unavailable."""
     try:
+        if schema.external:
+            EXTERNAL_READERS[schema.reader](con, schema, local)
+            _comment(con, schema, f"provided by reader {schema.reader}")
+            return
         built = materialize(schema, local)
     except MltracesError as error:
         if strict:
@@ -743,6 +793,20 @@ def _format_columns(rows: list[tuple[str, ...]]) -> list[str]:
     return lines
 
 
+def _built_status(built: Built) -> str:
+    origin = " (verified)" if built.verified else f" (UNVERIFIED {built.origin})"
+    return f"{built.rows:,} rows from " + ", ".join(built.inputs) + origin
+
+
+def _external_status(schema: TableSchema) -> str:
+    con = connect(tables=[schema.name], strict=True)
+    try:
+        rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
+    finally:
+        con.close()
+    return f"{rows:,} rows (provided by reader {schema.reader})"
+
+
 def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None = None) -> str:
     """A readable description of a table: schema, units, constraints, source and row count.
 
@@ -751,9 +815,8 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
     schema = get_schema(name)
     overrides = resolve_local(local)
     try:
-        built = materialize(schema, overrides.get(name))
-        status = (f"{built.rows:,} rows from " + ", ".join(built.inputs)
-                  + (" (verified)" if built.verified else f" (UNVERIFIED {built.origin})"))
+        status = _external_status(schema) if schema.external else _built_status(
+            materialize(schema, overrides.get(name)))
     except MltracesError as error:
         status = f"unavailable: {error}"
     lines = [f"{schema.name}: {schema.title}", "", schema.description, "",

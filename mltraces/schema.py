@@ -7,7 +7,8 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 ``constraints``, ``primaryKey``, ``missingValues``) mltraces uses:
 
 - ``unit`` on a field (custom key): the unit of its values (``s``, ``W``, ``GPU h``).
-- an ``mltraces`` block: the ``reader`` (``csv`` or ``util_pkl``), the
+- an ``mltraces`` block: the ``reader`` (``csv`` or ``util_pkl``, or an
+  external reader such as ``acme_util`` whose module provides the view), the
   ``sources`` (registry file ids; for archives a ``members`` glob; constant or
   ``{member_stem}`` ``columns`` added per file), ``derived`` columns (SQL over
   the fields, computed in the view), row-level ``checks`` (SQL that must hold,
@@ -51,7 +52,10 @@ _CONSTRAINTS = {
     "required", "unique", "enum", "minimum", "maximum", "pattern", "minLength", "maxLength",
 }
 _ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
-_READERS = {"csv", "util_pkl"}
+# Reader name -> kind. "file" readers convert registry files to Parquet in the
+# catalog; "external" ones are views provided by another mltraces module over data
+# it manages itself (see ``mltraces.catalog.EXTERNAL_READERS``).
+READERS = {"csv": "file", "util_pkl": "file", "acme_util": "external"}
 _SEVERITIES = {"error", "warning"}
 MEMBER_STEM = "{member_stem}"
 
@@ -180,6 +184,11 @@ class TableSchema:
         return tuple(f for f in self.fields if f.name not in added)
 
     @property
+    def external(self) -> bool:
+        """True when another module provides the view (no registry files, no conversion)."""
+        return READERS.get(self.reader) == "external"
+
+    @property
     def file_ids(self) -> tuple[str, ...]:
         """Registry ids of the files this table reads (each once)."""
         return tuple(dict.fromkeys(s.file for s in self.sources))
@@ -291,8 +300,8 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
     for check in schema.checks:
         if check.severity not in _SEVERITIES:
             problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
-    if schema.reader not in _READERS:
-        problems.append(f"{where}: reader {schema.reader!r} is not one of {sorted(_READERS)}")
+    if schema.reader not in READERS:
+        problems.append(f"{where}: reader {schema.reader!r} is not one of {sorted(READERS)}")
     if "." not in schema.name:
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
 

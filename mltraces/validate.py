@@ -22,12 +22,11 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mltraces.catalog import (
-    Built,
     DriftProblem,
     SchemaDriftError,
-    _select,
     materialize,
     resolve_local,
+    select_schemas,
 )
 from mltraces.errors import FetchError, MltracesError
 from mltraces.schema import Rule, TableSchema, compile_rules, quote_ident, sql_literal
@@ -69,33 +68,56 @@ def _location(schema: TableSchema, source: str, row: int) -> str:
 def _example(schema: TableSchema, rule: Rule, record: dict[str, Any]) -> str:
     shown = list(dict.fromkeys([*schema.primary_key, *rule.columns]))
     values = ", ".join(f"{c}={'NULL' if record[c] is None else record[c]}" for c in shown)
+    if "_source" not in record:
+        return values
     where = _location(schema, record["_source"], int(record["_row"]))
     return f"{where}: {values}" if values else where
 
 
-def _check_rules(con: duckdb.DuckDBPyConnection, built: Built) -> list[dict]:
-    """Count every rule's failures in one scan, then fetch a few examples per failing rule."""
-    schema = built.schema
+def _check_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, source: str,
+                 located: bool) -> list[dict]:
+    """Count every rule's failures in one scan, then fetch a few examples per failing rule.
+
+    ``source`` is a relation (a Parquet scan or a view); ``located`` says it has
+    the ``_source``/``_row`` columns that name each row's file and line.
+    """
     rules = compile_rules(schema)
-    source = f"read_parquet({sql_literal(str(built.parquet))})"
     flags = ", ".join(f"({r.fail_sql}) AS r{i}" for i, r in enumerate(rules))
     counts = ", ".join(f"count(*) FILTER (WHERE r{i})" for i in range(len(rules)))
     query = f"SELECT count(*), {counts} FROM (SELECT {flags} FROM {source})"
     total, *failing = con.execute(query).fetchall()[0]
+    where = ["_source", "_row"] if located else []
     report = []
     for rule, bad in zip(rules, failing, strict=True):
         examples: list[str] = []
         if bad:
-            columns = list(dict.fromkeys(["_source", "_row", *schema.primary_key, *rule.columns]))
+            columns = list(dict.fromkeys([*where, *schema.primary_key, *rule.columns]))
             # as text: rendering TIMESTAMPTZ in Python would need pytz
             select = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns)
+            order = "ORDER BY _source, _row " if located else ""
             rows = con.execute(
                 f"SELECT {select} FROM (SELECT *, ({rule.fail_sql}) AS _bad FROM {source}) "
-                f"WHERE _bad ORDER BY _source, _row LIMIT {MAX_EXAMPLES}").fetchall()
+                f"WHERE _bad {order}LIMIT {MAX_EXAMPLES}").fetchall()
             examples = [_example(schema, rule, dict(zip(columns, r, strict=True))) for r in rows]
         report.append(_row(schema.name, rule.name, rule.severity, int(bad), int(total), examples,
                            rule.description))
     return report
+
+
+def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None) -> list[dict]:
+    """Rules of a table another module provides: checked on its view."""
+    from mltraces.catalog import connect
+
+    try:
+        con = connect(tables=[schema.name], local={schema.name: local} if local else None,
+                      strict=True)
+    except MltracesError as error:
+        return [_row(schema.name, "readable input", "error", None, None, [str(error)],
+                     "the table's view could be created")]
+    try:
+        return _check_rules(con, schema, schema.qualified, located=False)
+    finally:
+        con.close()
 
 
 def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | None = None,
@@ -107,6 +129,8 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
 
     if isinstance(schema, str):
         schema = get_schema(schema)
+    if schema.external:
+        return _validate_external(schema, local)
     try:
         built = materialize(schema, local)
     except SchemaDriftError as error:
@@ -122,7 +146,8 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
-        report += _check_rules(con, built)
+        source = f"read_parquet({sql_literal(str(built.parquet))})"
+        report += _check_rules(con, schema, source, located=True)
     finally:
         con.close()
     return report
@@ -149,7 +174,7 @@ def validate(
     overrides = resolve_local(local)
     explicit = tables is not None
     rows: list[dict] = []
-    for schema in _select(tables):
+    for schema in select_schemas(tables):
         rows += validate_table(schema, overrides.get(schema.name), explicit=explicit)
     frame = pd.DataFrame(rows, columns=REPORT_COLUMNS)
     frame["failing_rows"] = frame["failing_rows"].astype("Int64")

@@ -23,6 +23,8 @@ def _status(schema, overrides: dict) -> str:
 
     if schema.name in overrides:
         return f"local {overrides[schema.name]} (unverified)"
+    if schema.external:
+        return f"provided by reader {schema.reader} (see its module's fetch command)"
     cached = all(cached_path(get_file(file_id)) for file_id in schema.file_ids)
     return "cached" if cached else "not cached (fetched on first use)"
 
@@ -38,10 +40,10 @@ def _rows(schema, overrides: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.catalog import _select, resolve_local
+    from mltraces.catalog import resolve_local, select_schemas
 
     overrides = resolve_local(local_overrides(args))
-    for schema in _select(args.names or None):
+    for schema in select_schemas(args.names or None):
         line = f"{schema.name:22} {schema.title}"
         print(line)
         print(f"{'':22}   files: {', '.join(schema.file_ids)}")
