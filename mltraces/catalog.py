@@ -20,6 +20,11 @@ Conventions (documented in the README and the schemas):
   does not break ``connect()``: a warning is logged and its view raises the
   reason when queried. Pass ``strict=True`` to raise at once instead.
 
+Markers other modules may rely on: querying an unavailable view raises an error
+whose message contains ``"<table> is unavailable: <reason>"``; the comment of a
+view built from user-supplied files (``duckdb_views().comment``) contains
+``"UNVERIFIED"``.
+
 >>> import mltraces
 >>> con = mltraces.connect(tables=["itp.jobs"])                          # doctest: +SKIP
 >>> con.sql("SELECT cluster, sum(gpu_hours) FROM itp.jobs GROUP BY ALL")  # doctest: +SKIP
@@ -38,6 +43,7 @@ import os
 import shutil
 import tarfile
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -768,7 +774,9 @@ def _constraint_text(constraints: Mapping[str, Any]) -> str:
         parts.append(f"<= {constraints['maximum']}")
     if "enum" in constraints:
         values = [str(v) for v in constraints["enum"]]
-        shown = ", ".join(values[:6]) + (", ..." if len(values) > 6 else "")
+        shown = ", ".join(values)
+        if len(shown) > 60:
+            shown = shown[:56].rsplit(", ", 1)[0] + ", ..."
         parts.append(f"one of {{{shown}}}")
     if "pattern" in constraints:
         parts.append(f"matches {constraints['pattern']}")
@@ -819,8 +827,10 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
             materialize(schema, overrides.get(name)))
     except MltracesError as error:
         status = f"unavailable: {error}"
-    lines = [f"{schema.name}: {schema.title}", "", schema.description, "",
-             f"Source files: {', '.join(schema.file_ids)}", f"Status: {status}"]
+    lines = [f"{schema.name}: {schema.title}", "", textwrap.fill(schema.description, 100), "",
+             textwrap.fill(f"Source files: {', '.join(schema.file_ids)}", 100,
+                           subsequent_indent="  "),
+             textwrap.fill(f"Status: {status}", 100, subsequent_indent="  ")]
     if schema.primary_key:
         lines.append(f"Primary key: ({', '.join(schema.primary_key)})")
     lines += ["", "Columns:", *_format_columns(_column_rows(schema))]
@@ -828,6 +838,8 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
         lines += ["", "Checks:"]
         lines += [f"  {c.name} [{c.severity}]: {c.description}" for c in schema.checks]
     if schema.notes:
-        lines += ["", "Notes:", *(f"  - {n}" for n in schema.notes)]
+        lines += ["", "Notes:"]
+        lines += [textwrap.fill(n, 100, initial_indent="  - ", subsequent_indent="    ")
+                  for n in schema.notes]
     lines += ["", f"Schema file: schemas/{schema.name}.json (Frictionless Table Schema)"]
     return "\n".join(lines)
