@@ -165,6 +165,12 @@ SOURCE = Source(
         "util_gpu_pai.pkl is a pandas Series pickled by pandas 1.x (Int64Index) that does not "
         "unpickle under pandas 2+; mltraces loads it with a restricted unpickler.",
         "kalos: 3 jobs are still RUNNING at the end of the trace.",
+        "In the published Kalos rows duration spans submit to end (queueing included); Seren's "
+        "spans start to end.",
+        "util_gpu_pai.pkl looks digitised from a figure: non-monotone in 19 places, ends at "
+        "99.67 %.",
+        "Curves 4 and 5 of util_gpu_seren.pkl and util_gpu_kalos_full.pkl are identical.",
+        "Kalos node CPU utilization reaches 238.9 %.",
         "The raw utilization CSVs on HuggingFace are wide (one column per '<ip>-<gpu>') and "
         "mostly empty; mltraces converts them to long-form Parquet.",
     ),

@@ -55,7 +55,10 @@ SOURCE = Source(
     anomalies=(
         "Times are seconds from each cluster's trace start, not wall-clock timestamps.",
         "ElasticFlow deadlines are absolute (seconds from trace start), generated as "
-        "submission_time + U[0.5, 1.5] x duration.",
+        "submission_time + U[0.5, 1.5] x duration and truncated to whole seconds (3 jobs fall "
+        "a fraction of a second below 0.5 x duration).",
+        "The 195 testbed jobs (195job.csv) are cluster02 jobs with freshly drawn model, batch "
+        "size and deadline.",
         "Published totals: 10 clusters, 69,351 jobs, 1,632,719.7 GPU hours.",
     ),
     pins={"github": f"microsoft/elasticflow-traces@{COMMIT}"},

@@ -94,7 +94,10 @@ SOURCE = Source(
     anomalies=(
         "summary_train.csv repeats each (configuration, run) once per target_metric "
         "threshold; select the job's target before counting runs.",
-        "target_epoch is empty when a run never reached that target within its epochs.",
+        "target_epoch is written 'nan' when a run never reached that target within its epochs.",
+        "Power rows for batch sizes or optimizers that were never trained do not join the "
+        "train trace (91/59/18/24 rows on v100/a40/p100/rtx6000); not every batch size covers "
+        "every power limit (a40 sentiment140 at batch size 128 has 5 limits).",
         "Optimizer names are lower case (adadelta, adamw, adam) in the files.",
         "Power limits differ per GPU: v100 100-250 W, a40 100-300 W, p100 125-250 W, "
         "rtx6000 100-260 W.",
