@@ -1,0 +1,76 @@
+"""`mltraces figures`: draw the papers' figures as PNG and PDF."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from mltraces.commands.common import add_table_options, open_catalog
+
+HELP = "draw the papers' figures (PNG + PDF)"
+SOURCES = ("zeus", "itp", "acme")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "sources",
+        nargs="*",
+        metavar="SOURCE",
+        help=f"papers to draw: {', '.join(SOURCES)} (default: all)",
+    )
+    parser.add_argument(
+        "-o", "--output", default="figures", metavar="DIR", help="output folder (default: figures)"
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="draw only this figure (repeatable; see --list)",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the figures and the tables they need, then exit"
+    )
+    add_table_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mltraces import figures
+
+    sources = list(dict.fromkeys(args.sources)) or list(SOURCES)
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        print(
+            f"mltraces figures: error: unknown source {unknown[0]!r}; "
+            f"choose from {', '.join(SOURCES)}",
+            file=sys.stderr,
+        )
+        return 2
+    specs = figures.registry(sources)
+    if args.only:
+        specs = {name: figures.get(name) for name in args.only}
+    if args.list:
+        for spec in specs.values():
+            needs = ", ".join(spec.tables)
+            if spec.any_of:
+                needs += (", " if needs else "") + "one of " + " / ".join(spec.any_of)
+            print(f"{spec.name:26} {spec.title}  [{needs}]")
+        return 0
+    tables = sorted({t for spec in specs.values() for t in spec.inputs})  # nothing more
+    con = open_catalog(args, tables)
+    try:
+        results = figures.render_all(con, output_dir=args.output, names=list(specs))
+    finally:
+        con.close()
+    drawn = [r for r in results if r.paths]
+    skipped: dict[str, list[str]] = {}
+    for result in results:
+        if result.paths and not args.quiet:
+            print(f"wrote {result.paths[0]} (+ .pdf)")
+        elif result.skipped:
+            skipped.setdefault(result.skipped, []).append(result.name)
+    for reason, names in skipped.items():
+        print(f"skipped {', '.join(names)}: {reason}", file=sys.stderr)
+    if not args.quiet:
+        print(f"{len(drawn)} figures written to {args.output}, {len(results) - len(drawn)} skipped")
+    return 0 if drawn or not results else 1

@@ -1,0 +1,311 @@
+"""The papers' figures, redrawn from the catalog: tidy data in SQL, then a plot.
+
+Every figure is a :class:`FigureSpec`: a *data* function that takes a catalog
+connection and returns a tidy :class:`pandas.DataFrame` (computed in DuckDB, so
+it can be tested without drawing) and a *plot* function that turns that frame
+into a :class:`matplotlib.figure.Figure` in one consistent paper-size style.
+The registry is plain data: each paper module (:mod:`.zeus`, :mod:`.itp`,
+:mod:`.acme`) ends with a ``FIGURES`` tuple, read when first asked for.
+
+>>> import mltraces
+>>> from mltraces import figures
+>>> con = mltraces.connect("zeus")                                  # doctest: +SKIP
+>>> figures.data("zeus_savings", con).head()                        # doctest: +SKIP
+>>> fig = figures.draw("zeus_savings", con)                         # doctest: +SKIP
+>>> figures.render_all(con, ["zeus"], "figures/")                   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: Paper modules, in the order figures are listed and rendered.
+SOURCES = ("zeus", "itp", "acme")
+#: Where notebooks write figures when set (unset: they only display them).
+OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure: where it comes from, what it needs, and how to compute and draw it.
+
+    Attributes:
+        name: File stem and registry key, e.g. ``"zeus_savings"``.
+        source: Paper module (``"zeus"``, ``"itp"`` or ``"acme"``).
+        title: One line for galleries and listings.
+        tables: Catalog tables the data function needs, all of them.
+        data: ``data(con) -> DataFrame``.
+        plot: ``plot(frame) -> Figure``.
+        any_of: Tables of which at least one is needed (figures that draw
+            whichever of Seren and Kalos is available).
+    """
+
+    name: str
+    source: str
+    title: str
+    tables: tuple[str, ...]
+    data: Callable[..., pd.DataFrame]
+    plot: Callable[[pd.DataFrame], Any]
+    any_of: tuple[str, ...] = ()
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every table the figure may read."""
+        return (*self.tables, *self.any_of)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What :func:`render_all` did with one figure: written paths, or why it was skipped."""
+
+    name: str
+    paths: tuple[Path, ...] = ()
+    skipped: str | None = None
+
+
+@cache
+def _registry() -> dict[str, FigureSpec]:
+    found: dict[str, FigureSpec] = {}
+    for source in SOURCES:
+        module = importlib.import_module(f"mltraces.figures.{source}")
+        for spec in module.FIGURES:
+            if spec.name in found:
+                raise ValueError(f"figure {spec.name!r} is registered twice")
+            found[spec.name] = spec
+    return found
+
+
+def registry(sources: Iterable[str] | str | None = None) -> dict[str, FigureSpec]:
+    """Every figure by name, optionally only those of some sources (``"zeus"``, ...)."""
+    every = _registry()
+    if sources is None:
+        return dict(every)
+    wanted = [sources] if isinstance(sources, str) else list(sources)
+    unknown = [s for s in wanted if s not in SOURCES]
+    if unknown:
+        raise KeyError(f"unknown figure source {unknown[0]!r}; choose from {', '.join(SOURCES)}")
+    return {name: spec for name, spec in every.items() if spec.source in wanted}
+
+
+def tables_for(sources: Iterable[str] | str | None = None) -> list[str]:
+    """Every table the figures of ``sources`` may read: what to pass to ``connect()``.
+
+    >>> tables_for("itp")
+    ['itp.elasticflow_jobs', 'itp.jobs']
+    """
+    return sorted({t for spec in registry(sources).values() for t in spec.inputs})
+
+
+def get(name: str) -> FigureSpec:
+    """The figure called ``name``; the error lists close names."""
+    every = _registry()
+    try:
+        return every[name]
+    except KeyError:
+        close = [n for n in every if name in n or n in name][:5] or list(every)[:5]
+        raise KeyError(f"unknown figure {name!r}; did you mean: {', '.join(close)}") from None
+
+
+def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> pd.DataFrame:
+    """The tidy data behind figure ``name``."""
+    return get(name).data(con, **kwargs)
+
+
+def draw(
+    name: str,
+    con: duckdb.DuckDBPyConnection,
+    output_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Compute and draw figure ``name``; also write PNG + PDF when ``output_dir`` is given.
+
+    Figures drawn from tables that were not verified against the upstream
+    hashes (local files given with ``--local`` / ``MLTRACES_LOCAL``) carry a
+    footnote saying so, so a figure from a synthetic or edited file cannot pass
+    for the real one.
+    """
+    from mltraces.figures import style
+
+    spec = get(name)
+    figure = spec.plot(spec.data(con, **kwargs))
+    unverified = unverified_inputs(con, spec.inputs)
+    if unverified:
+        with style.context():
+            figure.text(  # above the figure: the tight bounding box grows to include it
+                0.0,
+                1.0,
+                "Drawn from unverified local files: " + ", ".join(unverified),
+                fontsize=6,
+                color="#aa0000",
+                ha="left",
+                va="bottom",
+            )
+    if output_dir is not None:
+        style.save(figure, Path(output_dir) / spec.name)
+    return figure
+
+
+def show(
+    name: str,
+    con: duckdb.DuckDBPyConnection,
+    output_dir: str | os.PathLike[str] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """:func:`draw` for notebooks: when inputs are missing, print what to fetch and return None.
+
+    A notebook then runs top to bottom on a machine that has only some of the
+    traces, and each skipped figure says how to get it.
+    """
+    spec = get(name)
+    missing = missing_inputs(con, spec)
+    if missing:
+        print(f"{name} skipped: {skip_reason(spec, missing)}")
+        return None
+    return draw(name, con, output_dir, **kwargs)
+
+
+def skip_reason(spec: FigureSpec, missing: dict[str, str]) -> str:
+    """``needs acme.seren_jobs or acme.kalos_jobs: run `mltraces fetch ...` ...``."""
+    required = [t for t in spec.tables if t in missing]
+    either = " or ".join(t for t in spec.any_of if t in missing)
+    needed = ", ".join([*required, *([either] if either else [])])
+    return f"needs {needed}: {fetch_hint(missing)}"
+
+
+def missing_inputs(
+    con: duckdb.DuckDBPyConnection, spec: FigureSpec, known: dict[str, str | None] | None = None
+) -> dict[str, str]:
+    """Tables of ``spec`` that cannot be read, with the reason; empty when it can be drawn.
+
+    ``known`` caches :func:`table_problem` results across figures.
+    """
+    known = {} if known is None else known
+    for table in spec.inputs:
+        if table not in known:
+            known[table] = table_problem(con, table)
+    missing = {t: p for t in spec.tables if (p := known[t])}
+    optional = {t: p for t in spec.any_of if (p := known[t])}
+    if spec.any_of and len(optional) == len(spec.any_of):
+        missing.update(optional)
+    return missing
+
+
+def table_problem(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
+    """Why ``table`` cannot be read on ``con`` (None when it can).
+
+    The catalog leaves an unavailable table as a view that raises its reason
+    when queried; a table not set up on this connection does not exist at all.
+    """
+    import duckdb
+
+    try:
+        con.sql(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+    except duckdb.Error as error:
+        text = str(error).split("\n")[0]
+        return text.split("unavailable: ", 1)[-1] if "unavailable: " in text else text
+    return None
+
+
+def available(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> list[str]:
+    """The subset of ``tables`` that can be read on ``con``, in order."""
+    return [t for t in tables if table_problem(con, t) is None]
+
+
+def unverified_inputs(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> list[str]:
+    """Tables among ``tables`` whose view the catalog marks as built from unverified files."""
+    found = []
+    for table in tables:
+        schema, _, view = table.partition(".")
+        rows = con.execute(
+            "SELECT comment FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
+            [schema, view],
+        ).fetchall()
+        if rows and rows[0][0] and "UNVERIFIED" in rows[0][0]:
+            found.append(table)
+    return found
+
+
+def fetch_hint(tables: Iterable[str]) -> str:
+    """What to run to make ``tables`` available: fetch their files, or point at local copies."""
+    from mltraces.schema import get_schema
+
+    file_ids: list[str] = []
+    for table in tables:
+        try:
+            file_ids.extend(get_schema(table).file_ids)
+        except KeyError:
+            continue
+    fetch = f"mltraces fetch {' '.join(dict.fromkeys(file_ids))}" if file_ids else "mltraces fetch"
+    first = next(iter(tables), "TABLE")
+    return f"run `{fetch}`, or use local copies with --local {first}=PATH"
+
+
+def render_all(
+    con: duckdb.DuckDBPyConnection,
+    sources: Iterable[str] | str | None = None,
+    output_dir: str | os.PathLike[str] = "figures",
+    names: Iterable[str] | None = None,
+) -> list[Rendered]:
+    """Draw every figure of ``sources`` (default: all) into ``output_dir`` as PNG and PDF.
+
+    A figure whose tables are unavailable is skipped with a message that says
+    which files to fetch; the others are still drawn.
+    """
+    specs = registry(sources)
+    if names is not None:
+        specs = {n: get(n) for n in names}
+    results: list[Rendered] = []
+    known: dict[str, str | None] = {}
+    for spec in specs.values():
+        missing = missing_inputs(con, spec, known)
+        if missing:
+            reason = skip_reason(spec, missing)
+            log.info("skipped %s: %s", spec.name, reason)
+            results.append(Rendered(spec.name, skipped=reason))
+            continue
+        figure = draw(spec.name, con, output_dir)
+        paths = tuple(Path(output_dir) / f"{spec.name}.{fmt}" for fmt in ("png", "pdf"))
+        log.info("wrote %s", ", ".join(map(str, paths)))
+        results.append(Rendered(spec.name, paths=paths))
+        del figure
+    return results
+
+
+def output_dir_from_env() -> Path | None:
+    """``MLTRACES_FIGURES_DIR`` as a path, or None (notebooks then only display figures)."""
+    value = os.environ.get(OUTPUT_ENV, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+__all__ = [
+    "OUTPUT_ENV",
+    "SOURCES",
+    "FigureSpec",
+    "Rendered",
+    "available",
+    "data",
+    "draw",
+    "fetch_hint",
+    "get",
+    "missing_inputs",
+    "output_dir_from_env",
+    "registry",
+    "render_all",
+    "show",
+    "skip_reason",
+    "table_problem",
+    "tables_for",
+]

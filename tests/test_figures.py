@@ -1,0 +1,424 @@
+"""Figure data reproduces the papers, agrees with plain pandas, and every figure draws.
+
+Real data (Zeus, ITP, AcmeTrace's processed curves and summary) comes from the
+loopback mirror of ../shared/upstream; the absent AcmeTrace job traces and
+Alibaba groups are synthetic files in the upstream format, loaded through
+``local=`` exactly as a user's downloaded copies would be.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+import synthetic
+
+import mltraces
+from mltraces import figures
+from mltraces.figures import acme, itp, style, zeus
+from mltraces.figures.sql import ecdf
+from mltraces.simulate import WORKLOADS
+
+SEREN_ROWS, KALOS_ROWS = 6000, 2500
+
+
+@pytest.fixture(scope="module")
+def real_con(
+    upstream_server: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One catalog over the real files (fetched from the loopback mirror into a temp cache)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLTRACES_CACHE", str(tmp_path_factory.mktemp("figures-cache")))
+        patch.setenv("MLTRACES_MIRROR", upstream_server)
+        patch.delenv("MLTRACES_LOCAL", raising=False)
+        con = mltraces.connect(
+            ["zeus.train", "zeus.power", "itp", "acme.util_cdf", "acme.cluster_summary"]
+        )
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def job_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
+    folder = tmp_path_factory.mktemp("synthetic")
+    return {
+        "acme.seren_jobs": synthetic.write_seren_trace(folder / "trace_seren.csv", SEREN_ROWS, 1),
+        "acme.kalos_jobs": synthetic.write_kalos_trace(folder / "trace_kalos.csv", KALOS_ROWS, 2),
+        "zeus.alibaba_groups": synthetic.write_alibaba_groups_xz(
+            folder / "alibaba_groups.csv.xz", 10, 3
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def job_con(
+    upstream_server: str, job_files: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A catalog whose AcmeTrace job tables (and Alibaba groups) are the synthetic files."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLTRACES_CACHE", str(tmp_path_factory.mktemp("figures-jobs-cache")))
+        patch.setenv("MLTRACES_MIRROR", upstream_server)
+        patch.delenv("MLTRACES_LOCAL", raising=False)
+        con = mltraces.connect(
+            [*figures.tables_for("acme"), *figures.tables_for("zeus")],
+            local={k: str(v) for k, v in job_files.items()},
+        )
+    yield con
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def jobs_frame(job_files: dict[str, Path]) -> pd.DataFrame:
+    """The synthetic job traces read with plain pandas: the independent side of each check."""
+    seren = pd.read_csv(job_files["acme.seren_jobs"]).assign(cluster="Seren")
+    kalos = pd.read_csv(job_files["acme.kalos_jobs"]).assign(cluster="Kalos")
+    columns = ["cluster", "gpu_num", "type", "state", "duration", "queue", "gpu_time"]
+    return pd.concat([seren[columns], kalos[columns]], ignore_index=True)
+
+
+def _gpu_jobs(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame[frame["gpu_num"] > 0]
+
+
+# --------------------------------------------------------------------------- published numbers
+
+
+@pytest.mark.upstream
+def test_zeus_fig1_reproduces_the_paper_ranges_on_v100(real_con) -> None:
+    data = zeus.savings_data(real_con)
+    ranges = zeus.savings_ranges(data).set_index(["gpu", "kind"])
+    pl = ranges.loc[("v100", "power limit only")]
+    both = ranges.loc[("v100", "batch size + power limit")]
+    assert pl["text"] == "3.0%–31.5%"
+    assert both["text"] == "23.8%–74.7%"
+    # the unrounded values, so a change of definition cannot hide behind rounding
+    assert pl["low"] == pytest.approx(2.9670, abs=1e-3)
+    assert pl["high"] == pytest.approx(31.44996, abs=1e-4)
+    assert both["low"] == pytest.approx(23.8465, abs=1e-3)
+    assert both["high"] == pytest.approx(74.6769, abs=1e-3)
+    assert set(data["gpu"]) == set(zeus.GPUS) and len(data) == 4 * 6 * 2
+
+
+@pytest.mark.upstream
+def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None:
+    """Only configurations whose every repetition reaches within max epochs may win."""
+    data = zeus.savings_data(real_con, ("v100",))
+    train = real_con.sql("SELECT * FROM zeus.train").df()
+    for row in data.itertuples():
+        spec = WORKLOADS[row.workload]
+        runs = train[
+            (train.dataset == row.workload)
+            & (train.batch_size == row.best_batch_size)
+            & np.isclose(train.target_metric, spec.target_metric)
+        ]["target_epoch"]
+        assert len(runs) > 0
+        assert (runs.notna() & (runs <= spec.max_epochs)).all(), row
+
+
+@pytest.mark.upstream
+def test_savings_report_prints_one_decimal_with_percent_sign(real_con) -> None:
+    report = zeus.savings_report(real_con, ("v100",))
+    assert "3.0%–31.5%" in report and "23.8%–74.7%" in report
+
+
+@pytest.mark.upstream
+def test_itp_table_reproduces_published_totals(real_con) -> None:
+    data = itp.clusters_data(real_con)
+    total = data[data["cluster"] == "total"].iloc[0]
+    assert int(total["jobs"]) == itp.PUBLISHED_JOBS == 69_351
+    assert round(total["gpu_hours"], 1) == itp.PUBLISHED_GPU_HOURS == 1_632_719.7
+    assert len(data) == 11
+    per = data[data["cluster"] != "total"]
+    assert per["jobs"].sum() == 69_351
+    assert per["share_of_gpu_hours"].sum() == pytest.approx(100)
+    assert itp.totals_text(data) == "69,351 jobs, 1,632,719.7 GPU hours"
+
+
+@pytest.mark.upstream
+def test_itp_gpu_count_and_model_mix_shares_add_up(real_con) -> None:
+    counts = itp.gpu_count_data(real_con)
+    assert counts.groupby("measure")["share"].sum().tolist() == pytest.approx([100, 100])
+    mix = itp.model_mix_data(real_con)
+    sums = mix.groupby(["cluster", "measure"])["share"].sum()
+    assert np.allclose(sums, 100) and len(sums) == 11 * 2
+
+
+@pytest.mark.upstream
+def test_itp_deadline_slack_is_uniform_between_half_and_one_and_a_half(real_con) -> None:
+    slack = itp.deadline_slack_data(real_con)
+    assert slack["x"].min() >= 0.499 and slack["x"].max() <= 1.5
+    middle = slack[(slack["x"] - 1.0).abs() < 0.01]
+    assert middle["cdf"].between(0.45, 0.55).all()
+
+
+@pytest.mark.upstream
+def test_zeus_pareto_front_matches_brute_force(real_con) -> None:
+    data = zeus.tradeoff_data(real_con, "v100")
+    for _, rows in data.groupby("workload"):
+        eta, tta = rows["eta"].to_numpy(), rows["tta"].to_numpy()
+        dominated = [
+            bool(np.any((eta <= e) & (tta <= t) & ((eta < e) | (tta < t))))
+            for e, t in zip(eta, tta, strict=True)
+        ]
+        assert rows["pareto"].tolist() == [not d for d in dominated]
+
+
+@pytest.mark.upstream
+def test_util_curves_are_cdfs_per_cluster(real_con) -> None:
+    data = acme.gpu_util_data(real_con)
+    assert set(data["cluster"]) == {"Seren", "Kalos", "Philly", "PAI"}
+    for _, curve in data.groupby("source_file"):
+        assert curve["y"].between(0, 100).all()
+        assert curve["x"].is_monotonic_increasing
+    resources = acme.resource_util_data(real_con)
+    assert set(resources["panel"]) == {"gpu", "host", "ib"}
+    assert resources.loc[resources["panel"] == "ib", "x"].max() == pytest.approx(100)
+
+
+# --------------------------------------------------------------------------- job figures vs pandas
+
+
+def _pandas_ecdf(values: pd.Series, at: np.ndarray, weights: pd.Series | None = None) -> np.ndarray:
+    """The AcmeTrace notebook's way: one boolean filter per x point."""
+    w = pd.Series(1.0, index=values.index) if weights is None else weights
+    keep = values.notna() & w.notna()
+    values, w = values[keep], w[keep]
+    return np.array([w[values <= x].sum() / w.sum() for x in at])
+
+
+def test_job_duration_cdf_matches_pandas(job_con, jobs_frame) -> None:
+    data = acme.duration_cdf_data(job_con)
+    assert set(data["cluster"]) == {"Seren", "Kalos"}
+    for cluster, rows in data.groupby("cluster"):
+        jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
+        expected = _pandas_ecdf(jobs["duration"], rows["x"].to_numpy())
+        assert np.allclose(rows["cdf"], expected)
+        assert rows["cdf"].iloc[-1] == pytest.approx(1.0)
+
+
+def test_gpu_count_cdf_by_jobs_and_gpu_time_matches_pandas(job_con, jobs_frame) -> None:
+    data = acme.gpu_count_cdf_data(job_con)
+    for (cluster, measure), rows in data.groupby(["cluster", "measure"]):
+        jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
+        weights = jobs["gpu_time"] if measure == "GPU time" else None
+        expected = _pandas_ecdf(jobs["gpu_num"], rows["x"].to_numpy(), weights)
+        assert np.allclose(rows["cdf"], expected), (cluster, measure)
+        assert sorted(rows["x"]) == sorted(
+            jobs.loc[jobs["gpu_time"].notna() if weights is not None else jobs.index, "gpu_num"]
+            .unique()
+            .tolist()
+        )
+
+
+@pytest.mark.parametrize("column", ["state", "type"])
+def test_state_and_type_shares_match_pandas(job_con, jobs_frame, column: str) -> None:
+    data = acme.states_data(job_con) if column == "state" else acme.types_data(job_con)
+    gpu_jobs = _gpu_jobs(jobs_frame)
+    by_jobs = gpu_jobs.groupby("cluster")[column].value_counts(normalize=True) * 100
+    by_time = gpu_jobs.groupby(["cluster", column])["gpu_time"].sum()
+    by_time = by_time / by_time.groupby("cluster").transform("sum") * 100
+    for row in data.itertuples():
+        key = (row.cluster, getattr(row, column))
+        expected = by_jobs[key] if row.measure == "jobs" else by_time[key]
+        assert row.share == pytest.approx(expected), (key, row.measure)
+    assert len(data) == 2 * len(by_jobs)
+
+
+def test_type_gpu_count_boxes_match_numpy_quantiles(job_con, jobs_frame) -> None:
+    data = acme.type_gpu_count_data(job_con)
+    for row in data.itertuples():
+        jobs = _gpu_jobs(jobs_frame)
+        values = jobs[(jobs["cluster"] == row.cluster) & (jobs["type"] == row.type)]["gpu_num"]
+        assert row.jobs == len(values)
+        quantiles = np.quantile(values, [0.05, 0.25, 0.5, 0.75, 0.95])
+        assert [row.p05, row.q1, row.median, row.q3, row.p95] == pytest.approx(list(quantiles))
+        assert row.mean == pytest.approx(values.mean())
+
+
+def test_type_duration_and_queue_cdfs_match_pandas(job_con, jobs_frame) -> None:
+    data = acme.type_duration_queue_data(job_con)
+    gpu_jobs = _gpu_jobs(jobs_frame)
+    for (cluster, kind, metric), rows in data.groupby(["cluster", "type", "metric"]):
+        jobs = gpu_jobs[(gpu_jobs["cluster"] == cluster) & (gpu_jobs["type"] == kind)]
+        assert np.allclose(rows["cdf"], _pandas_ecdf(jobs[metric], rows["x"].to_numpy()))
+
+
+def test_cluster_summary_recomputed_matches_pandas(job_con, jobs_frame) -> None:
+    data = acme.summary_check_data(job_con).set_index(["cluster", "statistic"])
+    for cluster in ("Seren", "Kalos"):
+        jobs = jobs_frame[jobs_frame["cluster"] == cluster]
+        gpu = jobs[jobs["gpu_num"] > 0]
+        cpu = jobs[jobs["gpu_num"] == 0]
+        ended = gpu[gpu["state"].isin(["COMPLETED", "CANCELLED", "FAILED"])]
+        expected = {
+            "job_num": len(jobs),
+            "cpu_job_num": len(cpu),
+            "gpu_job_num": len(gpu),
+            "avg_run_time_gpu": gpu["duration"].mean(),
+            "med_que_time_gpu": gpu["queue"].median(),
+            "avg_gpu_num": gpu["gpu_num"].mean(),
+            "max_gpu": jobs["gpu_num"].max(),
+            "fail_rate_gpu": (gpu["state"] == "FAILED").mean(),
+            "cancel_gpu_time": gpu.loc[gpu["state"] == "CANCELLED", "gpu_time"].sum(),
+            "complete_rate_gpu_time": ended.loc[ended["state"] == "COMPLETED", "gpu_time"].sum()
+            / ended["gpu_time"].sum(),
+            "med_run_time_cpu": cpu["duration"].median(),
+            "complete_rate_cpu": (cpu["state"] == "COMPLETED").mean(),
+        }
+        for statistic, value in expected.items():
+            assert data.loc[(cluster, statistic), "recomputed"] == pytest.approx(value), statistic
+        published = data.loc[(cluster, "job_num"), "published"]
+        assert published == {"Seren": 1_031_550, "Kalos": 62_413}[cluster]
+    assert len(data) == 2 * len(acme.SUMMARY_STATISTICS)
+
+
+def test_job_figures_draw_with_only_one_cluster(
+    upstream_server: str, job_files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user who fetched only Kalos (9 MB) still gets the job figures, for Kalos."""
+    monkeypatch.setenv("MLTRACES_MIRROR", upstream_server)
+    con = mltraces.connect(
+        ["acme.seren_jobs", "acme.kalos_jobs"],
+        local={"acme.kalos_jobs": str(job_files["acme.kalos_jobs"])},
+    )
+    assert figures.missing_inputs(con, figures.get("acme_states")) == {}
+    data = acme.states_data(con)
+    assert set(data["cluster"]) == {"Kalos"}
+    assert isinstance(figures.draw("acme_job_types", con), _figure_class())
+    con.close()
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _figure_class() -> type:
+    from matplotlib.figure import Figure
+
+    return Figure
+
+
+SIMULATION_ARGS = {
+    "zeus_cumulative": {"seeds": (1, 2)},
+    "zeus_final": {"seeds": (1, 2)},
+    "zeus_regret": {"seeds": (1, 2)},
+    "zeus_sensitivity": {"seeds": (1,), "etas": (0.5, 1.0), "betas": (2.0, math.inf)},
+    "zeus_alibaba": {"processes": 1},
+}
+
+
+@pytest.mark.upstream
+@pytest.mark.parametrize("name", list(figures.registry()))
+def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> None:
+    spec = figures.get(name)
+    con = job_con if spec.any_of or "zeus.alibaba_groups" in spec.tables else real_con
+    data = spec.data(con, **SIMULATION_ARGS.get(name, {}))
+    assert isinstance(data, pd.DataFrame) and not data.empty
+    figure = spec.plot(data)
+    assert isinstance(figure, _figure_class())
+    paths = style.save(figure, tmp_path / name)
+    assert [p.suffix for p in paths] == [".png", ".pdf"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_figures_from_local_files_are_marked_unverified(job_con) -> None:
+    figure = figures.draw("acme_states", job_con)
+    texts = [t.get_text() for t in figure.texts]
+    assert any("unverified" in t and "acme.seren_jobs" in t for t in texts)
+
+
+@pytest.mark.upstream
+def test_real_figures_carry_no_unverified_mark(real_con) -> None:
+    figure = figures.draw("itp_gpu_count", real_con)
+    assert not any("unverified" in t.get_text() for t in figure.texts)
+
+
+@pytest.mark.upstream
+def test_render_all_skips_figures_without_inputs_and_says_what_to_fetch(
+    http_mirror: str, tmp_path: Path
+) -> None:
+    con = mltraces.connect(figures.tables_for("acme"))  # the job traces are not in the mirror
+    results = {r.name: r for r in figures.render_all(con, "acme", tmp_path)}
+    con.close()
+    assert results["acme_gpu_util"].paths
+    assert (tmp_path / "acme_gpu_util.png").is_file() and (tmp_path / "acme_gpu_util.pdf").is_file()
+    skipped = results["acme_states"].skipped
+    assert skipped is not None
+    assert "acme.seren_jobs or acme.kalos_jobs" in skipped
+    assert "mltraces fetch acme/trace_seren.csv acme/trace_kalos.csv" in skipped
+    assert not (tmp_path / "acme_states.png").exists()
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.mark.upstream
+def test_cli_draws_a_source_into_the_output_folder(
+    http_mirror: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mltraces.cli import main
+
+    out = tmp_path / "figs"
+    assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png"]
+    assert "1 figures written" in capsys.readouterr().out
+
+
+def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFixture[str]) -> None:
+    from mltraces.cli import main
+
+    assert main(["figures", "--list"]) == 0
+    listing = capsys.readouterr().out
+    assert "zeus_savings" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
+    assert main(["figures", "philly"]) == 2
+    assert "choose from zeus, itp, acme" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_percent_rounds_like_the_paper() -> None:
+    assert style.percent(31.449960502287833) == "31.5%"
+    assert style.percent(23.846460221642463) == "23.8%"
+    assert style.percent(2.967033) == "3.0%"
+    assert style.percent(74.676908) == "74.7%"
+    assert style.percent(12.34) == "12.3%"
+
+
+def test_ecdf_thinning_keeps_exact_points_and_bounds_the_step() -> None:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"v": rng.integers(0, 20_000, 50_000), "w": rng.random(50_000)})
+    con = duckdb.connect()
+    con.register("frame", frame)
+    for weight in (None, "w"):
+        exact = ecdf(con, "frame", "v", weight=weight, steps=None)
+        thin = ecdf(con, "frame", "v", weight=weight, steps=200)
+        assert len(thin) <= 202 < len(exact)
+        weights = frame["w"] if weight else None
+        assert np.allclose(thin["cdf"], _pandas_ecdf(frame["v"], thin["x"].to_numpy(), weights))
+        assert thin["x"].iloc[0] == frame["v"].min() and thin["cdf"].iloc[-1] == pytest.approx(1)
+        assert thin["cdf"].diff().max() < 3 / 200
+
+
+def test_squarify_tiles_the_rectangle_with_proportional_areas() -> None:
+    values = [50.0, 20.0, 15.0, 10.0, 4.0, 1.0]
+    rects = acme.squarify(values, 0, 0, 160, 100)
+    areas = [w * h for _, _, w, h in rects]
+    assert np.allclose(areas, [v / 100 * 160 * 100 for v in values])
+    for x, y, w, h in rects:
+        assert x >= -1e-9 and y >= -1e-9 and x + w <= 160 + 1e-9 and y + h <= 100 + 1e-9
+    assert sum(areas) == pytest.approx(160 * 100)
+
+
+def test_registry_names_are_unique_and_sources_known() -> None:
+    assert figures.tables_for("itp") == ["itp.elasticflow_jobs", "itp.jobs"]
+    every = figures.registry()
+    assert len(every) == len(set(every))
+    assert {spec.source for spec in every.values()} == set(figures.SOURCES)
+    with pytest.raises(KeyError, match="unknown figure"):
+        figures.get("zeus_savingz")
