@@ -35,9 +35,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mltraces.simulate.engine import UNRUNNABLE_PENALTY, Run, RunModel, choose_power_limit
+from mltraces.simulate.engine import (
+    HISTORY_FIELDS,
+    RUN_DTYPE,
+    UNRUNNABLE_PENALTY,
+    RecurringJob,
+    Run,
+    RunModel,
+    Runs,
+    choose_power_limit,
+)
 from mltraces.simulate.metrics import TOTALS, VS_DEFAULT
-from mltraces.simulate.policies import POLICIES, JobContext, Policy, get_policy
+from mltraces.simulate.policies import POLICIES, Policy, get_policy
 from mltraces.simulate.sweep import resolve_names
 from mltraces.simulate.traces import (
     SimulationError,
@@ -50,22 +59,19 @@ from mltraces.simulate.traces import (
 #: Fewer groups than this per extra process are replayed with fewer processes.
 GROUPS_PER_WORKER = 100
 GROUP_COLUMNS = ["group", "start_time", "end_time", "dataset", "runtime_ratio"]
-#: One recorded run of the replay; time, energy and cost are scaled by the runtime ratio.
+#: One recorded run of the replay: the job's place in its group, its time slot, then
+#: the run as in the sequential replay, with time, energy and cost scaled by the runtime ratio.
 REPLAY_DTYPE = np.dtype(
-    [
-        ("job", np.int64),
-        ("attempt", np.int64),
-        ("start_time", float),
-        ("end_time", float),
-        ("batch_size", np.int64),
-        ("power_limit", np.int64),
-        ("time_s", float),
-        ("energy_j", float),
-        ("cost", float),
-        ("reached", bool),
-    ]
+    [("job", np.int64), ("attempt", np.int64), ("start_time", float), ("end_time", float)]
+    + [(name, RUN_DTYPE[name]) for name in HISTORY_FIELDS if name not in ("recurrence", "attempt")]
 )
 REPLAY_FIELDS: tuple[str, ...] = REPLAY_DTYPE.names or ()
+
+
+class ReplayRuns(Runs):
+    """Recorded runs of one group, as tuples in :data:`REPLAY_DTYPE` order."""
+
+    dtype = REPLAY_DTYPE
 
 
 @dataclass(frozen=True)
@@ -100,20 +106,16 @@ class _Flight:
     cost: float = field(compare=False)
 
 
-class GroupReplay:
-    """The event loop of one group under one policy."""
+class GroupReplay(RecurringJob):
+    """The event loop of one group under one policy: a recurring job whose runs overlap."""
 
     def __init__(self, model: RunModel, policy: Policy, seed: int, beta: float) -> None:
-        self.model = model
-        self.bso, self.plo = policy.build(JobContext(model.trace, model.eta, beta, seed))
-        self.rng = np.random.default_rng(seed)
-        self.beta = beta if policy.early_stopping else math.inf
-        self.max_attempts = policy.max_attempts
+        super().__init__(model, policy, seed, beta)
+        self.runs = ReplayRuns()
         self.best_cost = math.inf
         self.best_batch_size = model.trace.default_batch_size
         self.flights: list[_Flight] = []
         self.submitted = 0
-        self.rows: list[tuple] = []
 
     def replay(self, group: Group) -> list[tuple]:
         """Submit every job at its start time; return the recorded runs (:data:`REPLAY_DTYPE`)."""
@@ -123,7 +125,7 @@ class GroupReplay:
             self._finish_until(start)
             self._submit(job, 1, start, end, ratio)
         self._finish_until(math.inf)
-        return self.rows
+        return self.runs
 
     def _submit(self, job: int, attempt: int, start: float, end: float, ratio: float) -> None:
         if self.max_attempts is not None and attempt > self.max_attempts:
@@ -151,7 +153,7 @@ class GroupReplay:
         self.bso.observe(flight.batch_size, flight.cost, reached)
         if run is not None:
             scale = flight.ratio
-            self.rows.append(
+            self.runs.append(
                 (
                     flight.job,
                     flight.attempt,

@@ -44,11 +44,13 @@ HISTORY_FIELDS: tuple[str, ...] = RUN_DTYPE.names or ()
 
 
 class Runs(list):
-    """Recorded runs as tuples in :data:`RUN_DTYPE` order: one append per run."""
+    """Recorded runs as tuples in :attr:`dtype` order: one append per run."""
+
+    dtype = RUN_DTYPE
 
     def to_array(self) -> np.ndarray:
-        """The runs as a structured array (fields as in :data:`RUN_DTYPE`)."""
-        return np.array(self, dtype=RUN_DTYPE)
+        """The runs as a structured array."""
+        return np.array(self, dtype=self.dtype)
 
 
 class Run(NamedTuple):
