@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -203,20 +204,28 @@ def missing_inputs(
     return missing
 
 
+_problems: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakKeyDictionary()
+
+
 def table_problem(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """Why ``table`` cannot be read on ``con`` (None when it can).
 
     The catalog leaves an unavailable table as a view that raises its reason
     when queried; a table not set up on this connection does not exist at all.
+    The answer is remembered per connection (a catalog connection's views do
+    not change), so data functions can check cheaply every time they run.
     """
     import duckdb
 
-    try:
-        con.sql(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
-    except duckdb.Error as error:
-        text = str(error).split("\n")[0]
-        return text.split("unavailable: ", 1)[-1] if "unavailable: " in text else text
-    return None
+    known = _problems.setdefault(con, {})
+    if table not in known:
+        try:
+            con.sql(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+            known[table] = None
+        except duckdb.Error as error:
+            text = str(error).split("\n")[0]
+            known[table] = text.split("unavailable: ", 1)[-1] if "unavailable: " in text else text
+    return known[table]
 
 
 def available(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> list[str]:
