@@ -179,14 +179,15 @@ def savings_report(con: duckdb.DuckDBPyConnection, gpus: tuple[str, ...] = GPUS)
     """The reproduced ranges per GPU as text, with the paper's V100 numbers beside them.
 
     >>> print(savings_report(con))                                  # doctest: +SKIP
-    v100  power limit only:         3.0%–31.5%   (paper: 3.0%–31.5%)
+    v100     power limit only:          3.0%–31.5%    (computed 2.967%–31.450%; paper: 3.0%–31.5%)
     ...
     """
     lines = []
     for row in savings_ranges(savings_data(con, gpus)).itertuples():
         paper = PAPER_RANGES.get(row.kind) if row.gpu == "v100" else None
-        note = f"   (paper: {paper[0]:.1f}%–{paper[1]:.1f}%)" if paper else ""
-        lines.append(f"{row.gpu:8} {row.kind + ':':26} {row.text:13}{note}".rstrip())
+        exact = f"computed {row.low:.3f}%–{row.high:.3f}%"
+        note = f"; paper: {paper[0]:.1f}%–{paper[1]:.1f}%" if paper else ""
+        lines.append(f"{row.gpu:8} {row.kind + ':':26} {row.text:13} ({exact}{note})")
     return "\n".join(lines)
 
 
