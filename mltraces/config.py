@@ -9,6 +9,7 @@ library calls all see the same values:
 - ``MLTRACES_OFFLINE=1``: never touch the network.
 - ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables.
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
+- ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
 """
 
 from __future__ import annotations
@@ -70,3 +71,9 @@ def parse_local(spec: str | None) -> dict[str, Path]:
 def local_tables() -> dict[str, Path]:
     """Table overrides from ``MLTRACES_LOCAL``."""
     return parse_local(os.environ.get("MLTRACES_LOCAL"))
+
+
+def figures_dir() -> Path | None:
+    """Folder the notebooks save figures to, from ``MLTRACES_FIGURES_DIR`` (None: don't save)."""
+    value = os.environ.get("MLTRACES_FIGURES_DIR", "").strip()
+    return Path(value).expanduser() if value else None

@@ -295,8 +295,9 @@ def render_all(
 
 def output_dir_from_env() -> Path | None:
     """``MLTRACES_FIGURES_DIR`` as a path, or None (notebooks then only display figures)."""
-    value = os.environ.get(OUTPUT_ENV, "").strip()
-    return Path(value).expanduser() if value else None
+    from mltraces.config import figures_dir
+
+    return figures_dir()
 
 
 __all__ = [
