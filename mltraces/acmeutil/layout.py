@@ -1,0 +1,133 @@
+"""Where converted utilization data lives, and how it is replaced atomically.
+
+::
+
+    <cache>/acme-util/
+      converted/<sha256>-v<N>/       one folder per verified CSV (conversion is keyed
+                                     by the file's sha256 and the converter version)
+        meta.json                    what the file held (rows, months, time range)
+        month=2023-07.parquet        its long rows, one file per UTC month
+        times.parquet                every distinct Time of the file (for de-duplication)
+      parquet/                       the hive-partitioned dataset users read
+        gpu_metrics/cluster=kalos/metric=GPU_UTIL/month=2023-07/part-<sha16>.parquet
+        node_metrics/cluster=seren/metric=NODE_CPU_UTILIZATION/month=2023-07/...
+        ipmi_power/server_group=GPU_AB/month=2023-07/...
+      tmp/                           work folders (same file system, so renames are atomic)
+
+Dataset files are hard links to the converted ones when nothing needs
+de-duplicating, so the two trees share disk blocks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from mltraces import config
+
+FORMAT_VERSION = 1
+TABLES = ("gpu_metrics", "node_metrics", "ipmi_power")
+STATE_FILE = "_mltraces.json"  # leading underscore: Spark, Hive and globs skip it
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def root() -> Path:
+    """``<cache>/acme-util``."""
+    return config.cache_dir() / "acme-util"
+
+
+def dataset_root() -> Path:
+    """The hive-partitioned Parquet dataset: ``<cache>/acme-util/parquet``."""
+    return root() / "parquet"
+
+
+def converted_dir(sha256: str) -> Path:
+    """Conversion of one verified file, keyed by its content and the converter version."""
+    return root() / "converted" / f"{sha256}-v{FORMAT_VERSION}"
+
+
+def partition_dir(table: str, group: str, metric: str) -> Path:
+    """The folder holding one metric's months (one server group's for IPMI)."""
+    if table == "ipmi_power":
+        return dataset_root() / table / f"server_group={server_group(metric)}"
+    return dataset_root() / table / f"cluster={group}" / f"metric={metric}"
+
+
+def server_group(ipmi_metric: str) -> str:
+    """``GPU_AB_Power`` → ``GPU_AB`` (the IPMI file names a group of server models)."""
+    return ipmi_metric.removesuffix("_Power")
+
+
+@contextlib.contextmanager
+def work_dir(label: str) -> Iterator[Path]:
+    """A fresh folder under ``tmp/`` that is removed on exit unless it was moved away."""
+    path = root() / "tmp" / f"{label}-{uuid.uuid4().hex[:12]}"
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def lock(name: str):  # -> filelock.FileLock
+    """An inter-process lock for one conversion or one partition."""
+    from filelock import FileLock
+
+    path = root() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path))
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False when unsupported."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    result = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
+    return result == 0
+
+
+def replace_dir(new: Path, final: Path) -> None:
+    """Put folder ``new`` at ``final``; readers see the old or the new folder, never a mix.
+
+    With no old folder this is one rename. Otherwise the two are exchanged
+    atomically where the OS can (Linux), else the old one is renamed away first
+    (readers may then briefly see the partition missing, never half-written).
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if not final.exists():
+        os.rename(new, final)
+        return
+    if _exchange(new, final):
+        shutil.rmtree(new, ignore_errors=True)  # ``new`` now holds the old contents
+        return
+    trash = new.with_name(new.name + ".old")
+    os.rename(final, trash)
+    os.rename(new, final)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def remove_dir(path: Path) -> None:
+    """Remove a partition folder so readers never see it half-deleted."""
+    if not path.exists():
+        return
+    trash = root() / "tmp" / f"removed-{uuid.uuid4().hex[:12]}"
+    trash.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(path, trash)
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """Hard-link ``source`` to ``target`` (no extra disk), copying where links fail."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
