@@ -44,7 +44,7 @@ def _with_duplicate_row(table: su.WideTable, row: int, rng: np.random.Generator)
 
 def _split(table: su.WideTable) -> dict[str, su.WideTable]:
     """Monthly slices whose edges overlap by two rows, as split uploads do."""
-    months = su.np.array(table.epochs, dtype="datetime64[s]").astype("datetime64[M]")
+    months = np.array(table.epochs, dtype="datetime64[s]").astype("datetime64[M]")
     parts = {}
     for month in np.unique(months):
         rows = np.flatnonzero(months == month)

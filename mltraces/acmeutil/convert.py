@@ -205,7 +205,7 @@ def duckdb_connection(settings: Settings):  # -> duckdb.DuckDBPyConnection
     return con
 
 
-def _read_csv_sql(path: Path, types: list[str], *, header_names: bool = False) -> str:
+def _read_csv_sql(path: Path, types: list[str]) -> str:
     """``read_csv`` with every column typed explicitly (columns c0, c1, ...)."""
     spec = ", ".join(f"'c{i}': '{t}'" for i, t in enumerate(types))
     return (
