@@ -639,7 +639,7 @@ _READERS: dict[str, Callable[..., tuple[int, list[DriftProblem]]]] = {
 def _attach_acme_util(con: duckdb.DuckDBPyConnection, schema: TableSchema,
                       local: Path | None) -> None:
     """``acme.gpu_metrics`` and friends: views over :mod:`mltraces.acmeutil`'s Parquet dataset."""
-    from mltraces.acmeutil.views import VIEWS, view_sql
+    from mltraces.acmeutil.views import VIEWS, create_macros, view_sql
 
     if local is not None:
         raise SchemaError(f"{schema.name} has no local-file override: convert the raw CSVs with "
@@ -647,6 +647,7 @@ def _attach_acme_util(con: duckdb.DuckDBPyConnection, schema: TableSchema,
     view = next((v for v in VIEWS if v.table == schema.table_name), None)
     if view is None:
         raise SchemaError(f"mltraces.acmeutil provides no view {schema.table_name!r}")
+    create_macros(con)  # acme.floor_time(time, seconds): fast UTC buckets for these views
     con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view)}")
 
 
