@@ -33,13 +33,30 @@ __all__ = ["ALLOWED_GLOBALS", "PickledSeries", "safe_load", "safe_loads"]
 
 # Numeric array kinds we accept: bool, signed/unsigned int, float.
 _NUMERIC_KINDS = frozenset("biuf")
+# numpy pickles an array as ``_reconstruct(ndarray, (0,), b"b")`` then sets its real
+# shape and bytes; a large placeholder shape only serves to exhaust memory.
+_MAX_RECONSTRUCT_LENGTH = 1
+
+
+class _NdarrayMarker:
+    """Stands for ``numpy.ndarray`` in a pickle: only ever the subtype of ``_reconstruct``.
+
+    Handing out the real class would let a pickle *call* it, and
+    ``ndarray(shape, "O", buffer)`` turns arbitrary bytes into object pointers.
+    """
 
 
 def _reconstruct(subtype: Any, shape: Any, dtype: Any) -> np.ndarray:
-    """numpy's array constructor for pickles, limited to plain ``ndarray``."""
-    if subtype is not np.ndarray:
+    """numpy's array constructor for pickles, limited to plain numeric ``ndarray``."""
+    if subtype is not _NdarrayMarker:
         raise UnsafePickleError(f"array subtype {subtype!r} is not numpy.ndarray")
-    return np.ndarray.__new__(np.ndarray, shape, dtype)
+    if not isinstance(shape, tuple) or not all(
+        type(n) is int and 0 <= n <= _MAX_RECONSTRUCT_LENGTH for n in shape
+    ):
+        raise UnsafePickleError(f"array shape {shape!r} is not numpy's (0,) placeholder")
+    if isinstance(dtype, bytes):
+        dtype = dtype.decode("ascii", "replace")
+    return np.ndarray.__new__(np.ndarray, shape, _dtype(dtype))
 
 
 def _dtype(spec: Any, align: Any = False, copy: Any = False) -> np.dtype:
@@ -127,7 +144,7 @@ def _numeric_array(value: Any, what: str) -> np.ndarray:
 ALLOWED_GLOBALS: dict[tuple[str, str], Any] = {
     ("numpy.core.multiarray", "_reconstruct"): _reconstruct,
     ("numpy._core.multiarray", "_reconstruct"): _reconstruct,
-    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "ndarray"): _NdarrayMarker,
     ("numpy", "dtype"): _dtype,
     ("builtins", "slice"): slice,
     ("pandas.core.series", "Series"): _SeriesStub,

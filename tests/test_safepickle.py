@@ -99,6 +99,30 @@ def test_anything_else_is_refused(payload) -> None:
         safe_loads(pickle.dumps(payload))
 
 
+def _object_array_over(pointer_bytes: bytes) -> bytes:
+    """Opcodes calling ``numpy.ndarray((1,), "O", pointer_bytes)``: raw bytes as object pointers."""
+    return (b"cnumpy\nndarray\n(K\x01\x85X\x01\x00\x00\x00OC\x08" + pointer_bytes + b"tR")
+
+
+def test_ndarray_cannot_be_called_to_forge_object_pointers() -> None:
+    # numpy.ndarray must be resolvable (it is _reconstruct's subtype), but calling it
+    # with an object dtype and a buffer makes pointers from bytes; passing such an
+    # array as a shape made the interpreter dereference 0x4141... and crash
+    forged = _object_array_over(b"A" * 8)
+    as_shape = (b"cnumpy.core.multiarray\n_reconstruct\n(cnumpy\nndarray\n" + forged
+                + b"X\x01\x00\x00\x00btR")
+    for body in (forged, as_shape):
+        with pytest.raises(UnsafePickleError):
+            safe_loads(b"\x80\x04" + body + b".")
+
+
+def test_placeholder_shape_cannot_allocate_memory() -> None:
+    data = (b"\x80\x04cnumpy.core.multiarray\n_reconstruct\n(cnumpy\nndarray\n"
+            b"J\xff\xff\xff\x7f\x85X\x01\x00\x00\x00btR.")  # shape (2**31 - 1,)
+    with pytest.raises(UnsafePickleError, match="placeholder"):
+        safe_loads(data)
+
+
 def test_truncated_pickle_is_a_clear_error() -> None:
     data = pickle.dumps([np.arange(10.0)])[:-20]
     with pytest.raises(UnsafePickleError, match="not a readable pickle"):
