@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mltraces.errors import ConfigError
+
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
 
@@ -62,7 +64,7 @@ def parse_local(spec: str | None) -> dict[str, Path]:
             continue
         table, sep, path = item.partition("=")
         if not sep or not table.strip() or not path.strip():
-            raise ValueError(
+            raise ConfigError(
                 f"bad local table override {item!r}: expected TABLE=PATH, "
                 "e.g. acme.seren_jobs=trace_seren.csv"
             )

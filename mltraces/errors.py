@@ -11,6 +11,10 @@ class MltracesError(Exception):
     """Base class of every error mltraces raises on purpose."""
 
 
+class ConfigError(MltracesError, ValueError):
+    """A setting (environment variable or command-line value) has a bad value."""
+
+
 class FetchError(MltracesError):
     """A file could not be downloaded from any of its URLs."""
 

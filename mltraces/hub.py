@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 from mltraces import config
-from mltraces.errors import FetchError, OfflineError
+from mltraces.errors import ConfigError, FetchError, OfflineError
 from mltraces.registry import RemoteFile
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def endpoint() -> str:
     """The Hub base URL: ``MLTRACES_HF_ENDPOINT`` or ``https://huggingface.co``."""
     value = os.environ.get("MLTRACES_HF_ENDPOINT", "").strip().rstrip("/")
     if value and urlsplit(value).scheme != "https":
-        raise ValueError(
+        raise ConfigError(
             f"MLTRACES_HF_ENDPOINT={value!r} is not an https URL; for a plain-http copy "
             "of the Hub set MLTRACES_MIRROR instead"
         )

@@ -488,6 +488,15 @@ def test_cli_sql_with_local(synthetic_files, capsys) -> None:  # noqa: F811
     assert capsys.readouterr().out == "n\n3000\n"
 
 
+def test_cli_bad_local_spec_is_one_line(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["sql", "SELECT 1", "--local", "acme.seren_jobs"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mltraces sql: error: bad local table override 'acme.seren_jobs'")
+    assert "Traceback" not in err and "TABLE=PATH" in err
+
+
 def test_cli_tables(capsys) -> None:
     from mltraces.cli import main
 

@@ -30,7 +30,7 @@ from mltraces import config, fetch
 from mltraces.acmeutil import layout
 from mltraces.acmeutil.assemble import Key, assemble, keys, sources_for
 from mltraces.acmeutil.convert import Settings, convert, converted_meta
-from mltraces.errors import FetchError
+from mltraces.errors import ConfigError, FetchError
 from mltraces.hub import HubFile, Manifest, manifest
 from mltraces.registry import RemoteFile
 
@@ -54,7 +54,7 @@ def parse_day(value: str | date | datetime | None, *, end: bool = False) -> date
             return date(year, month, day)
         return date.fromisoformat(text[:10])
     except ValueError:
-        raise ValueError(f"bad date {value!r}: expected YYYY-MM-DD or YYYY-MM") from None
+        raise ConfigError(f"bad date {value!r}: expected YYYY-MM-DD or YYYY-MM") from None
 
 
 def _names(values: str | Iterable[str] | None) -> list[str]:
