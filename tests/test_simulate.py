@@ -371,6 +371,9 @@ def test_bad_knobs_are_rejected() -> None:
         simulate(toy_traces(), GPU, "squad", "zeus", 1, eta=1.5)
     with pytest.raises(SimulationError, match="unknown policy 'best'"):
         simulate(toy_traces(), GPU, "squad", "best", 1)
+    for bad in (0, -3):  # 0 once meant the default count, -3 an empty history
+        with pytest.raises(SimulationError, match=f"recurrences must be at least 1, got {bad}"):
+            simulate(toy_traces(), GPU, "squad", "zeus", 1, recurrences=bad)
 
 
 class LargestAfterFirst:

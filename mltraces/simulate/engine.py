@@ -181,7 +181,8 @@ def simulate_job(
     """Run one job ``recurrences`` times (default 2·|B|·|P|) under ``policy``."""
     job = RecurringJob(model, policy, seed, beta)
     best = math.inf
-    for recurrence in range(1, (recurrences or model.trace.default_recurrences) + 1):
+    count = model.trace.default_recurrences if recurrences is None else recurrences
+    for recurrence in range(1, count + 1):
         best = min(best, job.recur(recurrence, threshold=job.beta * best))
     return job.runs
 

@@ -134,6 +134,10 @@ def simulate(
         traces = load_traces(traces)
     etas, betas = _floats(eta, "eta"), _floats(beta, "beta")
     _check_knobs(etas, betas)
+    if recurrences is not None and recurrences < 1:
+        raise SimulationError(
+            f"recurrences must be at least 1, got {recurrences}; omit it for 2·|B|·|P| per job"
+        )
     sweep = Sweep(
         traces=traces,
         gpus=resolve_names(gpus, traces.gpus, "GPU"),
