@@ -241,6 +241,23 @@ def test_cli_failure_is_one_line_and_exit_1(
     assert "unknown file 'nope'" in capsys.readouterr().err
 
 
+def test_cli_fetch_goes_on_past_a_failure_and_names_each(
+    fake_server: FakeServer, demo_registry: DemoRegistry, capsys: pytest.CaptureFixture
+) -> None:
+    from mltraces.cli import main
+
+    files = {name: demo_registry.add(synthetic_file(name, name.encode() * 50))
+             for name in ("a.csv", "b.csv", "c.csv")}
+    serve(fake_server, files["b.csv"], b"b.csv" * 50)  # a.csv and c.csv answer 404
+    assert main(["fetch", "demo"]) == 1
+    captured = capsys.readouterr()
+    assert "ok  demo/b.csv" in captured.out and cached_path(files["b.csv"]) is not None
+    err = captured.err.splitlines()
+    assert [line.split(":")[0] for line in err[:2]] == [
+        "failed  could not download demo/a.csv", "failed  could not download demo/c.csv"]
+    assert err[2] == "mltraces fetch: error: 2 of 3 files could not be fetched (each reason above)"
+
+
 def test_verify_deletes_a_corrupted_cached_file_and_fetch_heals_it(
     fake_server: FakeServer, demo_registry: DemoRegistry
 ) -> None:

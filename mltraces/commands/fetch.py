@@ -42,17 +42,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _fetch_registry(names: list[str], quiet: bool) -> None:
+    """Fetch every named file, going on past failures; raise once at the end if any failed."""
+    from mltraces.errors import MltracesError
     from mltraces.fetch import expand, fetch_file, fetch_members
     from mltraces.sources import all_sources
 
-    for file in expand(names):
-        path = fetch_file(file)
+    files = expand(names)
+    failures: list[MltracesError] = []
+    for file in files:
+        try:
+            path = fetch_file(file)
+            members = fetch_members(file) if file.kind == "tar.gz" else None
+        except MltracesError as error:
+            failures.append(error)
+            continue
         if not quiet:
             print(f"ok  {file.id}  {path}")
-        if file.kind == "tar.gz":
-            members = fetch_members(file)
-            if not quiet:
+            if members is not None:
                 print(f"    unpacked {len(members)} members")
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        for error in failures:
+            print(f"failed  {error}", file=sys.stderr)
+        raise MltracesError(
+            f"{len(failures)} of {len(files)} files could not be fetched (each reason above)"
+        )
     if not names and not quiet:
         print(f"fetched {len(all_sources())} sources")
 
