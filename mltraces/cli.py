@@ -65,11 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="mltraces: %(message)s",
     )
+    package_logger = logging.getLogger("mltraces")
+    level = package_logger.level
     if args.quiet:
         from mltraces.fetch import set_progress
 
         set_progress(False)
-        logging.getLogger("mltraces").setLevel(logging.ERROR)
+        package_logger.setLevel(logging.ERROR)
     try:
         return int(args._run(args) or 0)
     except MltracesError as error:
@@ -80,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    finally:  # main() is also called in-process (tests, scripts): leave no global state
+        if args.quiet:
+            from mltraces.fetch import set_progress
+
+            set_progress(None)
+            package_logger.setLevel(level)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import logging
 import multiprocessing
 from pathlib import Path
 
@@ -106,6 +107,8 @@ def test_cli_fetch_list_verify_and_info(http_mirror: str, capsys: pytest.Capture
     from mltraces.cli import main
 
     assert main(["fetch", "itp", "--quiet"]) == 0
+    assert logging.getLogger("mltraces").level == logging.NOTSET  # --quiet did not leak
+    assert fetch_module._progress_default is None
     assert main(["list", "itp"]) == 0
     out = capsys.readouterr().out
     assert "itp/raw-traces.tar.gz" in out and "cached" in out
