@@ -474,6 +474,23 @@ def test_alibaba_is_deterministic_and_parallel() -> None:
     assert summary.set_index("policy").loc["default", "energy_vs_default"] == 1
 
 
+def test_alibaba_replays_gpu_and_workload_lists_and_checks_its_knobs() -> None:
+    power = power_frame()
+    traces = TraceSet(train_frame(), pd.concat([power.assign(gpu="v100"), power.assign(gpu="a40")]))
+    history, summary = replay_alibaba(traces, groups_frame(), "all", "default", processes=1)
+    assert set(history["gpu"]) == set(summary["gpu"]) == {"v100", "a40"}
+    one, _ = replay_alibaba(traces, groups_frame(), "a40", "default", workloads="squad")
+    pd.testing.assert_frame_equal(one, history[history["gpu"] == "a40"].reset_index(drop=True))
+    for bad, match in (
+        ({"workloads": "mnist"}, "unknown workload 'mnist'"),
+        ({"eta": 3.0}, "eta must lie in"),
+        ({"beta": 0.0}, "beta must be positive"),
+        ({"processes": 0}, "processes must be at least 1, got 0"),
+    ):
+        with pytest.raises(SimulationError, match=match):
+            replay_alibaba(traces, groups_frame(), "v100", "default", **bad)
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -524,6 +541,14 @@ def test_cli_alibaba(monkeypatch, capsys) -> None:
     argv = ["--alibaba", "--gpu", GPU, "--processes", "1", "--summary"]
     assert run_cli(monkeypatch, argv, catalog(groups_frame())) == 0
     assert "squad" in capsys.readouterr().out
+
+
+def test_cli_alibaba_refuses_options_it_would_ignore(monkeypatch) -> None:
+    for extra in (["--seeds", "1-3"], ["--recurrences", "5"]):
+        with pytest.raises(SimulationError, match="drop --seeds and --recurrences"):
+            run_cli(monkeypatch, ["--alibaba", *extra], catalog(groups_frame()))
+    with pytest.raises(SimulationError, match="--processes applies to --alibaba only"):
+        run_cli(monkeypatch, ["--processes", "2"], catalog())
 
 
 def test_cli_seed_ranges() -> None:

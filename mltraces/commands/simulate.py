@@ -29,9 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="zeus",
         help="zeus (default), default, grid, pl-only, bs-only, oracle, a comma list or all",
     )
-    parser.add_argument(
-        "--seeds", default="1", type=parse_seeds, help="e.g. 1-10 or 1,3,5 (default 1)"
-    )
+    parser.add_argument("--seeds", type=parse_seeds, help="e.g. 1-10 or 1,3,5 (default 1)")
     parser.add_argument(
         "--recurrences", type=int, help="recurrences per job (default 2·|B|·|P| of each job)"
     )
@@ -48,7 +46,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alibaba",
         action="store_true",
-        help="replay the Alibaba recurring-job groups (zeus.alibaba_groups) on --gpu",
+        help="replay the Alibaba recurring-job groups (zeus.alibaba_groups) on --gpu; "
+        "each group has its own seed and submissions, so no --seeds or --recurrences",
     )
     parser.add_argument("--processes", type=int, help="worker processes for --alibaba (all cores)")
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -71,21 +70,26 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.simulate import load_traces, replay_alibaba, simulate
+    from mltraces.simulate import SimulationError, load_traces, replay_alibaba, simulate
     from mltraces.simulate.alibaba import load_groups
 
+    if args.alibaba and (args.seeds is not None or args.recurrences is not None):
+        raise SimulationError(
+            "--alibaba replays every submission of every group with a seed per group: "
+            "drop --seeds and --recurrences"
+        )
+    if not args.alibaba and args.processes is not None:
+        raise SimulationError("--processes applies to --alibaba only: drop it")
     tables = ["zeus.train", "zeus.power"] + (["zeus.alibaba_groups"] if args.alibaba else [])
     con = open_catalog(args, tables)
     traces = load_traces(con)
     if args.alibaba:
-        groups = load_groups(con)
-        if args.workload != "all":
-            groups = groups[groups["dataset"].isin(args.workload.split(","))]
         history, summary = replay_alibaba(
             traces,
-            groups,
+            load_groups(con),
             gpu=args.gpu,
             policies=args.policy,
+            workloads=args.workload,
             eta=args.eta,
             beta=args.beta,
             processes=args.processes,
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             args.gpu,
             args.workload,
             args.policy,
-            args.seeds,
+            args.seeds or [1],
             recurrences=args.recurrences,
             eta=args.eta,
             beta=args.beta,

@@ -47,8 +47,9 @@ from mltraces.simulate.engine import (
 )
 from mltraces.simulate.metrics import TOTALS, VS_DEFAULT
 from mltraces.simulate.policies import POLICIES, Policy, get_policy
-from mltraces.simulate.sweep import resolve_names
+from mltraces.simulate.sweep import check_knobs, resolve_names
 from mltraces.simulate.traces import (
+    WORKLOADS,
     SimulationError,
     TraceSet,
     get_workload,
@@ -180,9 +181,10 @@ class GroupReplay(RecurringJob):
 def replay_alibaba(
     traces: TraceSet | Any,
     groups: pd.DataFrame | None = None,
-    gpu: str = "v100",
+    gpu: str | Iterable[str] = "v100",
     policies: str | Policy | Iterable[str | Policy] = "zeus",
     *,
+    workloads: str | Iterable[str] = "all",
     eta: float = 0.5,
     beta: float = 2.0,
     processes: int | None = None,
@@ -193,7 +195,9 @@ def replay_alibaba(
         traces: A :class:`TraceSet`, or a catalog connection (``groups`` then
             defaults to ``zeus.alibaba_groups``).
         groups: Rows with group, start_time, end_time, dataset, runtime_ratio.
+        gpu: A GPU name, a comma list, ``"all"`` or an iterable of names.
         policies: Policy names, a comma list, ``"all"`` or :class:`Policy` objects.
+        workloads: Replay only the groups of these datasets (names, a comma list or ``"all"``).
         processes: Worker processes (default: all cores, at most one per
             :data:`GROUPS_PER_WORKER` groups; 1 runs inline).
 
@@ -203,21 +207,28 @@ def replay_alibaba(
     summary totals them per (gpu, workload, policy), with ratios to Default
     when it was replayed too.
     """
+    check_knobs([eta], [beta])
+    if processes is not None and processes < 1:
+        raise SimulationError(f"processes must be at least 1, got {processes}")
     if groups is None:
         groups = load_groups(traces)
     if not isinstance(traces, TraceSet):
         traces = load_traces(traces)
+    gpus = resolve_names(gpu, traces.gpus, "GPU")
     chosen = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
-    group_list = split_groups(groups)
-    models = {
-        dataset: RunModel(traces.job(gpu, get_workload(dataset)), eta)
-        for dataset in sorted({g.dataset for g in group_list})
-    }
+    datasets = resolve_names(workloads, list(WORKLOADS), "workload")
+    group_list = [g for g in split_groups(groups) if g.dataset in datasets]
     workers = processes or min(os.cpu_count() or 1, 1 + len(group_list) // GROUPS_PER_WORKER)
     chunks = _chunks(group_list, workers)
     tasks = [(rank, p, beta, chunk) for rank, p in enumerate(chosen) for chunk in chunks]
-    parts = _run_tasks(tasks, models, workers)
-    history = _replay_history(gpu, parts)
+    histories = []
+    for name in gpus:
+        models = {
+            dataset: RunModel(traces.job(name, get_workload(dataset)), eta)
+            for dataset in sorted({g.dataset for g in group_list})
+        }
+        histories.append(_replay_history(name, _run_tasks(tasks, models, workers)))
+    history = pd.concat(histories, ignore_index=True)
     return history, summarize_replay(history)
 
 

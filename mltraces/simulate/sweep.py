@@ -133,7 +133,7 @@ def simulate(
     if not isinstance(traces, TraceSet):
         traces = load_traces(traces)
     etas, betas = _floats(eta, "eta"), _floats(beta, "beta")
-    _check_knobs(etas, betas)
+    check_knobs(etas, betas)
     if recurrences is not None and recurrences < 1:
         raise SimulationError(
             f"recurrences must be at least 1, got {recurrences}; omit it for 2·|B|·|P| per job"
@@ -191,7 +191,8 @@ def _floats(value: float | Iterable[float], what: str) -> list[float]:
     return values
 
 
-def _check_knobs(etas: list[float], betas: list[float]) -> None:
+def check_knobs(etas: list[float], betas: list[float]) -> None:
+    """Raise a SimulationError naming every η outside [0, 1] and every β that is not positive."""
     bad_eta = [e for e in etas if not 0.0 <= e <= 1.0]
     if bad_eta:
         raise SimulationError(f"eta must lie in [0, 1], got {bad_eta}")
