@@ -488,6 +488,18 @@ def test_cli_sql_with_local(synthetic_files, capsys) -> None:  # noqa: F811
     assert capsys.readouterr().out == "n\n3000\n"
 
 
+def test_sql_sets_up_only_named_tables_and_refuses_unknown_ones() -> None:
+    from mltraces.commands.sql import tables_in
+
+    assert tables_in("SELECT * FROM itp.jobs j JOIN ITP.testbed_jobs t USING (job_id)") == [
+        "itp.jobs", "itp.testbed_jobs"]
+    assert tables_in("SELECT 'itp.jobs'") is None  # a string, not a table
+    assert tables_in("SELECT acme.floor_time(now(), 60)") is None  # a macro, not a table
+    assert tables_in("SELECT 1") is None
+    with pytest.raises(KeyError, match=r"unknown table 'itp\.job'; tables: .*itp\.jobs"):
+        tables_in("SELECT * FROM itp.job")
+
+
 def test_cli_bad_local_spec_is_one_line(capsys) -> None:
     from mltraces.cli import main
 

@@ -32,12 +32,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def tables_in(query: str) -> list[str] | None:
-    """Catalog tables a query mentions as ``source.table``; None when it names none."""
+    """Catalog tables a query mentions as ``source.table``; None when it names none.
+
+    A query that names no table but ``source.word`` of a known source (a typo such
+    as ``itp.job``) raises instead of setting up, and fetching, every table.
+    """
     from mltraces.catalog import tables
 
-    found = [name for name in tables()
-             if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", query, re.IGNORECASE)]
-    return found or None
+    known = tables()
+    code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
+    found = [name for name in known
+             if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", code, re.IGNORECASE)]
+    if found:
+        return found
+    sources = "|".join(sorted({re.escape(name.split(".")[0]) for name in known}))
+    # not followed by "(": acme.floor_time(...) is a macro, not a table
+    unknown = re.findall(rf"(?<![\w.])(?:{sources})\.\w+(?![\w(])", code, re.IGNORECASE)
+    if unknown:
+        raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
+    return None
 
 
 def _write(relation, fmt: str, output: Path | None, max_rows: int) -> None:
