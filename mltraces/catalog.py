@@ -139,9 +139,13 @@ def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
     if isinstance(names, str):
         names = [names]
     chosen: dict[str, TableSchema] = {}
+    sources = sorted({s.schema_name for s in schemas.values()})
     for name in names:
         in_source = [s for n, s in sorted(schemas.items()) if s.schema_name == name]
-        for schema in in_source or [get_schema(name)]:
+        if not in_source and name not in schemas:
+            raise KeyError(f"unknown table or source {name!r}; sources: {', '.join(sources)}; "
+                           f"known tables: {', '.join(sorted(schemas))}")
+        for schema in in_source or [schemas[name]]:
             chosen[schema.name] = schema
     return list(chosen.values())
 
