@@ -387,7 +387,7 @@ def plot_states(data: pd.DataFrame) -> Any:
     ax.set_yticks(y, [f"{c}, by {m}" for c, m in rows])
     ax.invert_yaxis()
     ax.set_xlim(0, 100)
-    ax.set_xlabel("Share of GPU jobs (%)")
+    ax.set_xlabel("Share of the GPU jobs, or of their GPU time (%)")
     ax.grid(axis="y", visible=False)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=len(states))
     return fig
