@@ -219,7 +219,7 @@ class PruningExplorer:
         if self.leg < 2:
             return
         self.rounds_left -= 1
-        # A round where nothing reached the target keeps the last round's sizes.
+        # A round where nothing reached the target leaves only its default to the next.
         self.sizes = sorted(self.good) or [self.default]
         if self.rounds_left > 0:
             self._start_round()
