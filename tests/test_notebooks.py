@@ -13,14 +13,13 @@ import json
 import time
 from pathlib import Path
 
+import nbclient  # test dependencies (pyproject [test]): missing ones must fail, not skip
+import nbformat
 import pytest
 import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
 
 
 def test_the_three_notebooks_exist_and_are_stored_without_outputs() -> None:
