@@ -46,33 +46,56 @@ def _read_manifest(target: Path) -> dict[str, dict] | None:
 
 
 def _members_intact(target: Path, manifest: dict[str, dict]) -> bool:
+    """Every member is there as extracted (size and mtime, like a download's stamp)."""
     for name, record in manifest.items():
         path = target / name
-        if not path.is_file() or path.stat().st_size != record["size"]:
+        if not path.is_file():
+            return False
+        stat = path.stat()
+        if (stat.st_size, stat.st_mtime_ns) != (record["size"], record.get("mtime_ns")):
             return False
     return True
+
+
+def _reusable(target: Path) -> dict[str, Path] | None:
+    manifest = _read_manifest(target)
+    if manifest is None or not _members_intact(target, manifest):
+        return None
+    return {name: target / name for name in manifest}
 
 
 def extract_verified(archive: Path, target: Path) -> dict[str, Path]:
     """Unpack ``archive`` into ``target`` once; return member name → path.
 
-    A complete earlier extraction (manifest present, sizes match) is reused.
+    A complete earlier extraction (manifest present, members unchanged since) is
+    reused; a lock keeps two processes from replacing a folder the other reads.
     """
-    manifest = _read_manifest(target)
-    if manifest is not None and _members_intact(target, manifest):
-        return {name: target / name for name in manifest}
+    from filelock import FileLock
+
+    found = _reusable(target)
+    if found is not None:
+        return found
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
-    try:
-        manifest = _extract_all(archive, staging)
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with FileLock(str(target) + ".lock"):
+        found = _reusable(target)  # another process finished it meanwhile
+        if found is not None:
+            return found
+        staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        try:
+            manifest = _extract_all(archive, staging)
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return {name: target / name for name in manifest}
+
+
+def discard(target: Path) -> None:
+    """Remove an extraction (say, a member failed verification): the next read redoes it."""
+    shutil.rmtree(target, ignore_errors=True)
 
 
 def _extract_all(archive: Path, staging: Path) -> dict[str, dict]:
@@ -86,8 +109,10 @@ def _extract_all(archive: Path, staging: Path) -> dict[str, dict]:
                 if member.isfile():
                     tar.extract(member, staging, filter="data")
                     path = staging / member.name
+                    stat = path.stat()
                     manifest[member.name] = {
-                        "size": path.stat().st_size,
+                        "size": stat.st_size,
+                        "mtime_ns": stat.st_mtime_ns,
                         "sha256": file_sha256(path),
                     }
     except tarfile.TarError as error:

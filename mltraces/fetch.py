@@ -449,7 +449,7 @@ class VerifyResult:
 
 def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResult]:
     """Re-hash every cached file (ignoring stamps); corrupt ones are deleted."""
-    from mltraces.archives import verify_members
+    from mltraces.archives import discard, verify_members
 
     results = []
     for file in files if files is not None else expand():
@@ -467,11 +467,14 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
         results.append(VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches"))
         if file.kind == "tar.gz":
             target = config.cache_dir() / "extracted" / f"{file.filename}-{found.sha256[:16]}"
-            for member, problem in verify_members(target).items():
+            problems = verify_members(target)
+            for member, problem in problems.items():
                 status = "ok" if problem is None else "corrupt"
                 results.append(
                     VerifyResult(f"{file.id}/{member}", target / member, status, problem or "")
                 )
+            if any(problems.values()):
+                discard(target)  # unpacked again from the verified archive on next use
     return results
 
 

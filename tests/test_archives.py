@@ -50,3 +50,16 @@ def test_archive_members_are_recorded_and_verifiable(
     results = {r.id: r.status for r in verify_cached()}
     assert results["demo/ok.tar.gz"] == "ok"
     assert results["demo/ok.tar.gz/cluster01.csv"] == "corrupt"
+    # the tampered member (same size) is never served again: it is unpacked afresh
+    assert fetch_members(file.id)["cluster01.csv"].read_bytes() == b"job_id\n1\n"
+
+
+def test_a_member_changed_after_extraction_is_unpacked_again(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    data = make_tar({"cluster01.csv": b"job_id\n1\n"})
+    file = demo_registry.add(synthetic_file("edit.tar.gz", data))
+    serve(fake_server, file, data)
+    member = fetch_members(file.id)["cluster01.csv"]
+    member.write_bytes(b"job_id\n9\n")  # same size, new mtime
+    assert fetch_members(file.id)["cluster01.csv"].read_bytes() == b"job_id\n1\n"
