@@ -110,7 +110,8 @@ def _write_stamp(path: Path, file: RemoteFile, found: Digest) -> None:
         "verified_by": file.hash_kind,
         "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    tmp = _stamp_path(path).with_suffix(".tmp")
+    # per process: stamps of an existing file are also written outside the lock
+    tmp = _stamp_path(path).with_name(f"{_stamp_path(path).name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(record, indent=1))
     os.replace(tmp, _stamp_path(path))
 
