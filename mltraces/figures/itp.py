@@ -122,7 +122,18 @@ def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 def plot_duration_cdf(data: pd.DataFrame) -> Any:
     """Duration CDFs, one line per cluster, all clusters in black."""
     fig, ax = style.subplots(width="column", height=2.5)
-    clusters = sorted(c for c in data["cluster"].unique() if c != "all")
+    _cluster_steps(ax, data, sorted(c for c in data["cluster"].unique() if c != "all"))
+    every = data[data["cluster"] == "all"]
+    ax.step(every["x"], 100 * every["cdf"], where="post", color="black", lw=1.6, label="all")
+    style.duration_axis(ax)
+    style.cdf_axis(ax)
+    ax.set_xlabel("Job duration")
+    ax.legend(ncols=2, loc="upper left", fontsize=6, handlelength=1.2)
+    return fig
+
+
+def _cluster_steps(ax: Any, data: pd.DataFrame, clusters: list[str]) -> None:
+    """One thin step CDF (columns cluster, x, cdf) per cluster, in percent."""
     colors = _cluster_colors(clusters)
     for cluster in clusters:
         part = data[data["cluster"] == cluster]
@@ -134,13 +145,6 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
             lw=0.9,
             label=_cluster_label(cluster),
         )
-    every = data[data["cluster"] == "all"]
-    ax.step(every["x"], 100 * every["cdf"], where="post", color="black", lw=1.6, label="all")
-    style.duration_axis(ax)
-    style.cdf_axis(ax)
-    ax.set_xlabel("Job duration")
-    ax.legend(ncols=2, loc="upper left", fontsize=6, handlelength=1.2)
-    return fig
 
 
 def _cluster_colors(clusters: list[str]) -> dict[str, Any]:
@@ -254,18 +258,7 @@ def deadline_slack_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 def plot_deadline_slack(data: pd.DataFrame) -> Any:
     """Slack CDFs per cluster, with the U[0.5, 1.5] line dashed."""
     fig, ax = style.subplots(width="column", height=2.3)
-    clusters = sorted(data["cluster"].unique())
-    colors = _cluster_colors(clusters)
-    for cluster in clusters:
-        part = data[data["cluster"] == cluster]
-        ax.step(
-            part["x"],
-            100 * part["cdf"],
-            where="post",
-            color=colors[cluster],
-            lw=0.9,
-            label=_cluster_label(cluster),
-        )
+    _cluster_steps(ax, data, sorted(data["cluster"].unique()))
     ax.plot([0.5, 1.5], [0, 100], color="black", ls="--", lw=0.9, label="U[0.5, 1.5]")
     style.cdf_axis(ax)
     ax.set_xlabel("Deadline slack: (deadline − submission) / duration")

@@ -150,6 +150,19 @@ def subplots(
     return fig, axes
 
 
+def panel_grid(count: int, row_height: float, ncols: int = 3) -> tuple[Any, list[Any]]:
+    """A page-wide figure of ``count`` small multiples, ``ncols`` per row; spare cells hidden.
+
+    Returns the figure and the ``count`` visible axes in reading order.
+    """
+    nrows = max(1, -(-count // ncols))
+    fig, axes = subplots(nrows, ncols, width="page", height=row_height * nrows, squeeze=False)
+    panels = list(axes.flat)
+    for ax in panels[count:]:
+        ax.set_visible(False)
+    return fig, panels[:count]
+
+
 def save(fig: Any, stem: Path | str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf``; returns the paths.
 

@@ -352,17 +352,13 @@ def plot_tradeoff(data: pd.DataFrame, workload: str = "librispeech") -> Any:
 def plot_tradeoff_all(data: pd.DataFrame) -> Any:
     """Small multiples: the ETA–TTA tradeoff of every workload."""
     workloads = sorted(data["workload"].unique())
-    ncols = 3
-    nrows = int(np.ceil(len(workloads) / ncols))
-    fig, axes = style.subplots(nrows, ncols, width="page", height=2.15 * nrows, squeeze=False)
-    for ax, workload in zip(axes.flat, workloads, strict=False):
+    fig, axes = style.panel_grid(len(workloads), row_height=2.15)
+    for ax, workload in zip(axes, workloads, strict=True):
         rows = data[data["workload"] == workload]
         points = _tradeoff_panel(ax, rows)
         ax.set_title(WORKLOAD_LABELS.get(workload, workload).replace("\n", " "))
         _batch_colorbar(fig, points, ax, rows["batch_size"].unique())
-    for ax in list(axes.flat)[len(workloads) :]:
-        ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
     from matplotlib.lines import Line2D
 
     handles.append(Line2D([], [], color=style.PALETTE[3], lw=1.1))
@@ -569,10 +565,8 @@ def regret_data(con: duckdb.DuckDBPyConnection, **simulation: Any) -> pd.DataFra
 def plot_regret(data: pd.DataFrame) -> Any:
     """Small multiples: cumulative regret of Zeus and Grid Search per workload."""
     workloads = sorted(data["workload"].unique())
-    ncols = 3
-    nrows = int(np.ceil(len(workloads) / ncols))
-    fig, axes = style.subplots(nrows, ncols, width="page", height=1.9 * nrows, squeeze=False)
-    for ax, workload in zip(axes.flat, workloads, strict=False):
+    fig, axes = style.panel_grid(len(workloads), row_height=1.9)
+    for ax, workload in zip(axes, workloads, strict=True):
         for policy in ("grid", "zeus"):
             part = data[(data["workload"] == workload) & (data["policy"] == policy)]
             ax.plot(
@@ -584,9 +578,7 @@ def plot_regret(data: pd.DataFrame) -> Any:
         ax.set_title(WORKLOAD_LABELS.get(workload, workload).replace("\n", " "))
         ax.set_xlabel("Recurrence")
         ax.set_ylabel("Cumulative regret (MJ)")
-    for ax in list(axes.flat)[len(workloads) :]:
-        ax.set_visible(False)
-    fig.legend(*axes.flat[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2)
     return fig
 
 
