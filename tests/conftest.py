@@ -88,7 +88,9 @@ def serve_directory(
             super().__init__(*args, directory=str(root), **kwargs)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for it, 0.5 s by default, after every test
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
     thread.start()
     return f"http://127.0.0.1:{server.server_address[1]}", server
 
@@ -126,7 +128,9 @@ def fake_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeServer]:
     """A FakeServer on 127.0.0.1 set as the mirror for https://files.example.org/..."""
     fake = FakeServer()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), fake.handler())
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # a short poll: shutdown() waits for it, 0.5 s by default, after every test
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
     thread.start()
     fake.url = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("MLTRACES_MIRROR", fake.url)
