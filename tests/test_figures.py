@@ -377,6 +377,10 @@ def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFix
     assert "zeus_savings" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
     assert main(["figures", "philly"]) == 2
     assert "choose from zeus, itp, acme" in capsys.readouterr().err
+    assert main(["figures", "itp", "--only", "zeus_savings", "--list"]) == 2
+    assert "--only zeus_savings is not a figure of itp" in capsys.readouterr().err
+    assert main(["figures", "zeus", "--only", "zeus_savings", "--list"]) == 0
+    assert capsys.readouterr().out.startswith("zeus_savings ")
 
 
 # --------------------------------------------------------------------------- helpers

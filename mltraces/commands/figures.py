@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from mltraces.commands.common import add_table_options, open_catalog
+from mltraces.figures import SOURCES  # the package's top imports only the standard library
 
 HELP = "draw the papers' figures (PNG + PDF)"
-SOURCES = ("zeus", "itp", "acme")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,6 +49,15 @@ def run(args: argparse.Namespace) -> int:
     specs = figures.registry(sources)
     if args.only:
         specs = {name: figures.get(name) for name in args.only}
+        stray = [n for n, spec in specs.items() if args.sources and spec.source not in sources]
+        if stray:
+            print(
+                f"mltraces figures: error: --only {stray[0]} is not a figure of "
+                f"{', '.join(sources)}; drop the source names or add "
+                f"{specs[stray[0]].source}",
+                file=sys.stderr,
+            )
+            return 2
     if args.list:
         for spec in specs.values():
             needs = ", ".join(spec.tables)
