@@ -500,6 +500,15 @@ def test_sql_sets_up_only_named_tables_and_refuses_unknown_ones() -> None:
         tables_in("SELECT * FROM itp.job")
 
 
+def test_cli_sql_on_an_unavailable_table_says_why_once(monkeypatch, capsys) -> None:
+    from mltraces.cli import main
+
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    assert main(["sql", "SELECT count(*) FROM itp.jobs"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("mltraces sql: error: itp/raw-traces.tar.gz is not")
+
+
 def test_cli_bad_local_spec_is_one_line(capsys) -> None:
     from mltraces.cli import main
 

@@ -32,9 +32,12 @@ def local_overrides(args: argparse.Namespace) -> dict:
 
 
 def open_catalog(
-    args: argparse.Namespace, tables: list[str] | None = None
+    args: argparse.Namespace, tables: list[str] | None = None, *, strict: bool = False
 ) -> duckdb.DuckDBPyConnection:
-    """A catalog connection honouring the verb's ``--local`` options."""
+    """A catalog connection honouring the verb's ``--local`` options.
+
+    ``strict`` raises when a table cannot be built, instead of a view that raises when queried.
+    """
     from mltraces.catalog import connect
 
-    return connect(tables=tables, local=local_overrides(args))
+    return connect(tables=tables, local=local_overrides(args), strict=strict)

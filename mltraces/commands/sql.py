@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
 
     from mltraces.errors import MltracesError
 
-    con = open_catalog(args, tables=args.tables or tables_in(args.query))
+    named = args.tables or tables_in(args.query)
+    # tables the query names must exist: say why one does not, once, before running it
+    con = open_catalog(args, tables=named, strict=named is not None)
     try:
         try:
             relation = con.sql(args.query)
