@@ -122,6 +122,21 @@ def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None
 
 
 @pytest.mark.upstream
+def test_zeus_fig1_baseline_is_the_simulators_b0_at_max_power(real_con) -> None:
+    """The SQL's b0 cap and MaxPower are the simulator's, on every GPU and workload."""
+    from mltraces.simulate import load_traces
+
+    traces = load_traces(real_con)
+    data = zeus.savings_data(real_con)
+    for row in data.drop_duplicates(["gpu", "workload"]).itertuples():
+        job = traces.job(row.gpu, row.workload)
+        assert (row.baseline_batch_size, row.baseline_power_limit) == (
+            job.default_batch_size,
+            job.max_power,
+        ), row
+
+
+@pytest.mark.upstream
 def test_savings_report_prints_one_decimal_with_percent_sign(real_con) -> None:
     report = zeus.savings_report(real_con, ("v100",))
     assert "3.0%–31.5%" in report and "23.8%–74.7%" in report

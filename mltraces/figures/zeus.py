@@ -99,10 +99,16 @@ def configurations_sql() -> str:
                   AND abs(t.target_metric - w.target_metric) < 1e-9
             GROUP BY ALL
         ),
+        -- MaxPower over the GPU's whole power trace, b0's cap over the dataset's rows on
+        -- that GPU: taken before the join, as mltraces.simulate does
+        every_row AS (
+            SELECT *, max(power_limit) OVER (PARTITION BY gpu) AS max_power,
+                   max(batch_size) OVER (PARTITION BY gpu, dataset) AS largest_batch
+            FROM zeus.power
+        ),
         power AS (
-            SELECT p.*, w.b0, max(p.power_limit) OVER (PARTITION BY p.gpu) AS max_power,
-                   max(p.batch_size) OVER (PARTITION BY p.gpu, p.dataset) AS largest_batch
-            FROM zeus.power p
+            SELECT p.*, w.b0
+            FROM every_row p
             JOIN w ON p.dataset = w.dataset AND p.network = w.network
                   AND lower(p.optimizer) = w.optimizer
         )
