@@ -473,6 +473,9 @@ def test_cli_sql_formats(http_mirror, isolated_cache, tmp_path, capsys) -> None:
     out = tmp_path / "power.parquet"
     assert main(["sql", "SELECT * FROM zeus.power", "--format", "parquet", "-o", str(out)]) == 0
     assert len(pd.read_parquet(out)) == 1_609
+    table = tmp_path / "power.txt"
+    assert main(["sql", "SELECT power_limit FROM zeus.power", "-o", str(table)]) == 0
+    assert len(table.read_text().splitlines()) == 1 + 1_609  # header + every row
     assert main(["sql", "SELECT nope FROM zeus.power"]) == 1
     assert "query failed" in capsys.readouterr().err
     assert main(["sql", "SELECT count(*) FROM itp.testbed_jobs"]) == 0

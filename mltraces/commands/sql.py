@@ -21,8 +21,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
                         help='SQL, e.g. "SELECT cluster, count(*) FROM itp.jobs GROUP BY 1"')
     parser.add_argument("--format", choices=FORMATS, default="table",
-                        help="table (default, for reading), csv, json (one object per line) "
-                        "or parquet (needs --output)")
+                        help="table (default, for reading; every row with --output), csv, "
+                        "json (one object per line) or parquet (needs --output)")
     parser.add_argument("--output", "-o", type=Path, help="write the result to this file")
     parser.add_argument("--max-rows", type=int, default=40,
                         help="rows shown by --format table (default 40)")
@@ -64,8 +64,8 @@ def _write(relation, fmt: str, output: Path | None, max_rows: int) -> None:
             writers[fmt](str(output))
         elif fmt == "json":
             output.write_text(_json_lines(relation))
-        else:
-            output.write_text(str(relation))
+        else:  # every row: str(relation) would keep only the first and last few
+            output.write_text(relation.df().to_string(index=False) + "\n")
         print(f"wrote {output}", file=sys.stderr)
         return
     if fmt == "table":
