@@ -331,6 +331,17 @@ def _manifest_path(commit: str, folder: str) -> Path:
     return _hub_cache() / "tree" / commit / f"{folder.replace('/', '__')}.json"
 
 
+def cached_manifests(folder: str = UTIL_FOLDER) -> list[Manifest]:
+    """Every file list already in the cache (any commit); never touches the network."""
+    found = []
+    for path in sorted(_hub_cache().glob(f"tree/*/{folder.replace('/', '__')}.json")):
+        try:
+            found.append(Manifest.from_json(json.loads(path.read_text())))
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("ignoring unreadable file list %s", path)
+    return found
+
+
 def _list_tree(commit: str, folder: str) -> list[dict]:
     """Every entry under ``folder`` at ``commit``, following pagination."""
     url: str | None = f"{endpoint()}/api/datasets/{REPO}/tree/{commit}/{folder}?recursive=true"

@@ -179,6 +179,16 @@ def test_a_dropped_connection_resumes_with_a_range_request(hub: su.FakeHub, data
     assert sum(gpu_cells(connection(), "seren", "GPU_UTIL").values()) == len(data.gpu_util.cells())
 
 
+def test_verify_rehashes_downloaded_util_files(hub: su.FakeHub, capsys) -> None:
+    done = fetch_util("kalos", "SM_ACTIVE", since="2023-07", until="2023-07", convert_files=False)
+    (path,) = done.csv.values()
+    assert main(["verify", "acme-util"]) == 0
+    assert f"ok       acme-util/{U}/kalos/SM_ACTIVE-2023-07.csv" in capsys.readouterr().out
+    path.write_bytes(path.read_bytes()[:-2] + b"9\n")  # same size, other bytes
+    assert main(["verify"]) == 1  # the default covers acme-util too
+    assert "1 corrupt (deleted)" in capsys.readouterr().out and not path.exists()
+
+
 def test_a_file_failing_verification_leaves_nothing_behind(hub: su.FakeHub, isolated_cache) -> None:
     hub.corrupt.add(f"{U}/seren/NODE_CPU_UTILIZATION.csv")
     with pytest.raises(VerificationError, match=r"sha256 mismatch.*deleted"):

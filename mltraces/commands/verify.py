@@ -7,14 +7,31 @@ import argparse
 HELP = "re-hash every cached file against the registry"
 
 
+UTIL = "acme-util"
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("names", nargs="*", metavar="SOURCE|FILE", help="default: all")
+    parser.add_argument("names", nargs="*", metavar="SOURCE|FILE",
+                        help="sources (zeus, itp, acme, acme-util) or file ids; default: all")
+
+
+def _util_files() -> list:
+    """The downloaded acme-util CSVs, from the cached Hub file lists (no network)."""
+    from mltraces.fetch import local_path
+    from mltraces.hub import cached_manifests
+
+    files = {f.url: f for m in cached_manifests() for f in m.remote_files()}
+    return [f for f in files.values() if local_path(f).is_file()]
 
 
 def run(args: argparse.Namespace) -> int:
     from mltraces.fetch import expand, verify_cached
 
-    results = verify_cached(expand(args.names))
+    names = [n for n in args.names if n != UTIL]
+    files = expand(names) if names or not args.names else []
+    if UTIL in args.names or not args.names:
+        files += _util_files()
+    results = verify_cached(files)
     bad = [r for r in results if r.status == "corrupt"]
     for result in results:
         if result.status != "missing" or args.names:
