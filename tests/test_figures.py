@@ -441,3 +441,32 @@ def test_registry_names_are_unique_and_sources_known() -> None:
     assert {spec.source for spec in every.values()} == set(figures.SOURCES)
     with pytest.raises(KeyError, match="unknown figure"):
         figures.get("zeus_savingz")
+
+
+@pytest.mark.upstream
+def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None:
+    """Two η values in one simulation must not be mixed; numbers equal a pandas recomputation."""
+    args = {"seeds": (1, 2), "eta": (0.5, 1.0), "workloads": "cifar100,movielens-1m"}
+    history = zeus.simulation_history(real_con, **args)
+    per = history.groupby(["eta", "workload", "policy", "seed", "recurrence"], as_index=False)[
+        ["energy_j", "time_s", "cost"]
+    ].sum()
+
+    final = zeus.final_data(real_con, last=5, **args)
+    assert set(final["eta"]) == {0.5, 1.0} and set(final["metric"]) == {"ETA", "TTA"}
+    n = per.groupby(["eta", "workload", "policy", "seed"])["recurrence"].transform("max")
+    tail = per[per["recurrence"] > n - 5].groupby(["eta", "workload", "policy"])["energy_j"].sum()
+    for row in final[final["metric"] == "ETA"].itertuples():
+        expected = (
+            tail[(row.eta, row.workload, row.policy)] / tail[(row.eta, row.workload, "default")]
+        )
+        assert row.vs_default == pytest.approx(expected, rel=1e-12)
+
+    regret = zeus.regret_data(real_con, **args)
+    assert set(regret["eta"]) == {0.5, 1.0}
+    per["cum"] = per.groupby(["eta", "workload", "policy", "seed"])["cost"].cumsum()
+    oracle = per[per["policy"] == "oracle"].set_index(["eta", "workload", "seed", "recurrence"])
+    zeus_runs = per[per["policy"] == "zeus"].set_index(["eta", "workload", "seed", "recurrence"])
+    gap = (zeus_runs["cum"] - oracle["cum"]).groupby(level=["eta", "workload", "recurrence"]).mean()
+    mine = regret[regret["policy"] == "zeus"].set_index(["eta", "workload", "recurrence"])
+    assert np.allclose(mine["regret_mj"].sort_index(), gap.sort_index() / 1e6, rtol=1e-12)

@@ -484,30 +484,40 @@ def final_data(con: duckdb.DuckDBPyConnection, last: int = 5, **simulation: Any)
     Once the optimizers have converged, a recurrence costs what the chosen
     configuration costs; averaging the last few recurrences (retries included)
     over all seeds smooths the per-run sampling of repetitions. Normalised by
-    Default's same average for the same seeds. Columns: workload, policy,
-    metric ('ETA' or 'TTA'), vs_default.
+    Default's same average for the same seeds, GPU, η and β. Columns: gpu, eta,
+    beta, workload, policy, metric ('ETA' or 'TTA'), vs_default.
     """
     history = simulation_history(con, **simulation)
     with registered(con, history) as h:
         return con.sql(f"""
             WITH per AS (
-                SELECT workload, policy, seed, recurrence,
-                       sum(energy_j) AS ETA, sum(time_s) AS TTA
+                SELECT gpu, eta, beta, workload, policy, seed, recurrence,
+                       sum(energy_j) AS energy, sum(time_s) AS duration
                 FROM {h} GROUP BY ALL
             ),
             tail AS (
-                SELECT *, max(recurrence) OVER (PARTITION BY workload, policy, seed) AS n FROM per
+                SELECT *, max(recurrence) OVER (
+                    PARTITION BY gpu, eta, beta, workload, policy, seed) AS n
+                FROM per
             ),
             final AS (
-                SELECT workload, policy, sum(ETA) AS ETA, sum(TTA) AS TTA
+                SELECT gpu, eta, beta, workload, policy,
+                       sum(energy) AS energy, sum(duration) AS duration
                 FROM tail WHERE recurrence > n - {int(last)} GROUP BY ALL
             ),
             ratio AS (
-                SELECT f.workload, f.policy, f.ETA / d.ETA AS ETA, f.TTA / d.TTA AS TTA
-                FROM final f JOIN final d ON d.workload = f.workload AND d.policy = 'default'
+                SELECT f.gpu, f.eta, f.beta, f.workload, f.policy,
+                       f.energy / d.energy AS energy_ratio, f.duration / d.duration AS time_ratio
+                FROM final f JOIN final d
+                  ON d.policy = 'default' AND (d.gpu, d.eta, d.beta, d.workload)
+                     = (f.gpu, f.eta, f.beta, f.workload)
                 WHERE f.policy <> 'default'
             )
-            UNPIVOT ratio ON ETA, TTA INTO NAME metric VALUE vs_default
+            SELECT gpu, eta, beta, workload, policy, 'ETA' AS metric, energy_ratio AS vs_default
+            FROM ratio
+            UNION ALL
+            SELECT gpu, eta, beta, workload, policy, 'TTA' AS metric, time_ratio AS vs_default
+            FROM ratio
             ORDER BY metric, workload, policy
         """).df()
 
@@ -543,25 +553,27 @@ def regret_data(con: duckdb.DuckDBPyConnection, **simulation: Any) -> pd.DataFra
     """Cumulative regret: cumulative cost minus Oracle's, per recurrence, mean over seeds.
 
     Cost is the Zeus cost η·ETA + (1−η)·MaxPower·TTA in joules-equivalent;
-    shown in MJ. Columns: workload, policy, recurrence, regret_mj.
+    shown in MJ. Columns: gpu, eta, beta, workload, policy, recurrence, regret_mj.
     """
     history = simulation_history(con, **simulation)
     with registered(con, history) as h:
         return con.sql(f"""
             WITH per AS (
-                SELECT workload, policy, seed, recurrence, sum(cost) AS cost
+                SELECT gpu, eta, beta, workload, policy, seed, recurrence, sum(cost) AS cost
                 FROM {h} GROUP BY ALL
             ),
             running AS (
                 SELECT *, sum(cost) OVER (
-                    PARTITION BY workload, policy, seed ORDER BY recurrence) AS cum_cost
+                    PARTITION BY gpu, eta, beta, workload, policy, seed ORDER BY recurrence
+                ) AS cum_cost
                 FROM per
             )
-            SELECT r.workload, r.policy, r.recurrence,
+            SELECT r.gpu, r.eta, r.beta, r.workload, r.policy, r.recurrence,
                    avg(r.cum_cost - o.cum_cost) / 1e6 AS regret_mj
             FROM running r
-            JOIN running o ON o.policy = 'oracle' AND o.workload = r.workload
-                 AND o.seed = r.seed AND o.recurrence = r.recurrence
+            JOIN running o ON o.policy = 'oracle'
+                 AND (o.gpu, o.eta, o.beta, o.workload, o.seed, o.recurrence)
+                   = (r.gpu, r.eta, r.beta, r.workload, r.seed, r.recurrence)
             WHERE r.policy IN ('zeus', 'grid')
             GROUP BY ALL ORDER BY r.workload, r.policy, r.recurrence
         """).df()
