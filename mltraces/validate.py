@@ -138,7 +138,7 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
     except FetchError as error:
         severity = "error" if explicit else "skipped"
         return [_row(schema.name, "files available", severity, None, None, [str(error)],
-                     "the table's files could be fetched or found")]
+                     "the table's files can be fetched or found locally")]
     except MltracesError as error:
         return [_row(schema.name, "readable input", "error", None, None, [str(error)],
                      "the table's files could be read safely")]
