@@ -25,22 +25,16 @@ import shutil
 import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-UPSTREAM = ROOT.parent / "shared" / "upstream"
-WORK = ROOT / "benchmarks" / "_work"
-sys.path.insert(0, str(ROOT / "tests"))  # the shared synthetic-file generators
+import mltraces
+from mltraces import catalog
 
-import synthetic  # noqa: E402
-
-import mltraces  # noqa: E402
-from mltraces import catalog  # noqa: E402
+UPSTREAM = harness.ROOT.parent / "shared" / "upstream"
 
 DURATION_X = [2**i for i in range(22)]
 GPU_X = list(range(1025))
@@ -84,8 +78,13 @@ def pandas_queries(jobs: pd.DataFrame) -> dict[str, pd.DataFrame]:
     by_time = [weight[gpu["gpu_num"] <= x].sum() / total * 100 for x in GPU_X]
     counts = gpu.groupby("type").size()
     times = gpu.groupby("type")["gpu_time"].sum()
-    shares = pd.DataFrame({"type": counts.index, "jobs_pct": (counts / counts.sum() * 100).values,
-                           "gpu_time_pct": (times / times.sum() * 100).values})
+    shares = pd.DataFrame(
+        {
+            "type": counts.index,
+            "jobs_pct": (counts / counts.sum() * 100).values,
+            "gpu_time_pct": (times / times.sum() * 100).values,
+        }
+    )
     return {
         "duration_cdf": pd.DataFrame({"x": DURATION_X, "pct": duration}),
         "gpu_cdf": pd.DataFrame({"x": GPU_X, "jobs_pct": by_jobs, "gpu_time_pct": by_time}),
@@ -110,41 +109,25 @@ def same_results(a: dict[str, pd.DataFrame], b: dict[str, pd.DataFrame]) -> floa
 # --------------------------------------------------------------------------- harness
 
 
-def timed(action: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
-    """Median wall time of ``repeat`` runs, and the last result."""
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
 def prepare_files(rows: int) -> dict[str, Path]:
     """Synthetic inputs for the tables whose upstream files are absent (cached in _work)."""
-    WORK.mkdir(parents=True, exist_ok=True)
-    seren = WORK / f"trace_seren-{rows}.csv"
-    if not seren.exists():
-        print(f"generating {rows:,} synthetic Seren jobs ...", flush=True)
-        synthetic.write_seren_trace(seren.with_suffix(".tmp"), rows, seed=2024)
-        os.replace(seren.with_suffix(".tmp"), seren)
-    kalos = WORK / "trace_kalos.csv"
-    if not kalos.exists():
-        synthetic.write_kalos_trace(kalos, 62_413, seed=2024)
-    groups = WORK / "alibaba_groups.csv.xz"
-    if not groups.exists():
-        synthetic.write_alibaba_groups_xz(groups, 400, seed=2024)
-    return {"acme.seren_jobs": seren, "acme.kalos_jobs": kalos, "zeus.alibaba_groups": groups}
+    return {
+        **harness.synthetic_job_traces(rows),
+        "zeus.alibaba_groups": harness.synthetic_alibaba_groups(),
+    }
 
 
 def fresh_process_connect(local: dict[str, Path]) -> float:
     """Seconds for ``import mltraces; mltraces.connect(...)`` in a new interpreter."""
     spec = ",".join(f"{k}={v}" for k, v in local.items())
-    code = ("import time; t = time.perf_counter(); import mltraces; "
-            "con = mltraces.connect(); print(time.perf_counter() - t)")
+    code = (
+        "import time; t = time.perf_counter(); import mltraces; "
+        "con = mltraces.connect(); print(time.perf_counter() - t)"
+    )
     env = dict(os.environ, MLTRACES_LOCAL=spec)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -156,7 +139,7 @@ def main() -> int:
 
     local = prepare_files(args.rows)
     seren = local["acme.seren_jobs"]
-    cache = WORK / "cache"
+    cache = harness.WORK / "cache"
     os.environ["MLTRACES_CACHE"] = str(cache)
     os.environ.pop("MLTRACES_LOCAL", None)
     if (UPSTREAM / "MANIFEST.tsv").is_file():
@@ -172,7 +155,9 @@ def main() -> int:
     shutil.rmtree(cache / catalog.TABLES_DIR / "acme.seren_jobs", ignore_errors=True)
     for old in (cache / catalog.TABLES_DIR).glob("acme.seren_jobs-*"):
         old.unlink()
-    first, _ = timed(lambda: mltraces.connect(tables=["acme.seren_jobs"], local=local, strict=True))
+    first, _ = harness.timed(
+        lambda: mltraces.connect(tables=["acme.seren_jobs"], local=local, strict=True)
+    )
 
     # 2. Warm connects.
     every = mltraces.connect(local=local)  # converts every table once
@@ -183,15 +168,16 @@ def main() -> int:
             ready.append(name)
         except Exception as error:  # an unavailable view raises its reason
             print(f"note: {name} unavailable: {str(error).splitlines()[0][:120]}")
-    warm_one, con = timed(lambda: mltraces.connect(tables=["acme.seren_jobs"], local=local),
-                          args.repeat)
-    warm_all, _ = timed(lambda: mltraces.connect(local=local), args.repeat)
+    warm_one, con = harness.timed(
+        lambda: mltraces.connect(tables=["acme.seren_jobs"], local=local), args.repeat
+    )
+    warm_all, _ = harness.timed(lambda: mltraces.connect(local=local), args.repeat)
     fresh_all = statistics.median(fresh_process_connect(local) for _ in range(3))
 
     # 3. Analysis set.
-    sql_time, sql_result = timed(lambda: sql_queries(con), args.repeat)
-    load_time, jobs = timed(lambda: pd.read_csv(seren))
-    pandas_time, pandas_result = timed(lambda: pandas_queries(jobs))
+    sql_time, sql_result = harness.timed(lambda: sql_queries(con), args.repeat)
+    load_time, jobs = harness.timed(lambda: pd.read_csv(seren))
+    pandas_time, pandas_result = harness.timed(lambda: pandas_queries(jobs))
     worst = same_results(sql_result, pandas_result)
 
     print()

@@ -17,23 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+import harness
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / "benchmarks" / "_work"
-sys.path.insert(0, str(ROOT / "tests"))  # the shared synthetic-file generators
-
-import synthetic  # noqa: E402
-
-import mltraces  # noqa: E402
-from mltraces.figures import acme  # noqa: E402
+import mltraces
+from mltraces.figures import acme
 
 FIGURES = {
     "acme_duration_cdf": acme.duration_cdf_data,
@@ -129,33 +121,6 @@ def largest_difference(a: pd.DataFrame, b: pd.DataFrame) -> float:
 # --------------------------------------------------------------------------- harness
 
 
-def timed(action: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
-    """Median wall time of ``repeat`` runs, and the last result."""
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def prepare(rows: int) -> dict[str, Path]:
-    """Synthetic Seren (AcmeTrace size) and Kalos traces, generated once into _work."""
-    WORK.mkdir(parents=True, exist_ok=True)
-    seren = WORK / f"trace_seren-{rows}.csv"
-    if not seren.exists():
-        print(f"generating {rows:,} synthetic Seren jobs ...", flush=True)
-        tmp = seren.with_name(seren.name + f".{os.getpid()}.tmp")
-        synthetic.write_seren_trace(tmp, rows, seed=2024)
-        os.replace(tmp, seren)
-    kalos = WORK / "trace_kalos.csv"
-    if not kalos.exists():
-        tmp = kalos.with_name(kalos.name + f".{os.getpid()}.tmp")
-        synthetic.write_kalos_trace(tmp, 62_413, seed=2024)
-        os.replace(tmp, kalos)
-    return {"acme.seren_jobs": seren, "acme.kalos_jobs": kalos}
-
-
 def read_jobs(local: dict[str, Path]) -> pd.DataFrame:
     """Both traces as the notebook holds them: one pandas frame with a cluster column."""
     columns = ["gpu_num", "type", "state", "duration", "queue", "gpu_time"]
@@ -172,21 +137,21 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per SQL measurement")
     args = parser.parse_args()
 
-    local = prepare(args.rows)
-    os.environ["MLTRACES_CACHE"] = str(WORK / "cache-figures")
+    local = harness.synthetic_job_traces(args.rows)
+    os.environ["MLTRACES_CACHE"] = str(harness.WORK / "cache-figures")
     os.environ["MLTRACES_OFFLINE"] = "1"  # the job tables are local files; nothing to fetch
     os.environ.pop("MLTRACES_LOCAL", None)
     tables = ["acme.seren_jobs", "acme.kalos_jobs"]
     mltraces.connect(tables, local=local, strict=True).close()  # convert once (cold)
-    warm_connect, con = timed(lambda: mltraces.connect(tables, local=local, strict=True), 3)
+    warm_connect, con = harness.timed(lambda: mltraces.connect(tables, local=local, strict=True), 3)
 
     sql_times: dict[str, float] = {}
     sql: dict[str, pd.DataFrame] = {}
     for name, function in FIGURES.items():
         function(con)  # warm DuckDB's caches once
-        sql_times[name], sql[name] = timed(lambda f=function: f(con), args.repeat)
-    load_time, jobs = timed(lambda: read_jobs(local))
-    pandas_total, expected = timed(lambda: pandas_figures(jobs, sql))
+        sql_times[name], sql[name] = harness.timed(lambda f=function: f(con), args.repeat)
+    load_time, jobs = harness.timed(lambda: read_jobs(local))
+    pandas_total, expected = harness.timed(lambda: pandas_figures(jobs, sql))
 
     print(f"Seren {args.rows:,} + Kalos 62,413 synthetic jobs; warm connect {warm_connect:.3f} s")
     print(f"{'figure data':28} {'SQL (s)':>9} {'points':>7} {'max |diff|':>11}")

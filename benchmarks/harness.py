@@ -1,0 +1,59 @@
+"""What the benchmark scripts share: a timer and the synthetic inputs they generate.
+
+Inputs are generated once into ``benchmarks/_work`` (gitignored), atomically, so
+an interrupted run never leaves a half-written trace for the next one.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "benchmarks" / "_work"
+sys.path.insert(0, str(ROOT / "tests"))  # the synthetic-file generators the tests use
+
+import synthetic  # noqa: E402
+
+
+def timed(action: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
+    """Median wall time of ``repeat`` runs, and the last result."""
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def _generate_once(path: Path, write: Callable[[Path], None]) -> Path:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        write(tmp)
+        os.replace(tmp, path)
+    return path
+
+
+def synthetic_job_traces(seren_rows: int) -> dict[str, Path]:
+    """AcmeTrace-sized synthetic Seren (``seren_rows`` jobs) and Kalos (62,413) traces."""
+    seren = WORK / f"trace_seren-{seren_rows}.csv"
+    if not seren.exists():
+        print(f"generating {seren_rows:,} synthetic Seren jobs ...", flush=True)
+    _generate_once(seren, lambda p: synthetic.write_seren_trace(p, seren_rows, seed=2024))
+    kalos = _generate_once(
+        WORK / "trace_kalos.csv", lambda p: synthetic.write_kalos_trace(p, 62_413, seed=2024)
+    )
+    return {"acme.seren_jobs": seren, "acme.kalos_jobs": kalos}
+
+
+def synthetic_alibaba_groups(groups: int = 400) -> Path:
+    """A synthetic ``alibaba_groups.csv.xz`` in the upstream format."""
+    return _generate_once(
+        WORK / "alibaba_groups.csv.xz",
+        lambda p: synthetic.write_alibaba_groups_xz(p, groups, seed=2024),
+    )
