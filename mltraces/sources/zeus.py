@@ -68,6 +68,17 @@ SOURCE = Source(
   pages     = {119--139},
   year      = {2023},
   publisher = {USENIX Association}
+}
+
+% alibaba_groups.csv.xz derives from the Alibaba GPU cluster trace:
+@inproceedings{weng2022mlaas,
+  title     = {{MLaaS} in the Wild: Workload Analysis and Scheduling in Large-Scale Heterogeneous {GPU} Clusters},
+  author    = {Weng, Qizhen and Xiao, Wencong and Yu, Yinghao and Wang, Wei and Wang, Cheng and He, Jian
+               and Li, Yong and Zhang, Liping and Lin, Wei and Ding, Yu},
+  booktitle = {19th USENIX Symposium on Networked Systems Design and Implementation (NSDI 22)},
+  pages     = {945--960},
+  year      = {2022},
+  publisher = {USENIX Association}
 }""",
     files=(
         *(
