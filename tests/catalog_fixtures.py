@@ -84,12 +84,7 @@ def real_catalog(upstream_server: str, tmp_path_factory: pytest.TempPathFactory
 def synthetic_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
     folder = tmp_path_factory.mktemp("synthetic")
-    return {
-        "acme.seren_jobs": synthetic.write_seren_trace(folder / "trace_seren.csv", SEREN_ROWS, 11),
-        "acme.kalos_jobs": synthetic.write_kalos_trace(folder / "trace_kalos.csv", KALOS_ROWS, 12),
-        "zeus.alibaba_groups": synthetic.write_alibaba_groups_xz(
-            folder / "alibaba_groups.csv.xz", ALIBABA_GROUPS, 13),
-    }
+    return synthetic.write_local_tables(folder, SEREN_ROWS, KALOS_ROWS, ALIBABA_GROUPS, seed=10)
 
 
 @pytest.fixture(scope="session")

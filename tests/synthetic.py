@@ -205,3 +205,16 @@ def write_alibaba_groups_xz(path: str | Path, n_groups: int = 40, seed: int = 0)
     text = frame.to_csv(index=False)
     path.write_bytes(lzma.compress(text.encode()))
     return path
+
+
+def write_local_tables(
+    folder: Path, seren_rows: int, kalos_rows: int, groups: int, seed: int = 0
+) -> dict[str, Path]:
+    """All three absent-upstream tables as files, keyed by table name (for ``local=``)."""
+    return {
+        "acme.seren_jobs": write_seren_trace(folder / "trace_seren.csv", seren_rows, seed + 1),
+        "acme.kalos_jobs": write_kalos_trace(folder / "trace_kalos.csv", kalos_rows, seed + 2),
+        "zeus.alibaba_groups": write_alibaba_groups_xz(
+            folder / "alibaba_groups.csv.xz", groups, seed + 3
+        ),
+    }

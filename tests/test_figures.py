@@ -47,13 +47,7 @@ def real_con(
 def job_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
     folder = tmp_path_factory.mktemp("synthetic")
-    return {
-        "acme.seren_jobs": synthetic.write_seren_trace(folder / "trace_seren.csv", SEREN_ROWS, 1),
-        "acme.kalos_jobs": synthetic.write_kalos_trace(folder / "trace_kalos.csv", KALOS_ROWS, 2),
-        "zeus.alibaba_groups": synthetic.write_alibaba_groups_xz(
-            folder / "alibaba_groups.csv.xz", 10, 3
-        ),
-    }
+    return synthetic.write_local_tables(folder, SEREN_ROWS, KALOS_ROWS, groups=10, seed=0)
 
 
 @pytest.fixture(scope="module")
