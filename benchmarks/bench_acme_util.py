@@ -5,7 +5,7 @@ columns, 15 s sampling from 2023-07-01, ~70 % empty cells; kept in
 ``benchmarks/_work``, which git ignores, and reused), then measures, each in a
 fresh child process so peak RSS is the conversion's own:
 
-1. mltraces' conversion (``mltraces.acmeutil``: DuckDB CSV reader + numpy
+1. mltraces' conversion (``mltraces.datasets.acme.util``: DuckDB CSV reader + numpy
    unpivot + Parquet per month, then the dataset assembly) of the whole file and
    of a slice: throughput (MB of CSV per second) and peak RSS;
 2. the pandas baseline on the same slice (the whole file does not fit in
@@ -56,8 +56,8 @@ def _peak_rss_mb() -> float:
 def child_convert(csv: Path, cache: Path) -> dict:
     """Convert one file as ``fetch_util`` would (after download); runs in a child."""
     os.environ["MLTRACES_CACHE"] = str(cache)
-    from mltraces.acmeutil import assemble, convert
-    from mltraces.hub import HubFile
+    from mltraces.datasets.acme.hub import HubFile
+    from mltraces.datasets.acme.util import assemble, convert
 
     size = csv.stat().st_size
     fake_sha = f"{size:064x}"[-64:]  # the benchmark skips hashing: conversion is measured
@@ -164,7 +164,7 @@ def time_query(cache: Path) -> dict:
     os.environ["MLTRACES_CACHE"] = str(cache)
     import duckdb
 
-    from mltraces.acmeutil.views import attach_views
+    from mltraces.datasets.acme.util.views import attach_views
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

@@ -3,7 +3,7 @@
 On a synthetic ``trace_seren.csv`` of AcmeTrace's size (~820,000 jobs, upstream
 format; shared with ``bench_catalog.py`` in ``benchmarks/_work``) plus a
 synthetic Kalos trace, times every job-trace figure's data function of
-:mod:`mltraces.figures.acme` on a warm catalog, and the same numbers computed
+:mod:`mltraces.datasets.acme.figures` on a warm catalog, and the same numbers computed
 the way the AcmeTrace notebook computes its figures: pandas, one boolean filter
 over the job frame per plotted x point (at exactly the x points the SQL side
 returns, which spares pandas choosing a grid). Both sides' numbers are compared
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 import mltraces
-from mltraces.figures import acme
+from mltraces.datasets.acme import figures as acme
 
 FIGURES = {
     "acme_duration_cdf": acme.duration_cdf_data,

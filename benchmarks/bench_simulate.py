@@ -1,4 +1,4 @@
-"""Faithfulness and speed of ``mltraces.simulate`` against the Zeus artifact's simulator.
+"""Faithfulness and speed of ``mltraces.simulation`` against the Zeus artifact's simulator.
 
 Installs the reference (PyPI ``zeus==0.16.0``, module ``zeus._legacy.simulate``)
 into a throwaway virtual environment outside the repository, runs both
@@ -30,7 +30,7 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from mltraces.simulate import WORKLOADS, TraceSet, simulate  # noqa: E402
+from mltraces.simulation import WORKLOADS, TraceSet, simulate  # noqa: E402
 
 REFERENCE = "zeus==0.16.0"
 TRACE_DIR = (

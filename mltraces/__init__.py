@@ -19,11 +19,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "connect": "mltraces.catalog:connect",
     "tables": "mltraces.catalog:tables",
-    "validate": "mltraces.validate:validate",
-    "fetch": "mltraces.fetch",  # a callable module: mltraces.fetch("itp") and .fetch_file
-    "fetch_file": "mltraces.fetch:fetch_file",
-    "sources": "mltraces.sources:all_sources",
-    "simulate": "mltraces.simulate:simulate",
+    "validate": "mltraces.validation:validate",
+    "fetch": "mltraces.download:fetch",
+    "fetch_file": "mltraces.download:fetch_file",
+    "sources": "mltraces.registry:all_sources",
+    "simulate": "mltraces.simulation:simulate",
 }
 
 __all__ = [*_LAZY, "__version__"]

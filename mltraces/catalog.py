@@ -1,7 +1,7 @@
 """The SQL catalog: one DuckDB connection, a schema per source, a typed view per table.
 
 ``connect()`` turns verified upstream files into views whose columns and types
-come from ``schemas/*.json`` (never sniffed). Each table's inputs are converted
+come from ``schemas/<source>/<table>.json`` (never sniffed). Each table's inputs are converted
 once to Parquet in the cache, under a name keyed by the inputs' verified sha256
 (or, for local files, their path, size and mtime), the schema's own hash and
 the converter version, so a schema change or a new upstream file makes a new
@@ -193,7 +193,7 @@ def _expand_columns(spec: SourceSpec, member: str) -> dict[str, str]:
 
 
 def _registry_file(schema: TableSchema, file_id: str) -> Any:
-    from mltraces.sources import get_file
+    from mltraces.registry import get_file
 
     try:
         return get_file(file_id)
@@ -214,7 +214,7 @@ def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, P
 
 def _registry_plan(schema: TableSchema) -> Plan:
     """Inputs from the verified cache (fetched now when missing, unless offline)."""
-    from mltraces.fetch import fetch_file, fetch_members, verified_hash
+    from mltraces.download import fetch_file, fetch_members, verified_hash
 
     files = {spec.file: _registry_file(schema, spec.file) for spec in schema.sources}
     keys = [f"{fid}={verified_hash(f)}" for fid, f in files.items()]
@@ -642,15 +642,15 @@ _READERS: dict[str, Callable[..., tuple[int, list[DriftProblem]]]] = {
 
 def _attach_acme_util(con: duckdb.DuckDBPyConnection, schema: TableSchema,
                       local: Path | None) -> None:
-    """``acme.gpu_metrics`` and friends: views over :mod:`mltraces.acmeutil`'s Parquet dataset."""
-    from mltraces.acmeutil.views import VIEWS, create_macros, view_sql
+    """``acme.gpu_metrics`` and friends: views over the Parquet of :mod:`.datasets.acme.util`."""
+    from mltraces.datasets.acme.util.views import VIEWS, create_macros, view_sql
 
     if local is not None:
         raise SchemaError(f"{schema.name} has no local-file override: convert the raw CSVs with "
-                          "mltraces.acmeutil (`mltraces fetch acme-util`) instead")
+                          "mltraces.datasets.acme.util (`mltraces fetch acme-util`) instead")
     view = next((v for v in VIEWS if v.table == schema.table_name), None)
     if view is None:
-        raise SchemaError(f"mltraces.acmeutil provides no view {schema.table_name!r}")
+        raise SchemaError(f"mltraces.datasets.acme.util provides no view {schema.table_name!r}")
     create_macros(con)  # acme.floor_time(time, seconds): fast UTC buckets for these views
     con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view)}")
 
@@ -846,5 +846,6 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
         lines += ["", "Notes:"]
         lines += [textwrap.fill(n, 100, initial_indent="  - ", subsequent_indent="    ")
                   for n in schema.notes]
-    lines += ["", f"Schema file: schemas/{schema.name}.json (Frictionless Table Schema)"]
+    lines += ["", f"Schema file: schemas/{schema.schema_name}/{schema.table_name}.json "
+              "(Frictionless Table Schema)"]
     return "\n".join(lines)

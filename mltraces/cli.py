@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     package_logger = logging.getLogger("mltraces")
     level = package_logger.level
     if args.quiet:
-        from mltraces.fetch import set_progress
+        from mltraces.download import set_progress
 
         set_progress(False)
         package_logger.setLevel(logging.ERROR)
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     finally:  # main() is also called in-process (tests, scripts): leave no global state
         if args.quiet:
-            from mltraces.fetch import set_progress
+            from mltraces.download import set_progress
 
             set_progress(None)
             package_logger.setLevel(level)

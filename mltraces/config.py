@@ -10,7 +10,7 @@ library calls all see the same values:
 - ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables.
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
-  ``https://huggingface.co``; read by :mod:`mltraces.hub`).
+  ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
 """
 

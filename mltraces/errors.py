@@ -11,6 +11,10 @@ class MltracesError(Exception):
     """Base class of every error mltraces raises on purpose."""
 
 
+class RegistryError(MltracesError, ValueError):
+    """A source folder (``source.json``, ``citation.bib``) is malformed."""
+
+
 class ConfigError(MltracesError, ValueError):
     """A setting (environment variable or command-line value) has a bad value."""
 

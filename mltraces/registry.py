@@ -1,20 +1,44 @@
-"""The registry: every upstream file and source, described as data.
+"""The registry: every upstream source and file, read from the source folders.
 
-A :class:`Source` is one public release (Zeus, ITP, AcmeTrace); a
-:class:`RemoteFile` is one pinned file of it. Source modules in
-:mod:`mltraces.sources` build these objects; nothing else keeps a list of files,
-so pooch, the CLI and the tests all read the same facts.
+A source is one public release (Zeus, ITP, AcmeTrace, ...) and lives in its own
+folder, ``mltraces/datasets/<name>/``, found by scanning: ``source.json`` holds
+the facts (files with URL, size and hashes; SPDX license; pins; anomalies;
+expected row counts; published figures), ``citation.bib`` the BibTeX, and
+optional modules hold the source's own code (``readers.py``, ``figures.py``,
+analyses). Nothing else keeps a list of sources or files, so downloads, the
+catalog, the CLI and the tests all read the same facts, and adding a trace is
+adding a folder (plus its table schemas in ``schemas/<name>/``).
+
+>>> "zeus" in all_sources()
+True
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
+
+from mltraces.errors import RegistryError
+
+DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
+SOURCE_FILE = "source.json"
+CITATION_FILE = "citation.bib"
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
-_SPDX = {"Apache-2.0", "MIT", "CC-BY-4.0"}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# SPDX identifiers of the licenses public data sets are released under; a source
+# with another license must be checked by a human before it is added here.
+SPDX_LICENSES = frozenset({
+    "Apache-2.0", "MIT", "BSD-2-Clause", "BSD-3-Clause", "CC0-1.0", "CC-BY-4.0",
+    "CC-BY-SA-4.0", "CC-BY-NC-4.0", "CC-BY-NC-SA-4.0", "ODC-By-1.0", "ODbL-1.0",
+    "PDDL-1.0", "CDLA-Permissive-2.0", "CDLA-Sharing-1.0",
+})
 
 
 @dataclass(frozen=True)
@@ -85,11 +109,16 @@ class Source:
     files: tuple[RemoteFile, ...]
     anomalies: tuple[str, ...] = ()
     pins: dict[str, str] = field(default_factory=dict)
+    expected_rows: dict[str, int] = field(default_factory=dict)
+    published: dict[str, Any] = field(default_factory=dict)
+    folder: Path | None = None
 
     def __post_init__(self) -> None:
         problems = []
-        if self.license not in _SPDX:
-            problems.append(f"license {self.license!r} is not one of {sorted(_SPDX)}")
+        if not _NAME.match(self.name):
+            problems.append("name must be lower-case letters, digits and '_'")
+        if self.license not in SPDX_LICENSES:
+            problems.append(f"license {self.license!r} is not one of {sorted(SPDX_LICENSES)}")
         if "@" not in self.citation:
             problems.append("citation is not a BibTeX entry")
         for f in self.files:
@@ -98,6 +127,10 @@ class Source:
         ids = [f.id for f in self.files]
         if len(ids) != len(set(ids)):
             problems.append("duplicate file ids")
+        for table, rows in self.expected_rows.items():
+            if not table.startswith(self.name + ".") or not isinstance(rows, int):
+                problems.append(f"expected_rows entry {table!r}: {rows!r} is not "
+                                f"'{self.name}.TABLE': integer")
         if problems:
             raise ValueError(f"source {self.name!r}: " + "; ".join(problems))
 
@@ -107,3 +140,102 @@ class Source:
             if file_id in (f.id, f.filename):
                 return f
         raise KeyError(file_id)
+
+
+# --------------------------------------------------------------------------- source folders
+
+_FILE_KEYS = {"url", "mirrors", "size", "sha256", "git_blob", "kind", "description"}
+_SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "pins", "files",
+                "anomalies", "expected_rows", "published"}
+
+
+def _file_from_json(source: str, entry: Any, where: str) -> RemoteFile:
+    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+        raise RegistryError(f"{where}: each file needs a 'url'")
+    unknown = set(entry) - _FILE_KEYS
+    if unknown:
+        raise RegistryError(f"{where}: file {entry['url']!r} has unknown keys {sorted(unknown)}")
+    name = urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
+    fields = {k: v for k, v in entry.items() if k != "mirrors"}
+    return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
+                      **{"description": "", **fields})
+
+
+def load_source(folder: str | Path) -> Source:
+    """Read one source folder (``source.json`` + ``citation.bib``); every problem is named."""
+    folder = Path(folder)
+    where = str(folder / SOURCE_FILE)
+    try:
+        raw = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
+        citation = (folder / CITATION_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError) as error:
+        raise RegistryError(f"cannot read source folder {folder}: {error}") from error
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{where}: expected a JSON object")
+    unknown = set(raw) - _SOURCE_KEYS
+    missing = {"name", "title", "description", "homepage", "license", "files"} - set(raw)
+    if unknown or missing:
+        raise RegistryError(f"{where}: unknown keys {sorted(unknown)}, missing {sorted(missing)}")
+    if raw["name"] != folder.name:
+        raise RegistryError(f"{where}: name {raw['name']!r} differs from the folder name")
+    try:
+        files = tuple(_file_from_json(raw["name"], e, where) for e in raw["files"])
+        return Source(
+            name=raw["name"], title=raw["title"], description=raw["description"],
+            homepage=raw["homepage"], license=raw["license"], citation=citation, files=files,
+            anomalies=tuple(raw.get("anomalies", ())), pins=dict(raw.get("pins", {})),
+            expected_rows=dict(raw.get("expected_rows", {})),
+            published=dict(raw.get("published", {})), folder=folder,
+        )
+    except (TypeError, ValueError) as error:
+        raise RegistryError(f"{where}: {error}") from error
+
+
+def source_folders() -> list[Path]:
+    """Every folder under ``mltraces/datasets`` that holds a ``source.json``, by name."""
+    return sorted(p.parent for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}"))
+
+
+_override: dict[str, Source] | None = None
+
+
+@cache
+def _scanned() -> dict[str, Source]:
+    return {folder.name: load_source(folder) for folder in source_folders()}
+
+
+def all_sources() -> dict[str, Source]:
+    """Every known source by name (the test override when one is active)."""
+    return dict(_override) if _override is not None else dict(_scanned())
+
+
+def get_source(name: str) -> Source:
+    """The source called ``name``; the error lists the valid names."""
+    sources = all_sources()
+    try:
+        return sources[name]
+    except KeyError:
+        raise KeyError(f"unknown source {name!r}; known sources: {', '.join(sources)}") from None
+
+
+def all_files() -> dict[str, RemoteFile]:
+    """Every registered file by id."""
+    return {f.id: f for s in all_sources().values() for f in s.files}
+
+
+def get_file(file_id: str) -> RemoteFile:
+    """The file with this id (``itp/raw-traces.tar.gz``) or base name; the error suggests ids."""
+    files = all_files()
+    if file_id in files:
+        return files[file_id]
+    matches = [f for f in files.values() if f.filename == file_id]
+    if len(matches) == 1:
+        return matches[0]
+    hint = ", ".join(sorted(i for i in files if file_id in i)[:5]) or "run `mltraces list`"
+    raise KeyError(f"unknown file {file_id!r}; did you mean: {hint}")
+
+
+def set_override(sources: dict[str, Source] | None) -> None:
+    """Replace the registry (tests use this for synthetic files); None restores it."""
+    global _override
+    _override = dict(sources) if sources is not None else None

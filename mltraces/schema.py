@@ -1,6 +1,7 @@
-"""Table schemas: read ``schemas/*.json``, map types to DuckDB, compile constraints to SQL.
+"""Table schemas: read ``schemas/<source>/<table>.json``, map types to DuckDB, build SQL checks.
 
-Each catalog table is defined by one `Frictionless Table Schema
+Each catalog table ``SOURCE.TABLE`` is defined by one file, ``schemas/SOURCE/TABLE.json``,
+a `Frictionless Table Schema
 <https://specs.frictionlessdata.io/table-schema/>`_ file, so the documentation a
 user reads *is* the definition the catalog builds from. Besides the standard
 keys (``fields`` with ``name``/``type``/``format``/``description``/
@@ -351,15 +352,16 @@ def load_schema(path: str | Path) -> TableSchema:
     except (OSError, ValueError) as error:
         raise SchemaError(f"cannot read schema {path}: {error}") from error
     schema = parse_schema(raw, path)
-    if path.stem != schema.name:
-        raise SchemaError(f"{path}: schema name {schema.name!r} does not match the file name")
+    if f"{path.parent.name}.{path.stem}" != schema.name:
+        raise SchemaError(f"{path}: schema name {schema.name!r} does not match "
+                          "schemas/<source>/<table>.json")
     return schema
 
 
 @cache
 def all_schemas() -> dict[str, TableSchema]:
     """Every table schema shipped with mltraces, by table name."""
-    return {s.name: s for s in map(load_schema, sorted(SCHEMA_DIR.glob("*.json")))}
+    return {s.name: s for s in map(load_schema, sorted(SCHEMA_DIR.glob("*/*.json")))}
 
 
 def get_schema(name: str) -> TableSchema:

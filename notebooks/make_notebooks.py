@@ -29,7 +29,7 @@ def setup_code(source: str, module: str) -> str:
         "%matplotlib inline\n"
         "import mltraces\n"
         "from mltraces import figures\n"
-        f"from mltraces.figures import {module}\n"
+        f"from mltraces.datasets.{module} import figures as {module}\n"
         "\n"
         f'con = mltraces.connect(figures.tables_for("{source}"))  # the tables these figures read\n'
         "OUT = figures.output_dir_from_env()  # None: display only"

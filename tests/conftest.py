@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from fakes import DemoRegistry, FakeServer
 
-from mltraces import fetch as fetch_module
-from mltraces.sources import set_override
+from mltraces import download as fetch_module
+from mltraces.registry import set_override
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 ENV_VARS = (

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mltraces.hashing import git_blob_sha1
-from mltraces.registry import RemoteFile, Source
-from mltraces.sources import set_override
+from mltraces.registry import RemoteFile, Source, set_override
 
 HOST = "files.example.org"
 

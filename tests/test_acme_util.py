@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import synthetic_util as su
 
-from mltraces import fetch as fetch_module
-from mltraces.acmeutil import assemble, cdf, convert, fetching, layout, views
-from mltraces.acmeutil.fetching import fetch_util
+from mltraces import download as fetch_module
 from mltraces.cli import main
+from mltraces.datasets.acme.util import assemble, cdf, convert, fetching, layout, views
+from mltraces.datasets.acme.util.fetching import fetch_util
 from mltraces.errors import FetchError, SchemaError, VerificationError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,14 +145,14 @@ def test_selective_fetch_takes_only_the_chosen_files(hub: su.FakeHub) -> None:
     ],
 )
 def test_since_until_pick_split_files(hub: su.FakeHub, since, until, months) -> None:
-    from mltraces.hub import manifest
+    from mltraces.datasets.acme.hub import manifest
 
     chosen = fetching.select(manifest(), "kalos", ["sm_active"], since, until)
     assert [f.period for f in chosen] == months
 
 
 def test_a_metric_published_whole_is_taken_whole(hub: su.FakeHub) -> None:
-    from mltraces.hub import manifest
+    from mltraces.datasets.acme.hub import manifest
 
     chosen = fetching.select(manifest(), "seren", "GPU_UTIL", "2023-08-01", "2023-08-02")
     assert [f.name for f in chosen] == ["GPU_UTIL.csv"]
@@ -377,7 +377,7 @@ def test_views_exist_and_are_empty_before_any_fetch() -> None:
 
 @pytest.mark.parametrize("table", layout.TABLES)
 def test_views_match_their_schema_files(table: str) -> None:
-    schema = json.loads((ROOT / "schemas" / f"acme.{table}.json").read_text())
+    schema = json.loads((ROOT / "schemas" / "acme" / f"{table}.json").read_text())
     con = connection()
     described = con.sql(f"SELECT column_name, column_type FROM (DESCRIBE acme.{table})").fetchall()
     duck = {
@@ -421,7 +421,7 @@ def test_floor_time_equals_date_trunc_in_utc(hub: su.FakeHub) -> None:
 
 
 def test_converted_tables_pass_their_schema_checks(hub: su.FakeHub) -> None:
-    from mltraces.validate import failed, validate
+    from mltraces.validation import failed, validate
 
     fetch_util()
     report = validate([f"acme.{t}" for t in layout.TABLES])
@@ -436,7 +436,7 @@ def test_converted_tables_pass_their_schema_checks(hub: su.FakeHub) -> None:
 
 
 def test_pipeline_hands_worker_errors_to_the_caller() -> None:
-    from mltraces.acmeutil.pipeline import Pipeline
+    from mltraces.datasets.acme.util.pipeline import Pipeline
 
     def source():
         yield from range(3)
@@ -449,7 +449,7 @@ def test_pipeline_hands_worker_errors_to_the_caller() -> None:
 
 
 def test_pipeline_stops_and_closes_its_source_when_left_early() -> None:
-    from mltraces.acmeutil.pipeline import Pipeline
+    from mltraces.datasets.acme.util.pipeline import Pipeline
 
     closed = []
 

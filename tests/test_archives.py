@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fakes import DemoRegistry, FakeServer, make_tar, serve, synthetic_file
 
+from mltraces.download import fetch_members, verify_cached
 from mltraces.errors import UnsafeArchiveError
-from mltraces.fetch import fetch_members, verify_cached
 
 
 @pytest.mark.parametrize(

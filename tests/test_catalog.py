@@ -22,8 +22,9 @@ from catalog_fixtures import (  # noqa: F401 - fixtures
 )
 
 import mltraces
-from mltraces import acme, catalog
+from mltraces import catalog
 from mltraces.catalog import connect, describe_table, materialize
+from mltraces.datasets.acme import summary as acme
 from mltraces.errors import OfflineError
 from mltraces.schema import all_schemas, get_schema
 
@@ -536,7 +537,7 @@ def test_external_reader_tables_are_views_of_their_module() -> None:
     if not external:
         pytest.skip("no schema uses an external reader")
     from mltraces.errors import SchemaError
-    from mltraces.validate import validate
+    from mltraces.validation import validate
 
     con = connect(tables=[s.name for s in external], strict=True)
     for schema in external:

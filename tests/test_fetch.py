@@ -19,11 +19,10 @@ from fakes import (
     synthetic_file,
 )
 
-from mltraces import fetch as fetch_module
+from mltraces import download as fetch_module
+from mltraces.download import cached_path, fetch, fetch_file, local_path, verify_cached
 from mltraces.errors import FetchError, OfflineError, VerificationError
-from mltraces.fetch import cached_path, fetch, fetch_file, local_path, verify_cached
-from mltraces.registry import RemoteFile
-from mltraces.sources import all_files
+from mltraces.registry import RemoteFile, all_files
 
 # --------------------------------------------------------------------------- helpers
 

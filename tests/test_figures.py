@@ -20,9 +20,12 @@ import synthetic
 
 import mltraces
 from mltraces import figures
-from mltraces.figures import acme, itp, style, zeus
+from mltraces.datasets.acme import figures as acme
+from mltraces.datasets.itp import figures as itp
+from mltraces.datasets.zeus import figures as zeus
+from mltraces.figures import style
 from mltraces.figures.sql import ecdf
-from mltraces.simulate import WORKLOADS
+from mltraces.simulation import WORKLOADS
 
 SEREN_ROWS, KALOS_ROWS = 6000, 2500
 
@@ -118,7 +121,7 @@ def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None
 @pytest.mark.upstream
 def test_zeus_fig1_baseline_is_the_simulators_b0_at_max_power(real_con) -> None:
     """The SQL's b0 cap and MaxPower are the simulator's, on every GPU and workload."""
-    from mltraces.simulate import load_traces
+    from mltraces.simulation import load_traces
 
     traces = load_traces(real_con)
     data = zeus.savings_data(real_con)
@@ -385,7 +388,7 @@ def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFix
     listing = capsys.readouterr().out
     assert "zeus_savings" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
     assert main(["figures", "philly"]) == 2
-    assert "choose from zeus, itp, acme" in capsys.readouterr().err
+    assert f"choose from {', '.join(figures.figure_sources())}" in capsys.readouterr().err
     assert main(["figures", "itp", "--only", "zeus_savings", "--list"]) == 2
     assert "--only zeus_savings is not a figure of itp" in capsys.readouterr().err
     assert main(["figures", "zeus", "--only", "zeus_savings", "--list"]) == 0
@@ -432,7 +435,7 @@ def test_registry_names_are_unique_and_sources_known() -> None:
     assert figures.tables_for("itp") == ["itp.elasticflow_jobs", "itp.jobs"]
     every = figures.registry()
     assert len(every) == len(set(every))
-    assert {spec.source for spec in every.values()} == set(figures.SOURCES)
+    assert {spec.source for spec in every.values()} == set(figures.figure_sources())
     with pytest.raises(KeyError, match="unknown figure"):
         figures.get("zeus_savingz")
 

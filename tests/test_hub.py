@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from synthetic_util import COMMIT, HOST, REPO, FakeHub, running
 
-from mltraces import hub
 from mltraces.cli import main
+from mltraces.datasets.acme import hub
 from mltraces.errors import FetchError, OfflineError
 
 FILES = {

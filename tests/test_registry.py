@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mltraces.registry import RemoteFile
-from mltraces.sources import all_files
+from mltraces.registry import RemoteFile, all_files
 
 
 def manifest_rows(upstream: Path) -> list[dict[str, str]]:
@@ -17,7 +16,7 @@ def manifest_rows(upstream: Path) -> list[dict[str, str]]:
 
 
 def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:
-    from mltraces.sources import all_sources
+    from mltraces.registry import all_sources
 
     sources = all_sources()
     assert set(sources) == {"zeus", "itp", "acme"}

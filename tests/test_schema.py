@@ -31,10 +31,22 @@ FRICTIONLESS_TYPES = {"string", "number", "integer", "boolean", "object", "array
 
 
 def test_every_required_table_has_a_schema() -> None:
+    from mltraces.registry import all_sources
+
     assert set(all_schemas()) >= REQUIRED_TABLES
+    counted = {table for source in all_sources().values() for table in source.expected_rows}
+    assert set(all_schemas()) >= counted
+    assert {s.schema_name for s in all_schemas().values()} <= set(all_sources())
 
 
-@pytest.mark.parametrize("path", sorted(SCHEMA_DIR.glob("*.json")), ids=lambda p: p.stem)
+SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*/*.json"))
+
+
+def test_schema_files_are_found() -> None:
+    assert len(SCHEMA_FILES) == len(all_schemas()) > 0
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: f"{p.parent.name}.{p.stem}")
 def test_schema_file_is_a_documented_table_schema(path) -> None:
     raw = json.loads(path.read_text())
     assert set(raw) <= TOP_LEVEL, f"unexpected keys {set(raw) - TOP_LEVEL}"
@@ -45,12 +57,12 @@ def test_schema_file_is_a_documented_table_schema(path) -> None:
         assert field["type"] in FRICTIONLESS_TYPES
         assert field["description"], f"{field['name']} has no description"
     schema = load_schema(path)
-    assert schema.name == path.stem
+    assert schema.name == f"{path.parent.name}.{path.stem}"
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRED_TABLES))
 def test_sources_are_registered_files(name: str) -> None:
-    from mltraces.sources import get_file
+    from mltraces.registry import get_file
 
     schema = get_schema(name)
     for file_id in schema.file_ids:

@@ -1,4 +1,4 @@
-"""Unit tests of mltraces.simulate on a tiny synthetic trace checked by hand.
+"""Unit tests of mltraces.simulation on a tiny synthetic trace checked by hand.
 
 The synthetic trace reuses the identity of the ``squad`` workload
 (bert_base_uncased, adamw, target 84.0, at most 6 epochs, b0 = 32) so that
@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from mltraces.commands import simulate as cli
-from mltraces.simulate import (
+from mltraces.simulation import (
     POLICIES,
     GaussianThompson,
     JITPowerLimitOptimizer,
@@ -35,7 +35,7 @@ from mltraces.simulate import (
     simulate,
     simulate_job,
 )
-from mltraces.simulate.engine import epoch_cap
+from mltraces.simulation.engine import epoch_cap
 
 NAN = math.nan
 GPU = "toy"
@@ -401,9 +401,9 @@ def test_a_custom_policy_plugs_in() -> None:
     assert result.summary.set_index("policy").loc["largest", "energy_vs_default"] < 1
 
 
-def test_callable_package() -> None:
+def test_public_function_survives_importing_the_package() -> None:
     import mltraces
-    import mltraces.simulate
+    import mltraces.simulation  # a submodule must not shadow mltraces.simulate
 
     result = mltraces.simulate(toy_traces(), GPU, "squad", "default", 1, recurrences=2)
     assert len(result.history) == 2

@@ -1,4 +1,4 @@
-"""mltraces.simulate on the real Zeus traces (skipped when ../shared/upstream is absent)."""
+"""mltraces.simulation on the real Zeus traces (skipped when ../shared/upstream is absent)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mltraces.simulate import RunModel, TraceSet, simulate
+from mltraces.simulation import RunModel, TraceSet, simulate
 
 ZEUS_TRACE = (
     "raw.githubusercontent.com/ml-energy/zeus/75a8b9398034eb9baf74ca0a830c2c31bcce52cd"
@@ -88,7 +88,7 @@ def test_every_cell_and_policy_runs(traces: TraceSet) -> None:
 
 def test_catalog_gives_the_same_runs(traces: TraceSet, dir_mirror: Path) -> None:
     import mltraces
-    from mltraces.simulate import load_traces
+    from mltraces.simulation import load_traces
 
     con = mltraces.connect(tables=["zeus.train", "zeus.power"])
     from_catalog = simulate(load_traces(con), "all", "all", "zeus", 1).history

@@ -18,7 +18,7 @@ from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows  # n
 from mltraces import catalog
 from mltraces.catalog import connect
 from mltraces.cli import main
-from mltraces.validate import failed, validate
+from mltraces.validation import failed, validate
 
 SEREN = "acme.seren_jobs"
 

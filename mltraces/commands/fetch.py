@@ -43,9 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _fetch_registry(names: list[str], quiet: bool) -> None:
     """Fetch every named file, going on past failures; raise once at the end if any failed."""
+    from mltraces.download import expand, fetch_file, fetch_members
     from mltraces.errors import MltracesError
-    from mltraces.fetch import expand, fetch_file, fetch_members
-    from mltraces.sources import all_sources
+    from mltraces.registry import all_sources
 
     files = expand(names)
     failures: list[MltracesError] = []
@@ -73,7 +73,7 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
 
 
 def _fetch_util(args: argparse.Namespace) -> None:
-    from mltraces.acmeutil.fetching import fetch_util
+    from mltraces.datasets.acme.util.fetching import fetch_util
 
     def report(message: str) -> None:
         if not args.quiet:

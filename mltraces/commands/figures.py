@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.figures import SOURCES  # the package's top imports only the standard library
+from mltraces.figures import figure_sources  # the package's top imports only the stdlib
 
 HELP = "draw the papers' figures (PNG + PDF)"
 
@@ -16,7 +16,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "sources",
         nargs="*",
         metavar="SOURCE",
-        help=f"papers to draw: {', '.join(SOURCES)} (default: all)",
+        help=f"sources to draw: {', '.join(figure_sources())} (default: all)",
     )
     parser.add_argument(
         "-o", "--output", default="figures", metavar="DIR", help="output folder (default: figures)"
@@ -37,12 +37,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from mltraces import figures
 
-    sources = list(dict.fromkeys(args.sources)) or list(SOURCES)
-    unknown = [s for s in sources if s not in SOURCES]
+    known = figure_sources()
+    sources = list(dict.fromkeys(args.sources)) or known
+    unknown = [s for s in sources if s not in known]
     if unknown:
         print(
             f"mltraces figures: error: unknown source {unknown[0]!r}; "
-            f"choose from {', '.join(SOURCES)}",
+            f"choose from {', '.join(known)}",
             file=sys.stderr,
         )
         return 2

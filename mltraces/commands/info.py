@@ -17,7 +17,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def format_source(name: str) -> str:
     """The data card of one source as plain text."""
-    from mltraces.sources import get_source
+    from mltraces.registry import get_source
 
     source = get_source(name)
     lines = [
@@ -43,7 +43,7 @@ def format_source(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.sources import all_sources
+    from mltraces.registry import all_sources
 
     if args.name is None:
         for source in all_sources().values():

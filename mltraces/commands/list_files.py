@@ -35,8 +35,8 @@ def _size(n: int | None) -> str:
 
 
 def _list_source(name: str, urls: bool) -> None:
-    from mltraces.fetch import cached_path, local_path
-    from mltraces.sources import get_source
+    from mltraces.download import cached_path, local_path
+    from mltraces.registry import get_source
 
     source = get_source(name)
     print(f"{source.name}: {source.title} [{source.license}]")
@@ -55,9 +55,9 @@ def _list_source(name: str, urls: bool) -> None:
 
 
 def _list_util(urls: bool, refresh: bool) -> None:
-    from mltraces.acmeutil.convert import converted_meta
-    from mltraces.fetch import cached_path
-    from mltraces.hub import manifest
+    from mltraces.datasets.acme.hub import manifest
+    from mltraces.datasets.acme.util.convert import converted_meta
+    from mltraces.download import cached_path
 
     found = manifest(refresh=refresh)
     print(f"{UTIL}: AcmeTrace utilization on HuggingFace {found.repo} [CC-BY-4.0]")
@@ -91,7 +91,7 @@ def _list_util(urls: bool, refresh: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.sources import all_sources
+    from mltraces.registry import all_sources
 
     names = args.names or list(all_sources())
     for name in names:

@@ -70,8 +70,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.simulate import SimulationError, load_traces, replay_alibaba, simulate
-    from mltraces.simulate.alibaba import load_groups
+    from mltraces.simulation import SimulationError, load_traces, replay_alibaba, simulate
+    from mltraces.simulation.alibaba import load_groups
 
     if args.alibaba and (args.seeds is not None or args.recurrences is not None):
         raise SimulationError(

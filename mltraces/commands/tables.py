@@ -18,8 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _status(schema, overrides: dict) -> str:
     """"local", "cached" or "not cached", without downloading or hashing anything."""
-    from mltraces.fetch import cached_path
-    from mltraces.sources import get_file
+    from mltraces.download import cached_path
+    from mltraces.registry import get_file
 
     if schema.name in overrides:
         return f"local {overrides[schema.name]} (unverified)"

@@ -46,7 +46,7 @@ def _text(report, show_all: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.validate import failed, validate
+    from mltraces.validation import failed, validate
 
     report = validate(args.tables or None, local=local_overrides(args))
     if args.format == "csv":

@@ -17,15 +17,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _util_files() -> list:
     """The downloaded acme-util CSVs, from the cached Hub file lists (no network)."""
-    from mltraces.fetch import local_path
-    from mltraces.hub import cached_manifests
+    from mltraces.datasets.acme.hub import cached_manifests
+    from mltraces.download import local_path
 
     files = {f.url: f for m in cached_manifests() for f in m.remote_files()}
     return [f for f in files.values() if local_path(f).is_file()]
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.fetch import expand, verify_cached
+    from mltraces.download import expand, verify_cached
 
     names = [n for n in args.names if n != UTIL]
     files = expand(names) if names or not args.names else []

@@ -4,8 +4,9 @@ Every figure is a :class:`FigureSpec`: a *data* function that takes a catalog
 connection and returns a tidy :class:`pandas.DataFrame` (computed in DuckDB, so
 it can be tested without drawing) and a *plot* function that turns that frame
 into a :class:`matplotlib.figure.Figure` in one consistent paper-size style.
-The registry is plain data: each paper module (:mod:`.zeus`, :mod:`.itp`,
-:mod:`.acme`) ends with a ``FIGURES`` tuple, read when first asked for.
+The registry is plain data: each source folder's ``figures.py``
+(``mltraces/datasets/<source>/figures.py``) ends with a ``FIGURES`` tuple, found
+by scanning and read when first asked for.
 
 >>> import mltraces
 >>> from mltraces import figures
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Paper modules, in the order figures are listed and rendered.
-SOURCES = ("zeus", "itp", "acme")
 #: Where notebooks write figures when set (unset: they only display them).
 OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
 
@@ -77,11 +76,18 @@ class Rendered:
     skipped: str | None = None
 
 
+def figure_sources() -> list[str]:
+    """Sources whose folder has a ``figures.py``, by name (found without importing them)."""
+    from mltraces.registry import source_folders
+
+    return [folder.name for folder in source_folders() if (folder / "figures.py").is_file()]
+
+
 @cache
 def _registry() -> dict[str, FigureSpec]:
     found: dict[str, FigureSpec] = {}
-    for source in SOURCES:
-        module = importlib.import_module(f"mltraces.figures.{source}")
+    for source in figure_sources():
+        module = importlib.import_module(f"mltraces.datasets.{source}.figures")
         for spec in module.FIGURES:
             if spec.name in found:
                 raise ValueError(f"figure {spec.name!r} is registered twice")
@@ -95,9 +101,10 @@ def registry(sources: Iterable[str] | str | None = None) -> dict[str, FigureSpec
     if sources is None:
         return dict(every)
     wanted = [sources] if isinstance(sources, str) else list(sources)
-    unknown = [s for s in wanted if s not in SOURCES]
+    known = figure_sources()
+    unknown = [s for s in wanted if s not in known]
     if unknown:
-        raise KeyError(f"unknown figure source {unknown[0]!r}; choose from {', '.join(SOURCES)}")
+        raise KeyError(f"unknown figure source {unknown[0]!r}; choose from {', '.join(known)}")
     return {name: spec for name, spec in every.items() if spec.source in wanted}
 
 
@@ -302,13 +309,13 @@ def output_dir_from_env() -> Path | None:
 
 __all__ = [
     "OUTPUT_ENV",
-    "SOURCES",
     "FigureSpec",
     "Rendered",
     "available",
     "data",
     "draw",
     "fetch_hint",
+    "figure_sources",
     "get",
     "missing_inputs",
     "output_dir_from_env",

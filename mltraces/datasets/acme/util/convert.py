@@ -44,10 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mltraces.acmeutil import layout
-from mltraces.acmeutil.pipeline import Pipeline
+from mltraces.datasets.acme.hub import HubFile
+from mltraces.datasets.acme.util import layout
+from mltraces.datasets.acme.util.pipeline import Pipeline
 from mltraces.errors import SchemaError
-from mltraces.hub import HubFile
 
 log = logging.getLogger(__name__)
 

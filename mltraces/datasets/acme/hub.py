@@ -14,7 +14,7 @@ answer.
   changes. Each entry carries its size and, for LFS files, ``lfs.oid``: the
   sha256 every download is verified against.
 - :class:`HubFile` parses the path (cluster, metric, month of a split file) and
-  builds the :class:`~mltraces.registry.RemoteFile` that :func:`mltraces.fetch.fetch_file`
+  builds the :class:`~mltraces.registry.RemoteFile` that :func:`mltraces.download.fetch_file`
   downloads from ``/datasets/<repo>/resolve/<commit>/<path>``.
 
 Settings: ``MLTRACES_HF_REVISION`` (branch, tag or commit), ``MLTRACES_HF_ENDPOINT``

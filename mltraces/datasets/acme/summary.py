@@ -94,7 +94,7 @@ def cluster_summary(
 
     Examples
     --------
-    >>> from mltraces.acme import cluster_summary
+    >>> from mltraces.datasets.acme.summary import cluster_summary
     >>> cluster_summary(local={"acme.seren_jobs": "trace_seren.csv"},
     ...                 clusters=["Seren"])                            # doctest: +SKIP
     """

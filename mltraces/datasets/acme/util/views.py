@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mltraces.acmeutil import layout
+from mltraces.datasets.acme.util import layout
 
 if TYPE_CHECKING:
     import duckdb

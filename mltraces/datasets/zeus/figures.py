@@ -12,7 +12,7 @@ a configuration (b, p):
 
 b0 is the workload's default batch size capped at the largest batch size in the
 GPU's power trace, and "max power" is the GPU's largest power limit (250 W on
-V100), exactly as in :mod:`mltraces.simulate`.
+V100), exactly as in :mod:`mltraces.simulation`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ PAPER_RANGES = {"power limit only": (3.0, 31.5), "batch size + power limit": (23
 
 def workloads_sql() -> str:
     """The six workloads (target, max epochs, b0) as a SQL relation named ``w``."""
-    from mltraces.simulate import WORKLOADS
+    from mltraces.simulation import WORKLOADS
 
     rows = [
         (
@@ -100,7 +100,7 @@ def configurations_sql() -> str:
             GROUP BY ALL
         ),
         -- MaxPower over the GPU's whole power trace, b0's cap over the dataset's rows on
-        -- that GPU: taken before the join, as mltraces.simulate does
+        -- that GPU: taken before the join, as mltraces.simulation does
         every_row AS (
             SELECT *, max(power_limit) OVER (PARTITION BY gpu) AS max_power,
                    max(batch_size) OVER (PARTITION BY gpu, dataset) AS largest_batch
@@ -395,13 +395,13 @@ def simulation_history(
     beta: tuple[float, ...] = (2.0,),
     workloads: str = "all",
 ) -> pd.DataFrame:
-    """Run :func:`mltraces.simulate.simulate` once per set of arguments and trace contents.
+    """Run :func:`mltraces.simulation.simulate` once per set of arguments and trace contents.
 
     The evaluation figures share one simulation; results are memoised on the
     arguments and a hash of ``zeus.train`` / ``zeus.power``, so a different
     catalog (synthetic traces in tests) never reuses another's results.
     """
-    from mltraces.simulate import load_traces, simulate
+    from mltraces.simulation import load_traces, simulate
 
     traces = load_traces(con)
     key = (policies, gpu, seeds, eta, beta, workloads, _frame_hash(traces.train, traces.power))
@@ -684,11 +684,11 @@ def alibaba_data(
 ) -> pd.DataFrame:
     """Alibaba recurring groups replayed under Zeus and Default: totals per workload.
 
-    Uses :func:`mltraces.simulate.replay_alibaba` on ``zeus.alibaba_groups``.
+    Uses :func:`mltraces.simulation.replay_alibaba` on ``zeus.alibaba_groups``.
     Columns: workload, metric ('ETA' or 'TTA'), vs_default (Zeus total over all
     groups of the workload divided by Default's).
     """
-    from mltraces.simulate import replay_alibaba
+    from mltraces.simulation import replay_alibaba
 
     groups = con.sql(
         'SELECT "group", start_time, end_time, dataset, runtime_ratio FROM zeus.alibaba_groups'

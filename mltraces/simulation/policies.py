@@ -23,7 +23,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from mltraces.simulate.traces import JobTrace, SimulationError
+from mltraces.simulation.traces import JobTrace, SimulationError
 
 
 @runtime_checkable
@@ -389,5 +389,5 @@ def get_policy(policy: str | Policy) -> Policy:
     except KeyError:
         raise SimulationError(
             f"unknown policy {policy!r}; choose one of {', '.join(POLICIES)} "
-            "or pass a mltraces.simulate.Policy"
+            "or pass a mltraces.simulation.Policy"
         ) from None

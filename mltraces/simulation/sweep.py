@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mltraces.simulate.engine import HISTORY_FIELDS, RUN_DTYPE, RunModel, simulate_job
-from mltraces.simulate.metrics import cumulative, summarize
-from mltraces.simulate.policies import POLICIES, Policy, get_policy
-from mltraces.simulate.traces import (
+from mltraces.simulation.engine import HISTORY_FIELDS, RUN_DTYPE, RunModel, simulate_job
+from mltraces.simulation.metrics import cumulative, summarize
+from mltraces.simulation.policies import POLICIES, Policy, get_policy
+from mltraces.simulation.traces import (
     WORKLOADS,
     SimulationError,
     TraceSet,

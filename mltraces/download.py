@@ -20,7 +20,6 @@ import os
 import shutil
 import sys
 import time
-import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -382,14 +381,14 @@ def _adopt_existing(path: Path, file: RemoteFile) -> bool:
 def _resolve(file: RemoteFile | str) -> RemoteFile:
     if isinstance(file, RemoteFile):
         return file
-    from mltraces.sources import get_file
+    from mltraces.registry import get_file
 
     return get_file(file)
 
 
 def expand(names: Iterable[str] = ()) -> list[RemoteFile]:
     """Files named by source names and/or file ids; no names means every file."""
-    from mltraces.sources import all_sources, get_file
+    from mltraces.registry import all_sources, get_file
 
     sources = all_sources()
     names = list(names)
@@ -477,13 +476,3 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
             if any(problems.values()):
                 discard(target)  # unpacked again from the verified archive on next use
     return results
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``mltraces.fetch("itp")`` work while ``mltraces.fetch.fetch_file`` stays a module."""
-
-    def __call__(self, *names: str, progress: bool | None = None) -> dict[str, Path]:
-        return fetch(*names, progress=progress)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mltraces.simulate.policies import JobContext, Policy, PowerLimitOptimizer
-from mltraces.simulate.traces import JobTrace, SimulationError
+from mltraces.simulation.policies import JobContext, Policy, PowerLimitOptimizer
+from mltraces.simulation.traces import JobTrace, SimulationError
 
 #: An attempt that cannot fit one epoch under the threshold is observed at
 #: this multiple of the threshold, so the optimizer learns to avoid it.

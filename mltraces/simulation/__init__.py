@@ -1,6 +1,6 @@
 """Replay recurring training jobs on the Zeus (NSDI'23) traces, with pluggable policies.
 
->>> from mltraces.simulate import TraceSet, simulate                 # doctest: +SKIP
+>>> from mltraces.simulation import TraceSet, simulate                 # doctest: +SKIP
 >>> traces = TraceSet.from_csv_dir("zeus_nsdi23/trace")                # doctest: +SKIP
 >>> result = simulate(traces, "v100", "librispeech", "zeus,default", range(1, 11))  # doctest: +SKIP
 >>> result.summary[["policy", "seed", "energy_vs_default", "regret"]]  # doctest: +SKIP
@@ -13,14 +13,10 @@ and the baselines), :mod:`.engine` (the recurrence loop and early stopping),
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
-from mltraces.simulate.alibaba import replay_alibaba
-from mltraces.simulate.engine import RunModel, simulate_job
-from mltraces.simulate.metrics import cumulative, summarize
-from mltraces.simulate.policies import (
+from mltraces.simulation.alibaba import replay_alibaba
+from mltraces.simulation.engine import RunModel, simulate_job
+from mltraces.simulation.metrics import cumulative, summarize
+from mltraces.simulation.policies import (
     MAX_ATTEMPTS,
     POLICIES,
     BatchSizeOptimizer,
@@ -37,8 +33,8 @@ from mltraces.simulate.policies import (
     ZeusBatchSizeOptimizer,
     get_policy,
 )
-from mltraces.simulate.sweep import SimulationResult, simulate
-from mltraces.simulate.traces import (
+from mltraces.simulation.sweep import SimulationResult, simulate
+from mltraces.simulation.traces import (
     WORKLOADS,
     JobTrace,
     SimulationError,
@@ -77,18 +73,3 @@ __all__ = [
     "simulate_job",
     "summarize",
 ]
-
-
-class _CallableModule(types.ModuleType):
-    """Lets ``mltraces.simulate(...)`` work even after ``import mltraces.simulate``.
-
-    The package exports the function under the module's own name; once the
-    submodule is imported, ``mltraces.simulate`` is this module, so calling it
-    forwards to the function.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> SimulationResult:
-        return simulate(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -7,7 +7,7 @@ stems (``GPU_UTIL``, ``NODE_CPU_UTILIZATION``, ``GPU_AB_Power``), and
 whose span meets the range. A metric published as one file is always taken
 whole (it cannot be fetched in parts).
 
-Each file downloads with :func:`mltraces.fetch.fetch_file` (resumed with HTTP
+Each file downloads with :func:`mltraces.download.fetch_file` (resumed with HTTP
 Range after a dropped connection, verified against its LFS sha256, renamed into
 place only when it matches) and is then converted once. A file whose conversion
 already exists is not downloaded again, so ``keep_csv=False`` (``--delete-csv``)
@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
-from mltraces import config, fetch
-from mltraces.acmeutil import layout
-from mltraces.acmeutil.assemble import Key, assemble, keys, sources_for
-from mltraces.acmeutil.convert import Settings, convert, converted_meta
+from mltraces import config
+from mltraces import download as fetch
+from mltraces.datasets.acme.hub import HubFile, Manifest, manifest
+from mltraces.datasets.acme.util import layout
+from mltraces.datasets.acme.util.assemble import Key, assemble, keys, sources_for
+from mltraces.datasets.acme.util.convert import Settings, convert, converted_meta
 from mltraces.errors import ConfigError, FetchError
-from mltraces.hub import HubFile, Manifest, manifest
 from mltraces.registry import RemoteFile
 
 log = logging.getLogger(__name__)
@@ -226,7 +227,7 @@ def fetch_util(
 
     Examples
     --------
-    >>> from mltraces.acmeutil import fetch_util
+    >>> from mltraces.datasets.acme.util import fetch_util
     >>> done = fetch_util("seren", "GPU_UTIL,SM_ACTIVE", since="2023-07-01",
     ...                   until="2023-07-31")                       # doctest: +SKIP
     >>> done.dataset                                                # doctest: +SKIP

@@ -85,7 +85,7 @@ def get_workload(workload: str | Workload) -> Workload:
     except KeyError:
         raise SimulationError(
             f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)} "
-            "or pass a mltraces.simulate.Workload"
+            "or pass a mltraces.simulation.Workload"
         ) from None
 
 

@@ -1,6 +1,6 @@
 """Summaries of a simulation history: cumulative ETA/TTA/cost, vs Default, regret vs Oracle.
 
-All functions take the tidy history of :func:`mltraces.simulate.simulate` and
+All functions take the tidy history of :func:`mltraces.simulation.simulate` and
 return tidy frames, one row per (gpu, workload, eta, beta, policy, seed) or per
 recurrence, ready for the paper's Fig. 3-style plots.
 """

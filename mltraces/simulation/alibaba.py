@@ -14,7 +14,7 @@ parallel on all cores.
 
 Differences from the Zeus artifact, on purpose: a submission that cannot run
 one epoch under the early-stopping threshold is observed at
-:data:`~mltraces.simulate.engine.UNRUNNABLE_PENALTY` × the threshold as in the
+:data:`~mltraces.simulation.engine.UNRUNNABLE_PENALTY` × the threshold as in the
 sequential replay (the artifact observes a cost of 0, the best possible, which
 can make the bandit retry that batch size forever); and a submission gives up
 with an error after ``Policy.max_attempts`` attempts (20 by default).
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from mltraces.simulate.engine import (
+from mltraces.simulation.engine import (
     HISTORY_FIELDS,
     RUN_DTYPE,
     UNRUNNABLE_PENALTY,
@@ -45,10 +45,10 @@ from mltraces.simulate.engine import (
     Runs,
     choose_power_limit,
 )
-from mltraces.simulate.metrics import TOTALS, VS_DEFAULT
-from mltraces.simulate.policies import POLICIES, Policy, get_policy
-from mltraces.simulate.sweep import check_knobs, resolve_names
-from mltraces.simulate.traces import (
+from mltraces.simulation.metrics import TOTALS, VS_DEFAULT
+from mltraces.simulation.policies import POLICIES, Policy, get_policy
+from mltraces.simulation.sweep import check_knobs, resolve_names
+from mltraces.simulation.traces import (
     WORKLOADS,
     SimulationError,
     TraceSet,

@@ -10,7 +10,7 @@ CSVs. This package turns them into one hive-partitioned Parquet dataset::
 and three DuckDB views over it (``acme.gpu_metrics``, ``acme.node_metrics``,
 ``acme.ipmi_power``).
 
->>> from mltraces.acmeutil import fetch_util, attach_views, util_cdf_from_long
+>>> from mltraces.datasets.acme.util import fetch_util, attach_views, util_cdf_from_long
 >>> fetch_util("seren", ["GPU_UTIL"], since="2023-07-01", until="2023-07-31")  # doctest: +SKIP
 >>> con = duckdb.connect(); attach_views(con)                                 # doctest: +SKIP
 >>> x, y = util_cdf_from_long(con, "seren", "GPU_UTIL")                        # doctest: +SKIP
@@ -27,15 +27,15 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "fetch_util": "mltraces.acmeutil.fetching",
-    "select": "mltraces.acmeutil.fetching",
-    "UtilFetch": "mltraces.acmeutil.fetching",
-    "convert": "mltraces.acmeutil.convert",
-    "Settings": "mltraces.acmeutil.convert",
-    "assemble": "mltraces.acmeutil.assemble",
-    "attach_views": "mltraces.acmeutil.views",
-    "util_cdf_from_long": "mltraces.acmeutil.cdf",
-    "dataset_root": "mltraces.acmeutil.layout",
+    "fetch_util": "mltraces.datasets.acme.util.fetching",
+    "select": "mltraces.datasets.acme.util.fetching",
+    "UtilFetch": "mltraces.datasets.acme.util.fetching",
+    "convert": "mltraces.datasets.acme.util.convert",
+    "Settings": "mltraces.datasets.acme.util.convert",
+    "assemble": "mltraces.datasets.acme.util.assemble",
+    "attach_views": "mltraces.datasets.acme.util.views",
+    "util_cdf_from_long": "mltraces.datasets.acme.util.cdf",
+    "dataset_root": "mltraces.datasets.acme.util.layout",
 }
 
 __all__ = sorted(_LAZY)
@@ -45,5 +45,5 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(_LAZY[name])
     except KeyError:
-        raise AttributeError(f"module 'mltraces.acmeutil' has no attribute {name!r}") from None
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     return getattr(module, name)

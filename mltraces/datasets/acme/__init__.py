@@ -1,0 +1,1 @@
+"""acme source folder: see source.json."""

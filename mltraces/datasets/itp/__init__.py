@@ -1,0 +1,1 @@
+"""itp source folder: see source.json."""

@@ -1,0 +1,1 @@
+"""zeus source folder: see source.json."""
