@@ -144,7 +144,7 @@ class Source:
 
 # --------------------------------------------------------------------------- source folders
 
-_FILE_KEYS = {"url", "mirrors", "size", "sha256", "git_blob", "kind", "description"}
+_FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description"}
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "pins", "files",
                 "anomalies", "expected_rows", "published"}
 
@@ -155,8 +155,10 @@ def _file_from_json(source: str, entry: Any, where: str) -> RemoteFile:
     unknown = set(entry) - _FILE_KEYS
     if unknown:
         raise RegistryError(f"{where}: file {entry['url']!r} has unknown keys {sorted(unknown)}")
-    name = urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
-    fields = {k: v for k, v in entry.items() if k != "mirrors"}
+    # the id is SOURCE/NAME; NAME defaults to the URL's base name and may carry
+    # folders when two files share one (throughputs_A100/bert.csv, throughputs_T4/bert.csv)
+    name = entry.get("name") or urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
+    fields = {k: v for k, v in entry.items() if k not in {"mirrors", "name"}}
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
                       **{"description": "", **fields})
 
