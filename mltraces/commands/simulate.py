@@ -1,17 +1,43 @@
-"""`mltraces simulate`: replay recurring training jobs on the Zeus traces."""
+"""`mltraces simulate`: replay recurring training jobs on the Zeus traces.
+
+The table format prints a readable summary (one line per simulated job); the
+machine formats (csv, json) print every run unless ``--summary`` is given, and
+``--history`` asks for every run in any format. Only the Alibaba replay needs
+pandas; the sweep writes straight from its numpy columns and DuckDB.
+"""
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import json
+import math
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
 
 if TYPE_CHECKING:
     import pandas as pd
 
-HELP = "replay recurring training jobs on the Zeus traces"
+#: Rows to print: column names and one tuple per row.
+Rows = tuple[list[str], list[tuple]]
+
+#: The readable summary: (column, heading, scale); η, β and a single seed go above it.
+SUMMARY_VIEW = [
+    ("gpu", "gpu", None),
+    ("workload", "workload", None),
+    ("policy", "policy", None),
+    ("seed", "seed", None),
+    ("recurrences", "recurrences", None),
+    ("energy_j", "ETA MJ", 1e-6),
+    ("time_s", "TTA h", 1 / 3600),
+    ("energy_vs_default", "ETA/default", None),
+    ("time_vs_default", "TTA/default", None),
+    ("regret", "regret MJ", 1e-6),
+]
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +66,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=2.0,
         help="early-stopping multiple of the best cost (2.0; inf: off)",
     )
-    parser.add_argument(
-        "--summary", action="store_true", help="print one row per job and seed instead of every run"
+    shape = parser.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--summary",
+        action="store_true",
+        help="one row per job and seed, every column (default for --format table: a readable "
+        "subset)",
+    )
+    shape.add_argument(
+        "--history", action="store_true", help="every run (default for --format csv and json)"
     )
     parser.add_argument(
         "--alibaba",
@@ -70,8 +103,7 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.simulation import SimulationError, load_traces, replay_alibaba, simulate
-    from mltraces.simulation.alibaba import load_groups
+    from mltraces.simulation import SimulationError, load_traces, simulate
 
     if args.alibaba and (args.seeds is not None or args.recurrences is not None):
         raise SimulationError(
@@ -83,17 +115,9 @@ def run(args: argparse.Namespace) -> int:
     tables = ["zeus.train", "zeus.power"] + (["zeus.alibaba_groups"] if args.alibaba else [])
     con = open_catalog(args, tables)
     traces = load_traces(con)
+    summary = args.summary or (args.format == "table" and not args.history)
     if args.alibaba:
-        history, summary = replay_alibaba(
-            traces,
-            load_groups(con),
-            gpu=args.gpu,
-            policies=args.policy,
-            workloads=args.workload,
-            eta=args.eta,
-            beta=args.beta,
-            processes=args.processes,
-        )
+        rows = _alibaba_rows(traces, con, args, summary)
     else:
         result = simulate(
             traces,
@@ -105,21 +129,117 @@ def run(args: argparse.Namespace) -> int:
             eta=args.eta,
             beta=args.beta,
         )
-        history, summary = result.history, result.summary
-    write(summary if args.summary else history, args.format, args.output)
-    return 0
-
-
-def write(frame: pd.DataFrame, fmt: str, output: str | None) -> None:
-    """Render ``frame`` as a table, CSV or JSON records, to a file or stdout."""
-    if fmt == "csv":
-        text = frame.to_csv(index=False)
-    elif fmt == "json":
-        text = frame.to_json(orient="records", indent=1) + "\n"
-    else:
-        text = frame.to_string(index=False) + "\n"
-    if output:
-        with open(output, "w", encoding="utf-8") as handle:
+        if summary:
+            relation = result.summary_relation()
+            rows = (relation.columns, relation.fetchall())
+        else:
+            rows = (list(result.columns), list(zip(*result.columns.values(), strict=True)))
+    readable = args.format == "table" and not args.summary and not args.history
+    text = render(*rows, args.format, readable=readable)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _alibaba_rows(traces: Any, con: Any, args: argparse.Namespace, summary: bool) -> Rows:
+    from mltraces.simulation import replay_alibaba
+    from mltraces.simulation.alibaba import load_groups
+
+    history, totals = replay_alibaba(
+        traces,
+        load_groups(con),
+        gpu=args.gpu,
+        policies=args.policy,
+        workloads=args.workload,
+        eta=args.eta,
+        beta=args.beta,
+        processes=args.processes,
+    )
+    return frame_rows(totals if summary else history)
+
+
+def frame_rows(frame: pd.DataFrame) -> Rows:
+    """A pandas frame as column names and plain-Python row tuples."""
+    return list(frame.columns), list(frame.itertuples(index=False, name=None))
+
+
+def render(columns: list[str], rows: list[tuple], fmt: str, *, readable: bool = False) -> str:
+    """Rows as CSV, JSON records, an aligned table, or the readable summary table."""
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows([_csv_value(v) for v in row] for row in rows)
+        return buffer.getvalue()
+    if fmt == "json":
+        records = [dict(zip(columns, map(_json_value, row), strict=True)) for row in rows]
+        return json.dumps(records, indent=1) + "\n"
+    if readable and set(c for c, _, _ in SUMMARY_VIEW) <= set(columns):
+        return _readable_summary(columns, rows)
+    return aligned([str(c) for c in columns], [[_cell(v) for v in row] for row in rows])
+
+
+def _readable_summary(columns: list[str], rows: list[tuple]) -> str:
+    """The summary's key columns, scaled to MJ and hours; constant knobs printed once above."""
+    index = {name: k for k, name in enumerate(columns)}
+    knobs = [f"{name} = {_cell(rows[0][index[name]])}" for name in ("eta", "beta")
+             if rows and len({row[index[name]] for row in rows}) == 1]
+    view = [(c, h, s) for c, h, s in SUMMARY_VIEW
+            if not (c == "seed" and rows and len({r[index["seed"]] for r in rows}) == 1)]
+    if len(view) < len(SUMMARY_VIEW) and rows:
+        knobs.append(f"seed = {rows[0][index['seed']]}")
+    cells = [[_cell(_scaled(row[index[c]], s)) for c, _, s in view] for row in rows]
+    table = aligned([h for _, h, _ in view], cells)
+    note = "ETA/TTA: cumulative energy/time to accuracy over the recurrences; " \
+           "regret: cost minus Oracle's (--summary or --format csv/json for every column)"
+    return "".join(f"{k}\n" for k in ([", ".join(knobs)] if knobs else [])) + table + note + "\n"
+
+
+def aligned(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell: text left-aligned, numbers right-aligned."""
+    widths = [max([len(h), *(len(row[k]) for row in cells)]) for k, h in enumerate(header)]
+    numeric = [all(_is_number(row[k]) for row in cells) and bool(cells) for k in range(len(header))]
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if n else v.ljust(w)
+                         for v, w, n in zip(values, widths, numeric, strict=True)).rstrip()
+    return "".join(line(row) + "\n" for row in [header, *cells])
+
+
+def _scaled(value: Any, scale: float | None) -> Any:
+    return value * scale if scale is not None and isinstance(value, int | float) else value
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
+    return str(value)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace(",", ""))
+    except ValueError:
+        return text == "-"
+    return True
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python values (the history's columns are numpy arrays)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _csv_value(value: Any) -> Any:
+    value = _plain(value)
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+
+
+def _json_value(value: Any) -> Any:
+    value = _plain(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -13,7 +13,8 @@ and the baselines), :mod:`.engine` (the recurrence loop and early stopping),
 
 from __future__ import annotations
 
-from mltraces.simulation.alibaba import replay_alibaba
+from typing import Any
+
 from mltraces.simulation.engine import RunModel, simulate_job
 from mltraces.simulation.metrics import cumulative, summarize
 from mltraces.simulation.policies import (
@@ -73,3 +74,12 @@ __all__ = [
     "simulate_job",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``replay_alibaba`` loads on first use: its module needs pandas, the sweep does not."""
+    if name == "replay_alibaba":
+        from mltraces.simulation.alibaba import replay_alibaba
+
+        return replay_alibaba
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -234,7 +234,7 @@ def replay_alibaba(
 
 def load_groups(con: Any) -> pd.DataFrame:
     """Read ``zeus.alibaba_groups`` from a catalog connection."""
-    return read_table(con, "zeus.alibaba_groups", GROUP_COLUMNS)
+    return pd.DataFrame(read_table(con, "zeus.alibaba_groups", GROUP_COLUMNS))
 
 
 def split_groups(groups: pd.DataFrame) -> list[Group]:

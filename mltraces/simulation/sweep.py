@@ -7,13 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from numbers import Integral
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mltraces.simulation.engine import HISTORY_FIELDS, RUN_DTYPE, RunModel, simulate_job
-from mltraces.simulation.metrics import cumulative, summarize
+from mltraces.simulation.metrics import connection, cumulative, summarize, summary_relation
 from mltraces.simulation.policies import POLICIES, Policy, get_policy
 from mltraces.simulation.traces import (
     WORKLOADS,
@@ -23,6 +22,13 @@ from mltraces.simulation.traces import (
     get_workload,
     load_traces,
 )
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+#: Columns of a history: numpy arrays, one value per run (pandas only on request).
+Columns = dict[str, np.ndarray]
 
 LABELS = {
     "gpu": object,
@@ -48,8 +54,8 @@ class Sweep:
     seeds: list[int]
     recurrences: int | None
 
-    def run(self, policies: list[Policy]) -> pd.DataFrame:
-        """The history of every (gpu, workload, eta, beta, policy, seed) job."""
+    def run(self, policies: list[Policy]) -> Columns:
+        """The history of every (gpu, workload, eta, beta, policy, seed) job, as columns."""
         parts: list[tuple[tuple, list[tuple]]] = []
         for gpu, job, eta in itertools.product(self.gpus, self.workloads, self.etas):
             model = RunModel(self.traces.job(gpu, job), eta)
@@ -65,38 +71,57 @@ class SimulationResult:
     """What :func:`simulate` returns.
 
     Attributes:
-        history: One row per run: gpu, workload, eta, beta, policy, seed,
-            recurrence, attempt, batch_size, power_limit, time_s, energy_j,
-            cost, reached (attempts that could not run one epoch are not runs).
-        summary, references: Computed on first use (see below).
+        columns: The history as numpy arrays (what the simulator produced).
+        history: The same as a pandas frame, one row per run: gpu, workload,
+            eta, beta, policy, seed, recurrence, attempt, batch_size,
+            power_limit, time_s, energy_j, cost, reached (attempts that could
+            not run one epoch are not runs).
+        summary, references: Computed on first use (see below), so a caller
+            that only wants the runs never simulates the reference policies.
     """
 
-    def __init__(self, history: pd.DataFrame, sweep: Sweep) -> None:
-        self.history = history
+    def __init__(self, columns: Columns, sweep: Sweep) -> None:
+        self.columns = columns
         self._sweep = sweep
 
     @cached_property
-    def references(self) -> pd.DataFrame:
+    def history(self) -> pd.DataFrame:
+        """The runs as a pandas frame (built on first use)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.columns)
+
+    @cached_property
+    def references(self) -> Columns:
         """History of Default and Oracle on the same jobs and seeds (simulated on first use)."""
-        present = set(self.history["policy"])
-        missing = [POLICIES[name] for name in REFERENCES if name not in present]
-        references = self.history[self.history["policy"].isin(REFERENCES)]
+        policies = self.columns["policy"]
+        missing = [POLICIES[name] for name in REFERENCES if name not in set(policies)]
+        keep = np.isin(policies, REFERENCES)
+        references = {name: values[keep] for name, values in self.columns.items()}
         if missing:
-            references = pd.concat([references, self._sweep.run(missing)], ignore_index=True)
+            extra = self._sweep.run(missing)
+            references = {k: np.concatenate([v, extra[k]]) for k, v in references.items()}
         return references
 
     @cached_property
     def summary(self) -> pd.DataFrame:
         """One row per (gpu, workload, eta, beta, policy, seed); see :func:`.metrics.summarize`."""
-        return summarize(self.history, self.references)
+        return summarize(self.columns, self.references)
+
+    def summary_relation(self) -> duckdb.DuckDBPyRelation:
+        """The summary as a DuckDB relation (no pandas), e.g. for the command line."""
+        return summary_relation(connection(self.columns, self.references))
 
     def cumulative(self) -> pd.DataFrame:
         """Per recurrence ETA/TTA/cost, running totals and regret (:func:`.metrics.cumulative`)."""
-        return cumulative(self.history, self.references)
+        return cumulative(self.columns, self.references)
+
+    def __len__(self) -> int:
+        return len(self.columns["cost"])
 
     def __repr__(self) -> str:
-        jobs = self.history.groupby(list(LABELS)).ngroups
-        return f"<SimulationResult: {len(self.history)} runs of {jobs} simulated jobs>"
+        jobs = len(set(zip(*(self.columns[k] for k in LABELS), strict=True)))
+        return f"<SimulationResult: {len(self)} runs of {jobs} simulated jobs>"
 
 
 def simulate(
@@ -151,16 +176,17 @@ def simulate(
     return SimulationResult(sweep.run(asked), sweep)
 
 
-def _history(parts: list[tuple[tuple, list[tuple]]]) -> pd.DataFrame:
-    """One frame from per-job run tuples, labels repeated per run."""
+def _history(parts: list[tuple[tuple, list[tuple]]]) -> Columns:
+    """Columns from per-job run tuples, labels repeated per run."""
     sizes = [len(runs) for _, runs in parts]
     data = {
         label: np.repeat(np.array([values[k] for values, _ in parts], dtype), sizes)
         for k, (label, dtype) in enumerate(LABELS.items())
     }
     rows = np.array([row for _, runs in parts for row in runs], dtype=RUN_DTYPE)
-    data.update((name, rows[name]) for name in HISTORY_FIELDS)
-    return pd.DataFrame(data)
+    # contiguous copies: DuckDB scans them in place, pandas would copy strided views anyway
+    data.update((name, np.ascontiguousarray(rows[name])) for name in HISTORY_FIELDS)
+    return data
 
 
 def resolve_names(value: Any, universe: list[str], what: str) -> list:

@@ -15,19 +15,19 @@ indexes Python lists and never touches pandas.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from mltraces.errors import MltracesError
 
 if TYPE_CHECKING:
     import duckdb
+    import pandas as pd
 
 JOIN_KEYS = ["dataset", "network", "batch_size", "optimizer"]
 TRAIN_COLUMNS = [*JOIN_KEYS, "learning_rate", "run", "target_metric", "target_epoch"]
@@ -195,22 +195,36 @@ class JobTrace:
 class TraceSet:
     """The Zeus train trace plus the power traces of one or more GPUs.
 
-    Build it from the catalog (:func:`load_traces`), from data frames shaped like
-    the upstream CSVs (:meth:`from_frames`), or from a folder of those CSVs
-    (:meth:`from_csv_dir`). :meth:`job` compiles one (GPU, workload) once.
+    Build it from the catalog (:func:`load_traces`), from data frames (or
+    mappings of column arrays) shaped like the upstream CSVs (:meth:`from_frames`),
+    or from a folder of those CSVs (:meth:`from_csv_dir`). :meth:`job` compiles one
+    (GPU, workload) once.
 
     Row order in the train trace matters only for which repetition a given seed
     draws; trace order is kept so results match the Zeus artifact run for run.
     """
 
-    def __init__(self, train: pd.DataFrame, power: pd.DataFrame) -> None:
+    def __init__(self, train: pd.DataFrame | Mapping[str, Any],
+                 power: pd.DataFrame | Mapping[str, Any]) -> None:
         _require_columns(train, TRAIN_COLUMNS, "train trace")
         _require_columns(power, POWER_COLUMNS, "power trace")
-        self.train = train.reset_index(drop=True)
-        self.power = power.reset_index(drop=True)
-        self._train = _arrays(self.train, TRAIN_COLUMNS)
-        self._power = _arrays(self.power, POWER_COLUMNS)
+        self._train = _arrays(train, TRAIN_COLUMNS)
+        self._power = _arrays(power, POWER_COLUMNS)
         self._jobs: dict[tuple[str, Workload], JobTrace] = {}
+
+    @cached_property
+    def train(self) -> pd.DataFrame:
+        """The train trace's columns as a pandas frame (built on first use)."""
+        import pandas as pd
+
+        return pd.DataFrame(self._train)
+
+    @cached_property
+    def power(self) -> pd.DataFrame:
+        """The power traces' columns as a pandas frame (built on first use)."""
+        import pandas as pd
+
+        return pd.DataFrame(self._power)
 
     @classmethod
     def from_frames(
@@ -226,6 +240,8 @@ class TraceSet:
     @classmethod
     def from_csv_dir(cls, folder: str | Path, gpus: Iterable[str] = GPUS) -> TraceSet:
         """From ``summary_train.csv`` and ``summary_power_{gpu}.csv`` in ``folder``."""
+        import pandas as pd
+
         folder = Path(folder)
         train = pd.read_csv(folder / "summary_train.csv")
         powers = [
@@ -240,7 +256,7 @@ class TraceSet:
     @property
     def gpus(self) -> list[str]:
         """GPUs with a power trace, in first-seen order."""
-        return list(dict.fromkeys(self.power["gpu"]))
+        return list(dict.fromkeys(self._power["gpu"]))
 
     def job(self, gpu: str, workload: str | Workload) -> JobTrace:
         """The compiled trace of ``workload`` on ``gpu`` (cached)."""
@@ -258,13 +274,14 @@ def load_traces(con: duckdb.DuckDBPyConnection) -> TraceSet:
     )
 
 
-def read_table(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -> pd.DataFrame:
-    """``columns`` of a catalog table; one that cannot be read becomes a SimulationError."""
+def read_table(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]
+               ) -> dict[str, np.ndarray]:
+    """``columns`` of a catalog table as numpy arrays; an unreadable table is a SimulationError."""
     import duckdb
 
     names = ", ".join(f'"{c}"' for c in columns)
     try:
-        return con.sql(f"SELECT {names} FROM {table}").df()
+        return con.sql(f"SELECT {names} FROM {table}").fetchnumpy()
     except (duckdb.InvalidInputException, duckdb.CatalogException, duckdb.IOException) as error:
         raise SimulationError(
             f"cannot read {table}: {error}; fetch it (mltraces fetch zeus) or pass "
@@ -272,19 +289,26 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -
         ) from None
 
 
-def _arrays(frame: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+def _arrays(table: pd.DataFrame | Mapping[str, Any], columns: list[str]
+            ) -> dict[str, np.ndarray]:
     """Columns as numpy arrays: names as str objects (optimizers lower-cased), numbers
-    as int or float (missing values, e.g. a never-reached target epoch, as NaN)."""
+    as int or float (missing values, e.g. a never-reached target epoch, as NaN).
+
+    ``table`` is a pandas frame or a mapping of arrays (DuckDB's ``fetchnumpy()``,
+    whose missing values arrive as masked arrays)."""
     out: dict[str, np.ndarray] = {}
     for name in columns:
-        column = frame[name]
+        column = table[name]
         if name in NAME_COLUMNS:
-            text = column.astype(str)
-            out[name] = (text.str.lower() if name == "optimizer" else text).to_numpy(object)
+            text = [str(v) for v in np.asarray(column, dtype=object)]
+            if name == "optimizer":
+                text = [v.lower() for v in text]
+            out[name] = np.array(text, dtype=object)
         elif name in INT_COLUMNS:
-            out[name] = column.to_numpy(dtype=np.int64)
+            out[name] = np.asarray(column, dtype=np.int64)
         else:
-            out[name] = column.to_numpy(dtype=float, na_value=np.nan)
+            values = np.ma.masked_invalid(np.ma.asarray(column, dtype=float))
+            out[name] = np.ma.filled(values, np.nan)
     return out
 
 
@@ -350,8 +374,10 @@ def _power_grid(
         return time / count, watts / count
 
 
-def _require_columns(frame: pd.DataFrame, columns: list[str], what: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
+def _require_columns(table: pd.DataFrame | Mapping[str, Any], columns: list[str], what: str
+                     ) -> None:
+    present = set(table) if isinstance(table, Mapping) else set(table.columns)
+    missing = [c for c in columns if c not in present]
     if missing:
         raise SimulationError(
             f"the {what} lacks columns {missing}; expected {columns} (the upstream CSV layout)"
