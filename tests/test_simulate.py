@@ -555,3 +555,33 @@ def test_cli_seed_ranges() -> None:
     assert cli.parse_seeds("1-3,7") == [1, 2, 3, 7]
     with pytest.raises(argparse.ArgumentTypeError):
         cli.parse_seeds("one")
+
+
+def test_cli_table_is_a_readable_summary_by_default(monkeypatch, capsys) -> None:
+    argv = ["--gpu", GPU, "--workload", "squad", "--policy", "zeus,default", "--seeds", "1-2"]
+    assert run_cli(monkeypatch, argv, catalog()) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "eta = 0.5, beta = 2"
+    assert lines[1].split() == ["gpu", "workload", "policy", "seed", "recurrences", "ETA", "MJ",
+                                "TTA", "h", "ETA/default", "TTA/default", "regret", "MJ"]
+    rows = [line.split() for line in lines[2:-1]]
+    assert [(r[2], r[3]) for r in rows] == [("zeus", "1"), ("zeus", "2"),
+                                             ("default", "1"), ("default", "2")]
+    assert all(r[7] == "1" for r in rows if r[2] == "default")  # ETA/default of Default
+    assert max(len(line) for line in lines[:-1]) <= 100
+
+
+def test_cli_history_flag_prints_every_run_as_a_table(monkeypatch, capsys) -> None:
+    argv = ["--gpu", GPU, "--workload", "squad", "--recurrences", "3", "--history"]
+    assert run_cli(monkeypatch, argv, catalog()) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["gpu", "workload", "eta"]
+    assert len(lines) - 1 >= 3 and all(line.split()[4] == "zeus" for line in lines[1:])
+
+
+def test_cli_summary_and_history_exclude_each_other(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    cli.configure(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--summary", "--history"])
+    assert "not allowed with argument" in capsys.readouterr().err

@@ -1,0 +1,26 @@
+"""The ``mltraces`` command as a whole: entry points and the verb list."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from mltraces import __version__
+from mltraces.commands import SUMMARIES, VERBS
+
+
+def test_python_dash_m_runs_the_same_command() -> None:
+    done = subprocess.run([sys.executable, "-m", "mltraces", "--version"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"mltraces {__version__}"
+
+
+def test_help_lists_every_verb_without_importing_them() -> None:
+    code = ("import sys\nfrom mltraces.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('duckdb', 'pandas'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().endswith("[]")
+    for verb in VERBS:
+        assert verb in done.stdout
+    assert set(SUMMARIES) == set(VERBS)
