@@ -26,7 +26,8 @@ def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
-def _build_parser(verb: str | None) -> argparse.ArgumentParser:
+def build_parser(verb: str | None, *, every_verb: bool = False) -> argparse.ArgumentParser:
+    """The command's parser; only ``verb``'s options are loaded, or all with ``every_verb``."""
     parser = argparse.ArgumentParser(
         prog="mltraces",
         description="Public GPU-cluster traces (Zeus, Microsoft ITP/ElasticFlow, AcmeTrace): "
@@ -40,7 +41,7 @@ def _build_parser(verb: str | None) -> argparse.ArgumentParser:
     for name, summary in SUMMARIES.items():
         sub = subparsers.add_parser(name, help=summary, description=summary)
         _add_global_flags(sub, default=argparse.SUPPRESS)
-        if name == verb:
+        if name == verb or every_verb:
             module = importlib.import_module(VERBS[name])
             module.configure(sub)
             sub.set_defaults(_run=module.run)
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from mltraces.errors import MltracesError
 
     argv = sys.argv[1:] if argv is None else argv
-    parser = _build_parser(_verb_in(argv))
+    parser = build_parser(_verb_in(argv))
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()

@@ -24,3 +24,18 @@ def test_help_lists_every_verb_without_importing_them() -> None:
     for verb in VERBS:
         assert verb in done.stdout
     assert set(SUMMARIES) == set(VERBS)
+
+
+def test_bash_completion_knows_every_verb_and_option(capsys, tmp_path) -> None:
+    from mltraces.cli import main
+
+    assert main(["completion", "bash"]) == 0
+    script = capsys.readouterr().out
+    for verb in VERBS:
+        assert verb in script
+    assert "--workload" in script and "--local" in script
+    path = tmp_path / "mltraces.bash"
+    path.write_text(script)
+    done = subprocess.run(["bash", "-c", f"source {path} && complete -p mltraces"],
+                          capture_output=True, text=True, check=True)
+    assert "mltraces" in done.stdout

@@ -16,6 +16,7 @@ VERBS: dict[str, str] = {
     "validate": "mltraces.commands.validate",
     "simulate": "mltraces.commands.simulate",
     "figures": "mltraces.commands.figures",
+    "completion": "mltraces.commands.completion",
 }
 
 # One-line help per verb, kept here so the top-level --help imports no verb module.
@@ -30,4 +31,5 @@ SUMMARIES: dict[str, str] = {
     "validate": "check every schema constraint; exit 1 on violations",
     "simulate": "replay recurring training jobs on the Zeus traces",
     "figures": "draw the papers' figures (PNG + PDF)",
+    "completion": "print a shell completion script (bash, zsh, tcsh)",
 }
