@@ -329,12 +329,14 @@ def _reconstruct(args: tuple[Any, ...]) -> _ArrayStub:
 
 def _dtype(args: tuple[Any, ...]) -> _DtypeStub:
     """``numpy.dtype(code, False, True)`` for the plain numeric codes only."""
-    spec, align, copy = (*_args(args, "numpy.dtype", 1, 3), False, False)[:3]
+    args = _args(args, "numpy.dtype", 1, 3)
+    spec, flags = args[0], args[1:]  # (align, copy): numpy writes (code, False, True)
     if type(spec) is not str or spec not in _DTYPE_CODES:
         raise _Refused(f"dtype {_show(spec)} refused: only plain numeric dtypes are allowed "
                        f"({', '.join(sorted(_DTYPE_CODES))})")
-    if align is not False or type(copy) is not bool:
-        raise _Refused(f"dtype {spec!r} with align={_show(align)}, copy={_show(copy)} refused")
+    if not all(type(flag) is bool for flag in flags) or flags[:1] == (True,):
+        raise _Refused(f"dtype {spec!r} with arguments {_show(args)} refused: numpy writes "
+                       f"({spec!r}, False, True)")
     return _DtypeStub(spec)
 
 
