@@ -585,3 +585,10 @@ def test_cli_summary_and_history_exclude_each_other(capsys) -> None:
     with pytest.raises(SystemExit):
         parser.parse_args(["--summary", "--history"])
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_cli_alibaba_history_as_json(monkeypatch, capsys) -> None:
+    argv = ["--alibaba", "--gpu", GPU, "--processes", "1", "--format", "json"]
+    assert run_cli(monkeypatch, argv, catalog(groups_frame())) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["start_time"] for r in rows] == [0, 50, 200, 300]

@@ -133,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
             relation = result.summary_relation()
             rows = (relation.columns, relation.fetchall())
         else:
-            rows = (list(result.columns), list(zip(*result.columns.values(), strict=True)))
+            values = [column.tolist() for column in result.columns.values()]  # Python scalars
+            rows = (list(result.columns), list(zip(*values, strict=True)))
     readable = args.format == "table" and not args.summary and not args.history
     text = render(*rows, args.format, readable=readable)
     if args.output:
@@ -162,8 +163,8 @@ def _alibaba_rows(traces: Any, con: Any, args: argparse.Namespace, summary: bool
 
 
 def frame_rows(frame: pd.DataFrame) -> Rows:
-    """A pandas frame as column names and plain-Python row tuples."""
-    return list(frame.columns), list(frame.itertuples(index=False, name=None))
+    """A pandas frame as column names and plain-Python row tuples (JSON needs Python types)."""
+    return list(frame.columns), [tuple(row) for row in frame.to_dict("split")["data"]]
 
 
 def render(columns: list[str], rows: list[tuple], fmt: str, *, readable: bool = False) -> str:
@@ -228,18 +229,11 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars as Python values (the history's columns are numpy arrays)."""
-    return value.item() if hasattr(value, "item") else value
-
-
 def _csv_value(value: Any) -> Any:
-    value = _plain(value)
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def _json_value(value: Any) -> Any:
-    value = _plain(value)
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
