@@ -31,6 +31,22 @@ class OfflineError(FetchError):
     """Offline mode is on and a needed file is not in the cache."""
 
 
+class HostDownError(FetchError):
+    """A host was unreachable a moment ago; it is not asked again until its record expires."""
+
+
+class LimitError(FetchError):
+    """A download went past a limit (pinned size, size cap, deadline) and was stopped."""
+
+
+class UnsafePathError(MltracesError):
+    """A path from the network or the registry would land outside its root (cache, mirror)."""
+
+
+class CacheError(MltracesError):
+    """The cache directory cannot be written: read-only, a file, or the disk is full."""
+
+
 class UnsafeArchiveError(MltracesError):
     """An archive member would escape the extraction folder or is a link/device."""
 

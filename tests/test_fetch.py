@@ -97,7 +97,13 @@ def test_warm_fetch_trusts_the_stamp_and_hashes_nothing(
     def no_hashing(*args: object) -> None:
         raise AssertionError("a warm fetch must not re-hash")
 
-    monkeypatch.setattr(fetch_module, "digest", no_hashing)
+    import pooch.hashes
+
+    from mltraces import hashing
+
+    monkeypatch.setattr(hashing, "digest", no_hashing)
+    monkeypatch.setattr(hashing, "file_sha256", no_hashing)
+    monkeypatch.setattr(pooch.hashes, "file_hash", no_hashing)
     assert fetch_file("acme/cluster_summary.csv") == path
     assert cached_path(all_files()["acme/cluster_summary.csv"]) == path
 
