@@ -103,7 +103,7 @@ class SafeUntar:
 
     @classmethod
     def for_file(cls, file: RemoteFile) -> SafeUntar:
-        return cls(tuple(getattr(file, "members", ()) or ()))
+        return cls(file.members)
 
     def limits(self) -> Limits:
         return Limits.pinned(dict(self.members)) if self.members else Limits.local()
