@@ -36,9 +36,11 @@ PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 451})
 __all__ = [
     "Deadline",
     "DeadlineExceeded",
+    "Document",
     "Outcome",
     "TooLong",
     "describe_failure",
+    "get_document",
     "is_permanent",
     "is_unreachable",
     "transfer",
@@ -269,3 +271,32 @@ def _stream(
 def remove_placeholder(path: str | os.PathLike[str]) -> None:
     """Delete pooch's empty temp file at once: the bytes live in ``.part`` until complete."""
     Path(path).unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A small HTTP answer read whole (API JSON): status, body, next-page link."""
+
+    status: int
+    body: bytes
+    next_url: str | None
+
+
+def get_document(url: str, *, limit: int, deadline: Deadline) -> Document:
+    """GET ``url`` into memory, refusing bodies over ``limit`` bytes or past the deadline."""
+    import requests
+
+    timeout = (CONNECT_TIMEOUT_S, max(0.1, min(READ_TIMEOUT_S, deadline.remaining())))
+    with requests.get(url, stream=True, timeout=timeout) as response:
+        announced = _announced(response, 0, False)
+        if announced is not None and announced > limit:
+            raise TooLong(f"{url} announces {announced:,} bytes; an API answer may have {limit:,}")
+        read = getattr(response.raw, "read1", None) or response.raw.read
+        body = bytearray()
+        while chunk := read(CHUNK, decode_content=True):
+            body += chunk
+            if len(body) > limit:
+                raise TooLong(f"{url} sent more than {limit:,} bytes; an API answer may not")
+            deadline.check(f" (reading {url})")
+        next_url = response.links.get("next", {}).get("url")
+        return Document(response.status_code, bytes(body), next_url)
