@@ -266,10 +266,8 @@ def _extract_all(archive: Path, staging: Path, limits: Limits) -> dict[str, dict
                         "sha256": file_sha256(path),
                     }
     except tarfile.ReadError as error:
-        first = str(error).splitlines()[0].rstrip(":")
         raise UnsafeArchiveError(
-            f"{archive.name}: not a readable tar archive ({first}; e.g. a gzip that holds "
-            "no tar, or a truncated download)"
+            f"{archive.name}: not a readable tar archive ({_read_error(archive, error)})"
         ) from error
     except _UNREADABLE as error:
         raise UnsafeArchiveError(
@@ -289,6 +287,18 @@ def _extract_all(archive: Path, staging: Path, limits: Limits) -> dict[str, dict
             f"{archive.name}: lacks members the registry pins: {', '.join(missing[:5])}"
         )
     return manifest
+
+
+def _read_error(archive: Path, error: tarfile.ReadError) -> str:
+    """tarfile's (multi-line) reason as a few words, naming a gzip without a tar inside."""
+    lines = str(error).splitlines()
+    for line in lines:  # "- method gz: ReadError('invalid header')"
+        if line.startswith("- method gz:"):
+            with archive.open("rb") as handle:
+                if handle.read(2) == b"\x1f\x8b":
+                    why = line.split(":", 1)[1].strip().removeprefix("ReadError(").strip("')")
+                    return f"{why}: gzip data that holds no tar"
+    return lines[0].rstrip(":") if lines else "unreadable"
 
 
 def _checked_members(tar: tarfile.TarFile, archive: Path, limits: Limits) -> list[tarfile.TarInfo]:

@@ -42,7 +42,13 @@ from mltraces.download.checks import STALE_HINT, sniff_file
 from mltraces.download.mirrors import candidate_urls, copy_from_directory, is_http
 from mltraces.download.paths import cache_root, local_path, lock_path, part_path, url_parts
 from mltraces.download.processors import PinMismatch, Processor, StaleCopy
-from mltraces.errors import FetchError, MltracesError, OfflineError, VerificationError
+from mltraces.errors import (
+    FetchError,
+    HostDownError,
+    MltracesError,
+    OfflineError,
+    VerificationError,
+)
 from mltraces.registry import RemoteFile
 
 log = logging.getLogger(__name__)
@@ -142,6 +148,7 @@ class PinnedDownloader:
     rejected: dict[str, str] = field(default_factory=dict)
     last_url: str = ""
     resumed: bool = False
+    down: int = 0  # candidates skipped because their host is remembered as unreachable
 
     def reject(self, url: str, reason: str) -> bool:
         """Never use ``url`` again for this file; True while other candidates remain."""
@@ -155,6 +162,7 @@ class PinnedDownloader:
         failures: list[str] = []
         bad_bytes: list[str] = []
         self.resumed = False
+        self.down = 0
         for candidate in (u for u in self.urls if u not in self.rejected):
             self.deadline.check()
             try:
@@ -170,7 +178,8 @@ class PinnedDownloader:
                 f"{self.file.id}: {'; '.join(bad_bytes)}. The file was deleted and not used; "
                 + STALE_HINT
             )
-        raise FetchError(f"could not download {self.file.id}: " + "; ".join(failures))
+        error = HostDownError if failures and self.down == len(failures) else FetchError
+        raise error(f"could not download {self.file.id}: " + "; ".join(failures))
 
     def _fetch_from(self, url: str, output: Path, failures: list[str]) -> bool:
         """Put the file's bytes from ``url`` into ``output``; False if ``url`` failed."""
@@ -178,8 +187,9 @@ class PinnedDownloader:
             return self._copy(Path(url), output, failures)
         try:
             hosts.check(url)
-        except FetchError as error:
+        except HostDownError as error:
             failures.append(str(error))
+            self.down += 1
             return False
         return self._download(url, output, failures)
 

@@ -20,6 +20,7 @@ of the requests stack is recognised once requests is loaded anyway.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from mltraces.errors import FetchError, LimitError
 CHUNK = 1 << 16
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
+_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
 PERMANENT_STATUS = frozenset({400, 401, 403, 404, 405, 410, 451})
 
 __all__ = [
@@ -123,6 +125,9 @@ def is_permanent(error: BaseException) -> bool:
 
 def describe_failure(url: str, error: BaseException) -> str:
     """One line naming what went wrong with ``url``."""
+    if is_unreachable(error):
+        reason = _ERRNO.search(str(error))
+        return f"could not connect to {url} ({reason.group(1) if reason else type(error).__name__})"
     status = getattr(getattr(error, "response", None), "status_code", None)
     if _requests_error(error, "HTTPError") and status is not None:
         return f"HTTP {status} from {url}"
@@ -201,21 +206,22 @@ def transfer(
         if not resumed:
             have = 0
         announced = _announced(response, have, resumed)
-        if size is not None:
+        if size is not None:  # read exactly up to the pin; the hash judges those bytes
             cap, why = size, "the pinned size"
-        elif announced is not None:
-            cap, why = announced, "its Content-Length"
         else:
             cap, why = limit, "MLTRACES_MAX_DOWNLOAD, for a file of unknown size"
-        if announced is not None and announced > cap:
-            raise TooLong(f"{url} announces {announced:,} bytes, more than {why} ({cap:,})")
+            if announced is not None and announced > limit:
+                raise TooLong(f"{url} announces {announced:,} bytes, more than {why} ({limit:,})")
+            cap = announced if announced is not None else limit
         bar = _progress(progressbar, size or announced, have, label or part.name)
         try:
-            received = _stream(response, part, have, resumed, (cap, why), deadline, bar)
+            received = _stream(response, part, have, resumed, (cap, why, size is not None),
+                               deadline, bar)
         finally:
             if isinstance(progressbar, bool):
                 bar.close()
-    finished = announced is not None and have + received >= announced
+    total = have + received
+    finished = total == size or (announced is not None and total >= announced)
     return Outcome(resumed=resumed, finished=finished, received=received)
 
 
@@ -243,18 +249,26 @@ def _stream(
     part: Path,
     have: int,
     resumed: bool,
-    cap: tuple[int, str],
+    cap: tuple[int, str, bool],
     deadline: Deadline,
     bar: Any,
 ) -> int:
-    """Copy the body into ``part`` as it arrives, within ``cap`` bytes and the deadline."""
-    limit, why = cap
+    """Copy the body into ``part`` as it arrives, within the cap and the deadline.
+
+    A pinned cap is where reading stops (what follows is never read); any other cap
+    is a ceiling: one byte past it and the download is refused.
+    """
+    limit, why, pinned = cap
     raw = response.raw
     read = getattr(raw, "read1", None) or raw.read
     received = 0
     with open(part, "ab" if resumed else "wb") as out:
-        while chunk := read(CHUNK, decode_content=False):
-            if have + received + len(chunk) > limit:
+        while (room := limit - have - received) > 0 or not pinned:
+            chunk = read(min(CHUNK, room) if pinned else min(CHUNK, room + 1),
+                         decode_content=False)
+            if not chunk:
+                break
+            if len(chunk) > room:
                 out.close()
                 part.unlink(missing_ok=True)
                 raise TooLong(
