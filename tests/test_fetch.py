@@ -330,3 +330,55 @@ def test_two_concurrent_fetches_download_once(
     assert local_path(file).read_bytes() == data
     assert len([r for r in fake_server.requests if r[0].endswith("shared.bin")]) == 1
     assert not local_path(file).with_name("shared.bin.part").exists()
+
+
+# --------------------------------------------------------------------------- pooch
+
+
+def test_each_source_is_a_plain_pooch(
+    upstream_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pooch_for(source) is pooch.create over the registry: a pooch user fetches from it
+    with pooch alone (its own HTTPDownloader, its own sha256 check) into mltraces's cache,
+    and mltraces then trusts the file after one hash, without downloading it again."""
+    import pooch
+
+    from mltraces.download import VerifyPins, pooch_for
+
+    pup = pooch_for("zeus")
+    assert isinstance(pup, pooch.Pooch)
+    train = all_files()["zeus/summary_train.csv"]
+    assert pup.registry["summary_train.csv"] == f"sha256:{train.sha256}"
+    assert pup.get_url("summary_train.csv") == train.url
+    assert pup.registry["alibaba_groups.csv.xz"] is None  # git blob only: see VerifyPins
+
+    def loopback(url: str, output_file: str, pup: object) -> None:  # the network, here
+        mirrored = url.replace("https://", upstream_server + "/")
+        pooch.HTTPDownloader()(mirrored, output_file, pup)
+
+    path = pup.fetch("summary_train.csv", downloader=loopback)
+    assert Path(path) == local_path(train)
+    assert cached_path(train) is None, "pooch writes no stamp"
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")  # adopting it needs no network
+    assert fetch_file(train) == local_path(train) and cached_path(train) is not None
+
+    # pooch's own check refuses a tampered body
+    power = "summary_power_v100.csv"
+
+    def tampered(url: str, output_file: str, pup: object) -> None:
+        Path(output_file).write_bytes(b"a,b\n")
+
+    with pytest.raises(ValueError, match="does not match the known hash"):
+        pup.fetch(power, downloader=tampered)
+    assert not (Path(pup.abspath) / power).exists()
+
+    # a git-blob pin: pooch's registry has no algorithm for it, the processor checks it
+    blob_only = RemoteFile(id="zeus/summary_power_a40.csv",
+                           url=all_files()["zeus/summary_power_a40.csv"].url,
+                           description="", git_blob=all_files()["zeus/summary_power_a40.csv"]
+                           .git_blob)
+    single = fetch_module.pooch_for_files([blob_only])
+    name = single.registry_files[0]
+    assert single.registry[name] is None
+    fetched = single.fetch(name, downloader=loopback, processor=VerifyPins(blob_only))
+    assert cached_path(blob_only) == Path(fetched)
