@@ -20,23 +20,23 @@ from __future__ import annotations
 
 import errno
 import json
-import lzma
 import os
 import shutil
-import tarfile
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from mltraces import config
 from mltraces.errors import CacheError, UnsafeArchiveError
 from mltraces.hashing import file_sha256
 
+if TYPE_CHECKING:  # tarfile & co. load only when something is unpacked (not on warm reads)
+    import tarfile
+
 MANIFEST = ".members.json"
 MAX_NAME_CHARS = 1024
 MAX_PART_BYTES = 255
-_UNREADABLE = (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError)
 
 __all__ = ["MANIFEST", "Limits", "check_member", "discard", "extract_verified", "verify_members"]
 
@@ -173,7 +173,8 @@ def _members_intact(target: Path, manifest: dict[str, dict]) -> bool:
     return True
 
 
-def _reusable(target: Path) -> dict[str, Path] | None:
+def reusable(target: Path) -> dict[str, Path] | None:
+    """Member name → path of an intact earlier extraction into ``target``, else None."""
     manifest = _read_manifest(target)
     if manifest is None or not _members_intact(target, manifest):
         return None
@@ -206,16 +207,16 @@ def extract_verified(archive: Path, target: Path, limits: Limits | None = None) 
     reused; a lock keeps two processes from replacing a folder the other reads.
     ``limits`` defaults to :meth:`Limits.local`.
     """
-    from filelock import FileLock
-
-    found = _reusable(target)
+    found = reusable(target)
     if found is not None:
         return found
+    from filelock import FileLock
+
     limits = limits or Limits.local()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(target) + ".lock"):
-            found = _reusable(target)  # another process finished it meanwhile
+            found = reusable(target)  # another process finished it meanwhile
             if found is not None:
                 return found
             _sweep(target.parent)
@@ -251,6 +252,10 @@ def discard(target: Path) -> None:
 
 
 def _extract_all(archive: Path, staging: Path, limits: Limits) -> dict[str, dict]:
+    import lzma
+    import tarfile
+    import zlib
+
     try:
         with tarfile.open(archive, mode="r:*") as tar:
             members = _checked_members(tar, archive, limits)
@@ -269,7 +274,7 @@ def _extract_all(archive: Path, staging: Path, limits: Limits) -> dict[str, dict
         raise UnsafeArchiveError(
             f"{archive.name}: not a readable tar archive ({_read_error(archive, error)})"
         ) from error
-    except _UNREADABLE as error:
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as error:
         raise UnsafeArchiveError(
             f"{archive.name}: not a readable tar archive ({type(error).__name__}: "
             f"{str(error).splitlines()[0] if str(error) else 'truncated'})"

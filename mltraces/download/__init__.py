@@ -30,18 +30,23 @@ Examples
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mltraces import config
 from mltraces.download import stamps
-from mltraces.download.engine import pooch_for, pooch_for_files
-from mltraces.download.mirrors import candidate_urls
-from mltraces.download.paths import PART_SUFFIX, STAMP_SUFFIX, cache_root, local_path
-from mltraces.download.processors import SafeUntar, VerifyPins, chain, extracted_dir
+from mltraces.download.paths import (
+    PART_SUFFIX,
+    STAMP_SUFFIX,
+    cache_root,
+    extracted_dir,
+    local_path,
+)
 from mltraces.errors import OfflineError, VerificationError
 from mltraces.hashing import file_sha256
 from mltraces.registry import RemoteFile
@@ -72,6 +77,25 @@ __all__ = [
     "verified_hash",
     "verify_cached",
 ]
+
+# the cold-path machinery (pooch, HTTP, archives) loads on first use: warm calls never need it
+_LAZY = {
+    "pooch_for": "mltraces.download.engine",
+    "pooch_for_files": "mltraces.download.engine",
+    "candidate_urls": "mltraces.download.mirrors",
+    "SafeUntar": "mltraces.download.processors",
+    "VerifyPins": "mltraces.download.processors",
+    "chain": "mltraces.download.processors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 _progress_default: bool | None = None
 
@@ -133,16 +157,27 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     file = _resolve(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
+        from mltraces.download.processors import VerifyPins
+
         _retrieve(file, VerifyPins(file), progress)
     return path
 
 
 def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> dict[str, Path]:
     """Unpack a verified archive once (safely, bounded) and return member name → path."""
+    from mltraces import archives
+
     file = _resolve(file)
     path = local_path(file)
+    stamp = stamps.current(path, file)
+    if stamp is not None:  # warm: a stat per member, no hashing, no pooch
+        found = archives.reusable(extracted_dir(path, stamp["sha256"]))
+        if found is not None:
+            return found
+    from mltraces.download.processors import SafeUntar, VerifyPins, chain
+
     untar = SafeUntar.for_file(file)
-    if not stamps.is_current(path, file):
+    if stamp is None:
         _retrieve(file, chain(VerifyPins(file), untar), progress)
     return untar.members_of(path)
 
@@ -183,10 +218,11 @@ def fetch(*names: str, progress: bool | None = None) -> dict[str, Path]:
     >>> paths["itp/raw-traces.tar.gz/cluster01.csv"]  # doctest: +SKIP
     """
     files = expand(names)
-    pending = [f for f in files if cached_path(f) is None]
-    total = sum(f.size or 0 for f in pending)
-    if total >= LARGE_DOWNLOAD_BYTES:
-        log.warning("about to download %.1f GB in %d files", total / 1e9, len(pending))
+    if sum(f.size or 0 for f in files) >= LARGE_DOWNLOAD_BYTES:  # else no warning can be due
+        pending = [f for f in files if cached_path(f) is None]
+        total = sum(f.size or 0 for f in pending)
+        if total >= LARGE_DOWNLOAD_BYTES:
+            log.warning("about to download %.1f GB in %d files", total / 1e9, len(pending))
     result: dict[str, Path] = {}
     for file in files:
         if file.kind == "tar.gz":
@@ -210,6 +246,8 @@ class VerifyResult:
 
 def _recheck(path: Path, file: RemoteFile) -> str | None:
     """Hash ``path`` ignoring its stamp (re-stamped if fine, deleted if not); the problem."""
+    from mltraces.download.processors import VerifyPins
+
     try:
         VerifyPins(file)(str(path), "verify")
     except VerificationError as error:

@@ -39,6 +39,7 @@ __all__ = [
     "STAMP_SUFFIX",
     "cache_root",
     "check_segment",
+    "extracted_dir",
     "inside",
     "local_path",
     "lock_path",
@@ -101,6 +102,23 @@ def inside(root: Path, path: Path, what: str) -> Path:
     return path
 
 
+_proven: dict[tuple[str, str], bool] = {}
+
+
+def _folder_inside(root: Path, folder: Path, what: str) -> None:
+    """:func:`inside` for a folder, remembered once it exists (warm calls share folders).
+
+    Proving the folder suffices for the file in it: writes land there through a
+    temporary file and a rename, which replaces (never follows) a link at the name.
+    """
+    key = (str(root), str(folder))
+    if key in _proven:
+        return
+    inside(root, folder, what)
+    if folder.is_dir():
+        _proven[key] = True
+
+
 def url_parts(url: str, what: str) -> tuple[str, ...]:
     """``https://HOST/a/b`` → ``("HOST", "a", "b")``, every part checked."""
     parts = urlsplit(url)
@@ -110,8 +128,14 @@ def url_parts(url: str, what: str) -> tuple[str, ...]:
 def local_path(file: RemoteFile) -> Path:
     """Where a registry file lives in the cache: ``<cache>/files/<host>/<url path>``."""
     root = cache_root()
-    parts = url_parts(file.url, f"the URL of {file.id}")
-    return inside(root, root.joinpath("files", *parts), f"the cache path of {file.id}")
+    path = root.joinpath("files", *url_parts(file.url, f"the URL of {file.id}"))
+    _folder_inside(root, path.parent, f"the cache folder of {file.id}")
+    return path
+
+
+def extracted_dir(archive: Path, sha256: str) -> Path:
+    """Where an archive with this sha256 is unpacked: ``<cache>/extracted/<name>-<sha[:16]>``."""
+    return cache_root() / "extracted" / f"{archive.name}-{sha256[:16]}"
 
 
 def stamp_path(path: Path) -> Path:

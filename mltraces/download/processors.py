@@ -37,7 +37,7 @@ from typing import Any
 from mltraces.archives import Limits, extract_verified
 from mltraces.download import stamps
 from mltraces.download.checks import mismatch, rejected, sniff_file
-from mltraces.download.paths import cache_root
+from mltraces.download.paths import extracted_dir
 from mltraces.errors import VerificationError
 from mltraces.registry import RemoteFile
 
@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 Processor = Callable[[str, str, Any], Any]
 
-__all__ = ["PinMismatch", "SafeUntar", "StaleCopy", "VerifyPins", "chain", "extracted_dir"]
+__all__ = ["PinMismatch", "SafeUntar", "StaleCopy", "VerifyPins", "chain"]
 
 
 class PinMismatch(VerificationError):
@@ -85,11 +85,6 @@ class VerifyPins:
             raise (StaleCopy if action == "fetch" else PinMismatch)(str(error))
         stamps.write(path, self.file, found)
         return fname
-
-
-def extracted_dir(archive: Path, sha256: str) -> Path:
-    """Where an archive with this sha256 is unpacked: ``<cache>/extracted/<name>-<sha[:16]>``."""
-    return cache_root() / "extracted" / f"{archive.name}-{sha256[:16]}"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from mltraces.download.paths import stamp_path
 from mltraces.hashing import Digest
 from mltraces.registry import RemoteFile
 
-__all__ = ["is_current", "read", "remove", "write"]
+__all__ = ["current", "is_current", "read", "remove", "write"]
 
 
 def write(path: Path, file: RemoteFile, found: Digest) -> None:
@@ -58,19 +58,24 @@ def remove(path: Path) -> None:
     stamp_path(path).unlink(missing_ok=True)
 
 
-def is_current(path: Path, file: RemoteFile) -> bool:
-    """True when the stamp vouches for ``path`` as it is now (no hashing)."""
+def current(path: Path, file: RemoteFile) -> dict | None:
+    """The stamp when it vouches for ``path`` as it is now (no hashing), else None."""
     stamp = read(path)
     if stamp is None:
-        return False
+        return None
     try:
         stat = path.stat()
     except OSError:
-        return False
+        return None
     if not stat_module.S_ISREG(stat.st_mode):
-        return False
+        return None
     if (stamp.get("size"), stamp.get("mtime_ns")) != (stat.st_size, stat.st_mtime_ns):
-        return False
+        return None
     if file.sha256:
-        return stamp.get("sha256") == file.sha256
-    return stamp.get("git_blob") == file.git_blob
+        return stamp if stamp.get("sha256") == file.sha256 else None
+    return stamp if stamp.get("git_blob") == file.git_blob else None
+
+
+def is_current(path: Path, file: RemoteFile) -> bool:
+    """True when the stamp vouches for ``path`` as it is now (no hashing)."""
+    return current(path, file) is not None
