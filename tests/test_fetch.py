@@ -382,3 +382,27 @@ def test_each_source_is_a_plain_pooch(
     assert single.registry[name] is None
     fetched = single.fetch(name, downloader=loopback, processor=VerifyPins(blob_only))
     assert cached_path(blob_only) == Path(fetched)
+
+
+def test_a_part_left_by_a_killed_process_is_resumed(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    """The .part outlives pooch's temporary file, so the next process asks for the rest."""
+    data = bytes(range(256)) * 400
+    file = demo_registry.add(synthetic_file("killed.bin", data))
+    serve(fake_server, file, data)
+    part = local_path(file).with_name("killed.bin.part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(data[:60_000])
+    assert fetch_file(file.id, progress=False).read_bytes() == data
+    assert [r for _, r in fake_server.requests] == ["bytes=60000-"]
+    assert not part.exists()
+
+
+def test_offline_a_directory_mirror_still_serves(
+    dir_mirror: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLTRACES_OFFLINE forbids the network, not a local copy."""
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    path = fetch_file("zeus/summary_power_p100.csv", progress=False)
+    assert cached_path(all_files()["zeus/summary_power_p100.csv"]) == path

@@ -140,10 +140,11 @@ def _resolve(file: RemoteFile | str) -> RemoteFile:
 def _retrieve(file: RemoteFile, processor: object, progress: bool | None) -> None:
     """The cold path: offline check, then the locked pooch fetch."""
     from mltraces.download.engine import retrieve
+    from mltraces.download.mirrors import is_http
 
     path = local_path(file)
-    if config.offline() and not path.exists():
-        raise _offline_error(file, path)
+    if config.offline() and not path.exists() and is_http(config.mirror() or "https://"):
+        raise _offline_error(file, path)  # only a directory mirror may serve offline
     retrieve(file, processor, progressbar=_show_progress(progress), retry_wait=RETRY_WAIT_S)
 
 
@@ -261,31 +262,36 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
     Leftovers of killed runs (temporary files and staging folders whose owner is
     gone) are removed on the way.
     """
-    from mltraces.archives import discard, verify_members
+    from mltraces.archives import disk_error
     from mltraces.download.cleanup import sweep
 
     root = cache_root()
     sweep([root / "files", root / "extracted", root / "hub", root / "state"])
-    results = []
-    for file in files if files is not None else expand():
-        path = local_path(file)
-        if not path.is_file():
-            results.append(VerifyResult(file.id, path, "missing"))
-            continue
-        problem = _recheck(path, file)
-        if problem is not None:
-            results.append(VerifyResult(file.id, path, "corrupt", problem))
-            continue
-        results.append(VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches"))
-        if file.kind == "tar.gz":
-            target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
-            problems = verify_members(target)
-            for member, trouble in problems.items():
-                status = "ok" if trouble is None else "corrupt"
-                results.append(
-                    VerifyResult(f"{file.id}/{member}", target / member, status, trouble or "")
-                )
-            if any(problems.values()):
-                discard(target)  # unpacked again from the verified archive on next use
-    return results
+    try:
+        return [r for f in (files if files is not None else expand()) for r in _verify_one(f)]
+    except OSError as error:  # a read-only cache can be checked, not re-stamped or cleaned
+        raise disk_error(error, "re-stamping the verified files", root) from error
 
+
+def _verify_one(file: RemoteFile) -> list[VerifyResult]:
+    """Results for one file (and, for an archive, one per extracted member)."""
+    from mltraces.archives import discard, verify_members
+
+    path = local_path(file)
+    if not path.is_file():
+        return [VerifyResult(file.id, path, "missing")]
+    problem = _recheck(path, file)
+    if problem is not None:
+        return [VerifyResult(file.id, path, "corrupt", problem)]
+    results = [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
+    if file.kind == "tar.gz":
+        target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
+        problems = verify_members(target)
+        for member, trouble in problems.items():
+            status = "ok" if trouble is None else "corrupt"
+            results.append(
+                VerifyResult(f"{file.id}/{member}", target / member, status, trouble or "")
+            )
+        if any(problems.values()):
+            discard(target)  # unpacked again from the verified archive on next use
+    return results

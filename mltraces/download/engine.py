@@ -156,7 +156,7 @@ class PinnedDownloader:
         return any(u not in self.rejected for u in self.urls)
 
     def __call__(self, url: str, output_file: str, pooch: Any = None) -> None:
-        if config.offline():
+        if config.offline() and all(is_http(u) for u in self.urls):
             raise OfflineError(_offline_message(self.file, local_path(self.file)))
         output = Path(output_file)
         failures: list[str] = []
@@ -179,12 +179,19 @@ class PinnedDownloader:
                 + STALE_HINT
             )
         error = HostDownError if failures and self.down == len(failures) else FetchError
-        raise error(f"could not download {self.file.id}: " + "; ".join(failures))
+        raise error(
+            f"could not download {self.file.id}: " + "; ".join(failures)
+            + ". Check the network or MLTRACES_MIRROR and run again (a partial download "
+            "resumes); MLTRACES_OFFLINE=1 works from the cache alone"
+        )
 
     def _fetch_from(self, url: str, output: Path, failures: list[str]) -> bool:
         """Put the file's bytes from ``url`` into ``output``; False if ``url`` failed."""
         if not is_http(url):
             return self._copy(Path(url), output, failures)
+        if config.offline():  # a directory mirror may serve offline; the network may not
+            failures.append(f"{url}: not asked, MLTRACES_OFFLINE is set")
+            return False
         try:
             hosts.check(url)
         except HostDownError as error:

@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from mltraces import config
@@ -230,6 +231,15 @@ class Manifest:
     def remote_files(self) -> list[RemoteFile]:
         """Every file as a pinned RemoteFile (for fetch_file)."""
         return [f.remote(self.commit) for f in self.files]
+
+    def pooch(self) -> Any:
+        """A :class:`pooch.Pooch` over this list (LFS sha256 pins, resolve URLs at the commit).
+
+        >>> manifest().pooch().fetch("seren/GPU_UTIL.csv")        # doctest: +SKIP
+        """
+        from mltraces.download import pooch_for_files
+
+        return pooch_for_files(self.remote_files())
 
     def groups(self) -> list[str]:
         return sorted({f.group for f in self.files if f.table})
