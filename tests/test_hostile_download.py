@@ -662,6 +662,22 @@ def test_an_unreachable_host_fails_once_and_is_remembered(
     assert not (isolated_cache / "state" / "hosts.json").exists()
 
 
+def test_a_partial_download_survives_a_network_that_is_down(
+    demo_registry: DemoRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No answer at all is no reason to throw away gigabytes that would resume."""
+    file = demo_registry.add(synthetic_file("big.csv", b"x" * 1000))
+    part = local_path(file).with_name("big.csv.part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"x" * 600)
+    monkeypatch.setenv("MLTRACES_MIRROR", closed_port_url())
+    with pytest.raises(FetchError, match=r"could not connect.*partial download resumes"):
+        fetch_file(file, progress=False)
+    with pytest.raises(HostDownError):
+        fetch_file(file, progress=False)
+    assert part.read_bytes() == b"x" * 600
+
+
 def test_warm_fetches_never_touch_the_network(
     fake_server: FakeServer, demo_registry: DemoRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -149,6 +149,7 @@ class PinnedDownloader:
     last_url: str = ""
     resumed: bool = False
     down: int = 0  # candidates skipped because their host is remembered as unreachable
+    no_contact: int = 0  # failures without any answer (down, unreachable, offline)
 
     def reject(self, url: str, reason: str) -> bool:
         """Never use ``url`` again for this file; True while other candidates remain."""
@@ -162,7 +163,7 @@ class PinnedDownloader:
         failures: list[str] = []
         bad_bytes: list[str] = []
         self.resumed = False
-        self.down = 0
+        self.down = self.no_contact = 0
         for candidate in (u for u in self.urls if u not in self.rejected):
             self.deadline.check()
             try:
@@ -172,7 +173,8 @@ class PinnedDownloader:
             except (http.TooLong, VerificationError) as error:
                 bad_bytes.append(str(error))
                 self.rejected[candidate] = str(error)
-        part_path(local_path(self.file)).unlink(missing_ok=True)  # a failure leaves nothing
+        if bad_bytes or self.no_contact < len(failures):  # keep a part only while unreachable
+            part_path(local_path(self.file)).unlink(missing_ok=True)
         if bad_bytes:
             raise VerificationError(
                 f"{self.file.id}: {'; '.join(bad_bytes)}. The file was deleted and not used; "
@@ -191,26 +193,34 @@ class PinnedDownloader:
             return self._copy(Path(url), output, failures)
         if config.offline():  # a directory mirror may serve offline; the network may not
             failures.append(f"{url}: not asked, MLTRACES_OFFLINE is set")
+            self.no_contact += 1
             return False
         try:
             hosts.check(url)
         except HostDownError as error:
             failures.append(str(error))
             self.down += 1
+            self.no_contact += 1
             return False
         return self._download(url, output, failures)
 
     def _copy(self, source: Path, output: Path, failures: list[str]) -> bool:
+        """A directory mirror: copy (via the part, so the file gets normal permissions)."""
+        part = part_path(local_path(self.file))
         try:
-            copy_from_directory(source, output, _cap(self.file))
-        except FileNotFoundError as error:
-            failures.append(str(error))
-            return False
-        except OSError as error:
-            what = f"copying {self.file.id} from the mirror"
-            raise disk_error(error, what, output.parent) from error
-        self._sniff(output, str(source))
+            copy_from_directory(source, part, _cap(self.file))
+        except BaseException as error:
+            part.unlink(missing_ok=True)  # a failed copy (say, disk full) leaves nothing
+            if isinstance(error, FileNotFoundError):
+                failures.append(str(error))
+                return False
+            if isinstance(error, OSError):
+                what = f"copying {self.file.id} from the mirror"
+                raise disk_error(error, what, output.parent) from error
+            raise
+        self._sniff(part, str(source))
         self.resumed = False
+        os.replace(part, output)
         return True
 
     def _download(self, url: str, output: Path, failures: list[str]) -> bool:
@@ -230,6 +240,7 @@ class PinnedDownloader:
                 failures.append(http.describe_failure(url, error))
                 if http.is_unreachable(error):
                     hosts.mark_down(url, failures[-1])
+                    self.no_contact += 1
                     return False
                 if http.is_permanent(error):
                     return False

@@ -8,8 +8,7 @@ sites, tests), so it replaces the upstream hosts instead of falling back to them
 A directory mirror's path is built from checked segments and stays lexically
 under the mirror root (symlinks inside a mirror are followed: mirrors are often
 link farms, and reading cannot write anywhere). Only a regular file of an
-acceptable size is copied, straight into the caller's temporary file, so a
-failed copy (say, disk full) leaves nothing behind.
+acceptable size is copied; the caller deletes a failed copy (say, disk full).
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ def candidate_urls(file: RemoteFile) -> list[str]:
 
 
 def copy_from_directory(source: Path, output: Path, cap: tuple[int, str]) -> None:
-    """Copy a mirror file into ``output`` (pooch's temp file), within ``cap`` bytes."""
+    """Copy a mirror file into ``output``, within ``cap`` bytes."""
     limit, why = cap
     try:
         info = source.stat()
