@@ -662,6 +662,22 @@ def test_an_unreachable_host_fails_once_and_is_remembered(
     assert not (isolated_cache / "state" / "hosts.json").exists()
 
 
+def test_an_unreachable_hub_is_asked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import requests
+
+    monkeypatch.setenv("MLTRACES_MIRROR", closed_port_url())
+    calls: list[str] = []
+    real_get = requests.get
+    monkeypatch.setattr(requests, "get", lambda url, *a, **k: calls.append(url) or real_get(
+        url, *a, **k))
+    with bounded(seconds=5):
+        with pytest.raises(FetchError, match=r"could not connect"):
+            hub.manifest()
+        with pytest.raises(HostDownError):
+            hub.manifest()
+    assert len(calls) == 1
+
+
 def test_a_partial_download_survives_a_network_that_is_down(
     demo_registry: DemoRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
