@@ -180,8 +180,9 @@ class PinnedDownloader:
                 f"{self.file.id}: {'; '.join(bad_bytes)}. The file was deleted and not used; "
                 + STALE_HINT
             )
-        error = HostDownError if failures and self.down == len(failures) else FetchError
-        raise error(
+        if failures and self.down == len(failures):  # the message says what to do
+            raise HostDownError(f"could not download {self.file.id}: " + "; ".join(failures))
+        raise FetchError(
             f"could not download {self.file.id}: " + "; ".join(failures)
             + ". Check the network or MLTRACES_MIRROR and run again (a partial download "
             "resumes); MLTRACES_OFFLINE=1 works from the cache alone"
@@ -239,7 +240,7 @@ class PinnedDownloader:
                     raise
                 failures.append(http.describe_failure(url, error))
                 if http.is_unreachable(error):
-                    hosts.mark_down(url, failures[-1])
+                    hosts.mark_down(url, http.connect_reason(error))
                     self.no_contact += 1
                     return False
                 if http.is_permanent(error):

@@ -67,9 +67,9 @@ def check(url: str) -> None:
     when = time.strftime("%H:%M:%S", time.localtime(until))
     raise HostDownError(
         f"{_host(url)} was unreachable {time.time() - record.get('at', until):.0f} s ago "
-        f"({record.get('reason', 'no reason recorded')}); not asked again until {when}. "
-        f"Check the network, set MLTRACES_MIRROR or MLTRACES_OFFLINE=1, or delete "
-        f"{record_path()} to retry now"
+        f"({record.get('reason', 'no reason recorded')}) and is not asked again until {when} "
+        f"(MLTRACES_HOST_DOWN_TTL). Check the network, set MLTRACES_MIRROR or "
+        f"MLTRACES_OFFLINE=1, or delete {record_path()} to retry now"
     )
 
 

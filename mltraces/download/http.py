@@ -41,6 +41,7 @@ __all__ = [
     "Document",
     "Outcome",
     "TooLong",
+    "connect_reason",
     "describe_failure",
     "get_document",
     "is_permanent",
@@ -123,11 +124,16 @@ def is_permanent(error: BaseException) -> bool:
     return _requests_error(error, "HTTPError") and status in PERMANENT_STATUS
 
 
+def connect_reason(error: BaseException) -> str:
+    """Why a connection could not be opened, in a few words (``Connection refused``)."""
+    reason = _ERRNO.search(str(error))
+    return reason.group(1).strip() if reason else type(error).__name__
+
+
 def describe_failure(url: str, error: BaseException) -> str:
     """One line naming what went wrong with ``url``."""
     if is_unreachable(error):
-        reason = _ERRNO.search(str(error))
-        return f"could not connect to {url} ({reason.group(1) if reason else type(error).__name__})"
+        return f"could not connect to {url} ({connect_reason(error)})"
     status = getattr(getattr(error, "response", None), "status_code", None)
     if _requests_error(error, "HTTPError") and status is not None:
         return f"HTTP {status} from {url}"

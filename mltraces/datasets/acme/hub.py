@@ -336,7 +336,7 @@ def _get_json(url: str) -> tuple[object, str | None]:
         except Exception as error:  # network trouble: classify without importing requests
             failures.append(http.describe_failure(source, error))
             if http.is_unreachable(error):
-                hosts.mark_down(source, failures[-1])
+                hosts.mark_down(source, http.connect_reason(error))
                 break
             deadline.sleep(0.2 * attempt)
             continue
