@@ -212,6 +212,9 @@ def extract_verified(archive: Path, target: Path, limits: Limits | None = None) 
         return found
     from filelock import FileLock
 
+    from mltraces.download.paths import inside
+
+    inside(config.cache_dir(), target.parent, "the extraction folder")
     limits = limits or Limits.local()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
