@@ -1,7 +1,7 @@
 """pooch as the engine: a :class:`pooch.Pooch` per source, mltraces's pieces plugged in.
 
 :func:`pooch_for` builds a plain pooch from the registry (``pooch.create`` with
-the sources's URLs and ``sha256:`` pins, its path the source's folder in the
+the source's URLs and ``sha256:`` pins, its path the source's folder in the
 cache), so a pooch user can fetch from it directly. mltraces fetches through the
 same object with :meth:`pooch.Pooch.fetch` and its two extension points:
 
@@ -357,8 +357,8 @@ def _retrieve_locked(file: RemoteFile, path: Path, processor: Processor, progres
 
     path.parent.mkdir(parents=True, exist_ok=True)
     cleanup.sweep_folder(path.parent)
-    deadline = http.Deadline(config.download_timeout(), file.id)
-    lock = FileLock(str(lock_path(path)), timeout=deadline.seconds + LOCK_GRACE_S)
+    # a holder gives up within its deadline, then hashes and moves: wait that long at most
+    lock = FileLock(str(lock_path(path)), timeout=config.download_timeout() + LOCK_GRACE_S)
     try:
         lock.acquire()
     except Timeout:
@@ -370,6 +370,7 @@ def _retrieve_locked(file: RemoteFile, path: Path, processor: Processor, progres
         if stamps.is_current(path, file):  # another process finished it meanwhile
             return None
         log.info("downloading %s", file.id)
+        deadline = http.Deadline(config.download_timeout(), file.id)
         pup, name = _pooch_and_name(file)
         downloader = PinnedDownloader(file, candidate_urls(file), deadline, progressbar,
                                       retry_wait)

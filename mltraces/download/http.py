@@ -5,8 +5,9 @@ part already holds bytes (a previous attempt or process was interrupted), reads
 the body as it arrives (``read1``: a last partial chunk is never lost when the
 connection drops), and stops at the first of:
 
-- the pinned size, else the ``Content-Length`` the server announced, else
-  ``MLTRACES_MAX_DOWNLOAD``: a body that goes on is cut off and refused;
+- the pinned size: reading stops there, whatever follows is never read (the hash
+  judges what came); without a pin, the ``Content-Length`` the server announced,
+  else ``MLTRACES_MAX_DOWNLOAD``: a body that goes past it is refused;
 - the overall :class:`Deadline` (``MLTRACES_DOWNLOAD_TIMEOUT``): a server that
   trickles bytes cannot hold the per-file lock for ever; the part is kept;
 - the end of the body. The result says whether the server *finished* it (all
@@ -149,6 +150,12 @@ def describe_failure(url: str, error: BaseException) -> str:
     return f"{url}: {type(error).__name__}: {error}"
 
 
+def _timeouts(deadline: Deadline) -> tuple[float, float]:
+    """requests' (connect, read) timeouts, never past the deadline."""
+    left = max(0.1, deadline.remaining())
+    return min(CONNECT_TIMEOUT_S, left), min(READ_TIMEOUT_S, left)
+
+
 def _size_of(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -197,8 +204,7 @@ def transfer(
     headers = {"Accept-Encoding": "identity"}  # the bytes on the wire are the file
     if have:
         headers["Range"] = f"bytes={have}-"
-    timeout = (CONNECT_TIMEOUT_S, max(0.1, min(READ_TIMEOUT_S, deadline.remaining())))
-    with requests.get(url, stream=True, timeout=timeout, headers=headers) as response:
+    with requests.get(url, stream=True, timeout=_timeouts(deadline), headers=headers) as response:
         if response.status_code == 416 and have:  # nothing after what we have
             return Outcome(resumed=True, finished=True, received=0)
         response.raise_for_status()
@@ -306,8 +312,7 @@ def get_document(url: str, *, limit: int, deadline: Deadline) -> Document:
     """GET ``url`` into memory, refusing bodies over ``limit`` bytes or past the deadline."""
     import requests
 
-    timeout = (CONNECT_TIMEOUT_S, max(0.1, min(READ_TIMEOUT_S, deadline.remaining())))
-    with requests.get(url, stream=True, timeout=timeout) as response:
+    with requests.get(url, stream=True, timeout=_timeouts(deadline)) as response:
         announced = _announced(response, 0, False)
         if announced is not None and announced > limit:
             raise TooLong(f"{url} announces {announced:,} bytes; an API answer may have {limit:,}")
