@@ -123,12 +123,6 @@ def cached_path(file: RemoteFile) -> Path | None:
     return path if stamps.is_current(path, file) else None
 
 
-def _offline_error(file: RemoteFile, path: Path) -> OfflineError:
-    from mltraces.download.engine import _offline_message
-
-    return OfflineError(_offline_message(file, path))
-
-
 def _resolve(file: RemoteFile | str) -> RemoteFile:
     if isinstance(file, RemoteFile):
         return file
@@ -143,8 +137,10 @@ def _retrieve(file: RemoteFile, processor: object, progress: bool | None) -> Non
     from mltraces.download.mirrors import is_http
 
     path = local_path(file)
-    if config.offline() and not path.exists() and is_http(config.mirror() or "https://"):
-        raise _offline_error(file, path)  # only a directory mirror may serve offline
+    mirror = config.mirror()
+    directory_mirror = mirror is not None and not is_http(mirror)  # serves without a network
+    if config.offline() and not path.exists() and not directory_mirror:
+        raise OfflineError.for_file(file.id, path, file.url)
     retrieve(file, processor, progressbar=_show_progress(progress), retry_wait=RETRY_WAIT_S)
 
 

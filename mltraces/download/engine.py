@@ -158,7 +158,7 @@ class PinnedDownloader:
 
     def __call__(self, url: str, output_file: str, pooch: Any = None) -> None:
         if config.offline() and all(is_http(u) for u in self.urls):
-            raise OfflineError(_offline_message(self.file, local_path(self.file)))
+            raise OfflineError.for_file(self.file.id, local_path(self.file), self.file.url)
         output = Path(output_file)
         failures: list[str] = []
         bad_bytes: list[str] = []
@@ -278,14 +278,6 @@ def _cap(file: RemoteFile) -> tuple[int, str]:
     if file.size is not None:
         return file.size, "the pinned size"
     return config.max_download(), "MLTRACES_MAX_DOWNLOAD, for a file of unknown size"
-
-
-def _offline_message(file: RemoteFile, path: Path) -> str:
-    return (
-        f"{file.id} is not in the cache ({path}) and MLTRACES_OFFLINE is set. "
-        f"Unset MLTRACES_OFFLINE and run `mltraces fetch {file.id}`, point MLTRACES_MIRROR "
-        f"at a copy, or download {file.url} to that path"
-    )
 
 
 # --------------------------------------------------------------------------- retrieve
