@@ -91,19 +91,22 @@ class VerifyPins:
 class SafeUntar:
     """Unpack a verified tarball once (bounded by ``members`` when the registry lists them).
 
-    Returns the member paths, like pooch's ``Untar``; :meth:`members` gives them by name.
+    Returns the member paths, like pooch's ``Untar``; :meth:`members_of` gives them by name.
     """
 
     members: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def for_file(cls, file: RemoteFile) -> SafeUntar:
+        """The untar for a registry archive, held to the members it lists."""
         return cls(file.members)
 
     def limits(self) -> Limits:
+        """Exactly the listed members, else the local-archive limits (``MLTRACES_MAX_*``)."""
         return Limits.pinned(dict(self.members)) if self.members else Limits.local()
 
     def target(self, archive: Path) -> Path:
+        """``<cache>/extracted/<name>-<sha256[:16]>``: one folder per archive content."""
         stamp = stamps.read(archive) or {}
         sha = stamp.get("sha256")
         if not isinstance(sha, str) or len(sha) != 64:
