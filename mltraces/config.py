@@ -12,27 +12,49 @@ library calls all see the same values:
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
   ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
+
+Limits on what the network and archives may cost (each error names its setting):
+
+- ``MLTRACES_DOWNLOAD_TIMEOUT``: seconds one file may take, every URL and retry
+  included (default 3600); the partial download is kept and resumes next time.
+- ``MLTRACES_MAX_DOWNLOAD``: largest body accepted when neither the registry nor the
+  server states a size (default ``16G``).
+- ``MLTRACES_HOST_DOWN_TTL``: seconds an unreachable host is remembered and not asked
+  again (default 300; ``0`` turns the memory off).
+- ``MLTRACES_MAX_UNPACKED`` / ``MLTRACES_MAX_MEMBERS``: total size (default ``4G``) and
+  member count (default 10000) of an archive whose members the registry does not list
+  (a local archive); a pinned archive may hold exactly its listed members.
+
+Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
 
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 from mltraces.errors import ConfigError
 
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 def cache_dir() -> Path:
     """Root of the download cache (created on demand)."""
     override = os.environ.get("MLTRACES_CACHE")
     if override:
-        return Path(override).expanduser().resolve()
+        return _absolute(override)
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME))
+
+
+@cache
+def _absolute(path: str) -> Path:
+    """``MLTRACES_CACHE`` made absolute once per value (warm calls ask for it per file)."""
+    return Path(path).expanduser().resolve()
 
 
 def mirror() -> str | None:
@@ -81,3 +103,47 @@ def figures_dir() -> Path | None:
     """Folder the notebooks save figures to, from ``MLTRACES_FIGURES_DIR`` (None: don't save)."""
     value = os.environ.get("MLTRACES_FIGURES_DIR", "").strip()
     return Path(value).expanduser() if value else None
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def _setting(name: str, default: str, *, unit: str) -> float:
+    """A non-negative number from the environment; a bad value names the variable."""
+    text = os.environ.get(name, "").strip() or default
+    number, scale = text, 1
+    if unit == "bytes" and text[-1:].upper() in _UNITS:
+        number, scale = text[:-1], _UNITS[text[-1:].upper()]
+    try:
+        value = float(number) * scale
+    except ValueError:
+        value = -1.0
+    if not value >= 0 or value == float("inf"):
+        example = "4G" if unit == "bytes" else "600"
+        raise ConfigError(f"{name}={text!r} is not a number of {unit}; e.g. {name}={example}")
+    return value
+
+
+def download_timeout() -> float:
+    """Seconds one file's download may take in all (``MLTRACES_DOWNLOAD_TIMEOUT``)."""
+    return _setting("MLTRACES_DOWNLOAD_TIMEOUT", "3600", unit="seconds")
+
+
+def max_download() -> int:
+    """Byte cap for a body whose size nobody states (``MLTRACES_MAX_DOWNLOAD``)."""
+    return int(_setting("MLTRACES_MAX_DOWNLOAD", "16G", unit="bytes"))
+
+
+def host_down_ttl() -> float:
+    """Seconds an unreachable host is not asked again (``MLTRACES_HOST_DOWN_TTL``)."""
+    return _setting("MLTRACES_HOST_DOWN_TTL", "300", unit="seconds")
+
+
+def max_unpacked() -> int:
+    """Total bytes an unlisted (local) archive may unpack to (``MLTRACES_MAX_UNPACKED``)."""
+    return int(_setting("MLTRACES_MAX_UNPACKED", "4G", unit="bytes"))
+
+
+def max_members() -> int:
+    """Members an unlisted (local) archive may hold (``MLTRACES_MAX_MEMBERS``)."""
+    return int(_setting("MLTRACES_MAX_MEMBERS", "10000", unit="members"))

@@ -30,6 +30,31 @@ class VerificationError(FetchError):
 class OfflineError(FetchError):
     """Offline mode is on and a needed file is not in the cache."""
 
+    @classmethod
+    def for_file(cls, file_id: str, path: object, url: str) -> OfflineError:
+        """The error for one missing file: where it should be and three ways to get it."""
+        return cls(
+            f"{file_id} is not in the cache ({path}) and MLTRACES_OFFLINE is set. "
+            f"Unset MLTRACES_OFFLINE and run `mltraces fetch {file_id}`, point MLTRACES_MIRROR "
+            f"at a copy, or download {url} to that path"
+        )
+
+
+class HostDownError(FetchError):
+    """A host was unreachable a moment ago; it is not asked again until its record expires."""
+
+
+class LimitError(FetchError):
+    """A download went past a limit (pinned size, size cap, deadline) and was stopped."""
+
+
+class UnsafePathError(MltracesError):
+    """A path from the network or the registry would land outside its root (cache, mirror)."""
+
+
+class CacheError(MltracesError):
+    """The cache directory cannot be written: read-only, a file, or the disk is full."""
+
 
 class UnsafeArchiveError(MltracesError):
     """An archive member would escape the extraction folder or is a link/device."""

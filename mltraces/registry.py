@@ -58,6 +58,8 @@ class RemoteFile:
     git_blob: str | None = None
     mirrors: tuple[str, ...] = ()
     kind: str = "file"  # "file" or "tar.gz" (unpacked after verification)
+    # a tar.gz's members as (name, size): unpacking refuses anything else (a bomb, a swap)
+    members: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self) -> None:
         problems = []
@@ -72,6 +74,11 @@ class RemoteFile:
                 problems.append(f"url {url!r} is not https")
         if self.kind not in {"file", "tar.gz"}:
             problems.append(f"kind {self.kind!r} is not one of 'file', 'tar.gz'")
+        if self.members and self.kind != "tar.gz":
+            problems.append("members are listed but kind is not 'tar.gz'")
+        for name, size in self.members:
+            if not isinstance(name, str) or not isinstance(size, int) or size < 0:
+                problems.append(f"member {name!r}: {size!r} is not NAME: size in bytes")
         if problems:
             raise ValueError(f"registry entry {self.id!r}: " + "; ".join(problems))
 
@@ -144,7 +151,8 @@ class Source:
 
 # --------------------------------------------------------------------------- source folders
 
-_FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description"}
+_FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
+              "members"}
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "pins", "files",
                 "anomalies", "expected_rows", "published"}
 
@@ -158,8 +166,12 @@ def _file_from_json(source: str, entry: Any, where: str) -> RemoteFile:
     # the id is SOURCE/NAME; NAME defaults to the URL's base name and may carry
     # folders when two files share one (throughputs_A100/bert.csv, throughputs_T4/bert.csv)
     name = entry.get("name") or urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
-    fields = {k: v for k, v in entry.items() if k not in {"mirrors", "name"}}
+    fields = {k: v for k, v in entry.items() if k not in {"mirrors", "name", "members"}}
+    members = entry.get("members", {})
+    if not isinstance(members, dict):
+        raise RegistryError(f"{where}: file {entry['url']!r}: members must map name to size")
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
+                      members=tuple(sorted(members.items())),
                       **{"description": "", **fields})
 
 
@@ -233,8 +245,27 @@ def get_file(file_id: str) -> RemoteFile:
     matches = [f for f in files.values() if f.filename == file_id]
     if len(matches) == 1:
         return matches[0]
-    hint = ", ".join(sorted(i for i in files if file_id in i)[:5]) or "run `mltraces list`"
-    raise KeyError(f"unknown file {file_id!r}; did you mean: {hint}")
+    close = suggest(file_id, files)
+    hint = f"did you mean: {', '.join(close)}? " if close else ""
+    raise KeyError(f"unknown file {file_id!r}; {hint}`mltraces list` shows every source and file")
+
+
+def suggest(name: str, files: dict[str, RemoteFile] | None = None, limit: int = 5) -> list[str]:
+    """Source names and file ids close to ``name`` (a typo, a base name, a part of an id)."""
+    import difflib
+
+    files = all_files() if files is None else files
+    by_name: dict[str, list[str]] = {}
+    for f in files.values():
+        for key in (f.id, f.filename, f.id.split("/", 1)[-1]):
+            by_name.setdefault(key, []).append(f.id)
+    for source in all_sources():
+        by_name.setdefault(source, []).insert(0, source)
+    found = [i for i in sorted(files) if name and name in i]  # a base name or part of an id
+    if not found:  # else a typo
+        for close in difflib.get_close_matches(name, list(by_name), n=limit, cutoff=0.6):
+            found.extend(by_name[close])
+    return list(dict.fromkeys(found))[:limit]
 
 
 def set_override(sources: dict[str, Source] | None) -> None:

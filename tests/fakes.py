@@ -3,12 +3,21 @@ test-only registry (the shipped registry keeps the real pins)."""
 
 from __future__ import annotations
 
+import errno
+import gzip
 import hashlib
 import http.server
 import io
+import socket
+import subprocess
+import sys
 import tarfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mltraces.hashing import git_blob_sha1
 from mltraces.registry import RemoteFile, Source, set_override
@@ -139,3 +148,90 @@ def cache_leftovers(cache: Path) -> list[str]:
     return sorted(
         str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"
     )
+
+
+# --------------------------------------------------------------------------- hostile inputs
+
+
+@contextmanager
+def serving(answer: Callable[[http.server.BaseHTTPRequestHandler], None]) -> Iterator[str]:
+    """A loopback server (ephemeral port) whose every GET is ``answer(handler)``.
+
+    Handler threads are daemons: an endless or trickling answer dies with its client.
+    """
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            with suppress(BrokenPipeError, ConnectionResetError):
+                answer(self)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port_url() -> str:
+    """An http URL on 127.0.0.1 where nothing listens (connection refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def tar_bomb(members: dict[str, int], block: int = 1 << 20) -> bytes:
+    """A .tar.gz of zero-filled members, ~1 KB per MiB declared.
+
+    Built from concatenated gzip members (valid gzip), so a multi-GiB bomb costs
+    milliseconds to make: one compressed MiB of zeros, repeated.
+    """
+    zeros = gzip.compress(bytes(block), compresslevel=9)
+    out = bytearray()
+    for name, size in members.items():
+        info = tarfile.TarInfo(name)
+        info.size = size
+        out += gzip.compress(info.tobuf(format=tarfile.GNU_FORMAT))
+        full, rest = divmod(size + (-size % 512), block)
+        out += zeros * full
+        if rest:
+            out += gzip.compress(bytes(rest))
+    out += gzip.compress(bytes(1024))  # end of archive
+    return bytes(out)
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and was reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+class FullDisk:
+    """A writable file that fails with ENOSPC once ``room`` bytes were written."""
+
+    def __init__(self, real: Any, room: int = 0) -> None:
+        self._real, self._room = real, room
+
+    def write(self, data: bytes) -> int:
+        if len(data) > self._room:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self._room -= len(data)
+        return self._real.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def __enter__(self) -> FullDisk:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._real.close()

@@ -97,7 +97,13 @@ def test_warm_fetch_trusts_the_stamp_and_hashes_nothing(
     def no_hashing(*args: object) -> None:
         raise AssertionError("a warm fetch must not re-hash")
 
-    monkeypatch.setattr(fetch_module, "digest", no_hashing)
+    import pooch.hashes
+
+    from mltraces import hashing
+
+    monkeypatch.setattr(hashing, "digest", no_hashing)
+    monkeypatch.setattr(hashing, "file_sha256", no_hashing)
+    monkeypatch.setattr(pooch.hashes, "file_hash", no_hashing)
     assert fetch_file("acme/cluster_summary.csv") == path
     assert cached_path(all_files()["acme/cluster_summary.csv"]) == path
 
@@ -324,3 +330,79 @@ def test_two_concurrent_fetches_download_once(
     assert local_path(file).read_bytes() == data
     assert len([r for r in fake_server.requests if r[0].endswith("shared.bin")]) == 1
     assert not local_path(file).with_name("shared.bin.part").exists()
+
+
+# --------------------------------------------------------------------------- pooch
+
+
+def test_each_source_is_a_plain_pooch(
+    upstream_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pooch_for(source) is pooch.create over the registry: a pooch user fetches from it
+    with pooch alone (its own HTTPDownloader, its own sha256 check) into mltraces's cache,
+    and mltraces then trusts the file after one hash, without downloading it again."""
+    import pooch
+
+    from mltraces.download import VerifyPins, pooch_for
+
+    pup = pooch_for("zeus")
+    assert isinstance(pup, pooch.Pooch)
+    train = all_files()["zeus/summary_train.csv"]
+    assert pup.registry["summary_train.csv"] == f"sha256:{train.sha256}"
+    assert pup.get_url("summary_train.csv") == train.url
+    assert pup.registry["alibaba_groups.csv.xz"] is None  # git blob only: see VerifyPins
+
+    def loopback(url: str, output_file: str, pup: object) -> None:  # the network, here
+        mirrored = url.replace("https://", upstream_server + "/")
+        pooch.HTTPDownloader()(mirrored, output_file, pup)
+
+    path = pup.fetch("summary_train.csv", downloader=loopback)
+    assert Path(path) == local_path(train)
+    assert cached_path(train) is None, "pooch writes no stamp"
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")  # adopting it needs no network
+    assert fetch_file(train) == local_path(train) and cached_path(train) is not None
+
+    # pooch's own check refuses a tampered body
+    power = "summary_power_v100.csv"
+
+    def tampered(url: str, output_file: str, pup: object) -> None:
+        Path(output_file).write_bytes(b"a,b\n")
+
+    with pytest.raises(ValueError, match="does not match the known hash"):
+        pup.fetch(power, downloader=tampered)
+    assert not (Path(pup.abspath) / power).exists()
+
+    # a git-blob pin: pooch's registry has no algorithm for it, the processor checks it
+    blob_only = RemoteFile(id="zeus/summary_power_a40.csv",
+                           url=all_files()["zeus/summary_power_a40.csv"].url,
+                           description="", git_blob=all_files()["zeus/summary_power_a40.csv"]
+                           .git_blob)
+    single = fetch_module.pooch_for_files([blob_only])
+    name = single.registry_files[0]
+    assert single.registry[name] is None
+    fetched = single.fetch(name, downloader=loopback, processor=VerifyPins(blob_only))
+    assert cached_path(blob_only) == Path(fetched)
+
+
+def test_a_part_left_by_a_killed_process_is_resumed(
+    fake_server: FakeServer, demo_registry: DemoRegistry
+) -> None:
+    """The .part outlives pooch's temporary file, so the next process asks for the rest."""
+    data = bytes(range(256)) * 400
+    file = demo_registry.add(synthetic_file("killed.bin", data))
+    serve(fake_server, file, data)
+    part = local_path(file).with_name("killed.bin.part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(data[:60_000])
+    assert fetch_file(file.id, progress=False).read_bytes() == data
+    assert [r for _, r in fake_server.requests] == ["bytes=60000-"]
+    assert not part.exists()
+
+
+def test_offline_a_directory_mirror_still_serves(
+    dir_mirror: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLTRACES_OFFLINE forbids the network, not a local copy."""
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    path = fetch_file("zeus/summary_power_p100.csv", progress=False)
+    assert cached_path(all_files()["zeus/summary_power_p100.csv"]) == path

@@ -25,8 +25,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "?"
+    if n is None:  # pinned by hash only (e.g. a git blob id): upstream states no size
+        return "size not published"
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1000 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
@@ -47,7 +47,7 @@ def _list_source(name: str, urls: bool) -> None:
             state = "unverified"
         else:
             state = "-"
-        print(f"  {file.id:42} {_size(file.size):>9}  {file.hash_kind:13} {state}")
+        print(f"  {file.id:42} {_size(file.size):>18}  {file.hash_kind:13} {state}")
         if urls:
             print(f"      {file.url}")
             for mirror in file.mirrors:

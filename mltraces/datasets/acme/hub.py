@@ -24,6 +24,14 @@ http(s) mirror base receives ``$MIRROR/<host>/<path>?<query>``, keeping the quer
 so a proxying mirror can page through the tree API; a directory mirror holds the
 API answers as files at ``<host>/<path>``) and ``MLTRACES_OFFLINE`` (only the
 cached manifest is used).
+
+Everything the Hub (or a mirror posing as it) sends is checked before it is used:
+every entry's ``path`` must be a plain relative path under the listed folder (no
+``..``, absolute paths, backslashes, control characters, empty or ``.`` parts) and
+its size and hashes well-formed, else the whole list is refused and nothing is
+written; next-page links must stay on the Hub's tree API; an answer may be at most
+``MAX_JSON_BYTES``; an unreachable Hub fails once and is remembered
+(:mod:`mltraces.download.hosts`).
 """
 
 from __future__ import annotations
@@ -36,10 +44,12 @@ import time
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path, PurePosixPath
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 from mltraces import config
-from mltraces.errors import ConfigError, FetchError, OfflineError
+from mltraces.download.paths import check_segment, inside, relative_parts, url_parts
+from mltraces.errors import ConfigError, FetchError, MltracesError, OfflineError
 from mltraces.registry import RemoteFile
 
 log = logging.getLogger(__name__)
@@ -49,8 +59,10 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 UTIL_FOLDER = "data/utilization"
 SOURCE = "acme-util"
 ATTEMPTS = 3
-TIMEOUT_S = 60.0
+MAX_JSON_BYTES = 64 << 20  # one tree page or revision answer
+MAX_FILE_BYTES = 1 << 44  # 16 TiB: a larger size in a file list is not believable
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SPLIT = re.compile(r"^(?P<metric>.+?)-(?P<period>\d{4}-\d{2}(?:-\d{2})?)$")
 
 __all__ = [
@@ -79,7 +91,13 @@ def endpoint() -> str:
 def _hub_cache() -> Path:
     """``<cache>/hub/<host>/datasets/<repo>``: manifests and resolved refs."""
     host = urlsplit(endpoint()).netloc
+    check_segment(host, host, "MLTRACES_HF_ENDPOINT host")
     return config.cache_dir() / "hub" / host / "datasets" / REPO
+
+
+def _in_cache(path: Path) -> Path:
+    """``path`` once proven to resolve under the cache root."""
+    return inside(config.cache_dir(), path, "Hub cache path")
 
 
 # --------------------------------------------------------------------------- files
@@ -99,6 +117,17 @@ class HubFile:
     size: int
     sha256: str | None
     git_blob: str | None
+
+    def __post_init__(self) -> None:
+        relative_parts(self.path, "Hub file path")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or not (
+            0 <= self.size <= MAX_FILE_BYTES
+        ):
+            raise FetchError(f"Hub file {self.path!r} has an impossible size {self.size!r}")
+        if self.sha256 is not None and not _SHA256.match(str(self.sha256)):
+            raise FetchError(f"Hub file {self.path!r} has a malformed LFS sha256 {self.sha256!r}")
+        if self.git_blob is not None and not _COMMIT.match(str(self.git_blob)):
+            raise FetchError(f"Hub file {self.path!r} has a malformed git oid {self.git_blob!r}")
 
     @property
     def name(self) -> str:
@@ -148,7 +177,8 @@ class HubFile:
 
     def remote(self, commit: str) -> RemoteFile:
         """The pinned download: the resolve URL at ``commit``, verified by LFS sha256."""
-        url = f"{endpoint()}/datasets/{REPO}/resolve/{commit}/{self.path}"
+        # quoted: a '?' or '#' in a name must stay part of the path (and of the cache path)
+        url = f"{endpoint()}/datasets/{REPO}/resolve/{commit}/{quote(self.path)}"
         return RemoteFile(
             id=self.id,
             url=url,
@@ -161,11 +191,14 @@ class HubFile:
 
     @classmethod
     def from_entry(cls, entry: dict) -> HubFile:
-        """Parse one tree API entry (``type: file``)."""
+        """Parse one tree API entry (``type: file``); a malformed one raises."""
         lfs = entry.get("lfs") or {}
+        if not isinstance(lfs, dict):
+            raise FetchError(f"Hub entry {entry.get('path')!r} has a malformed 'lfs' field")
+        size = lfs.get("size", entry.get("size", 0))
         return cls(
-            path=entry["path"],
-            size=int(lfs.get("size", entry.get("size", 0))),
+            path=entry.get("path"),  # type: ignore[arg-type]  # checked by __post_init__
+            size=size,
             sha256=lfs.get("oid"),
             git_blob=entry.get("oid"),
         )
@@ -199,6 +232,15 @@ class Manifest:
         """Every file as a pinned RemoteFile (for fetch_file)."""
         return [f.remote(self.commit) for f in self.files]
 
+    def pooch(self) -> Any:
+        """A :class:`pooch.Pooch` over this list (LFS sha256 pins, resolve URLs at the commit).
+
+        >>> manifest().pooch().fetch("seren/GPU_UTIL.csv")        # doctest: +SKIP
+        """
+        from mltraces.download import pooch_for_files
+
+        return pooch_for_files(self.remote_files())
+
     def groups(self) -> list[str]:
         return sorted({f.group for f in self.files if f.table})
 
@@ -220,14 +262,29 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: dict, revision: str | None = None) -> Manifest:
+        """Read a cached file list, checking it as strictly as a fresh one."""
+        commit = data["commit"]
+        if not isinstance(commit, str) or not _COMMIT.match(commit):
+            raise FetchError(f"file list names a malformed commit {commit!r}")
+        folder = data["folder"]
+        files = tuple(HubFile(**f) for f in data["files"])
+        _check_under(files, folder)
         return cls(
             repo=data["repo"],
             revision=revision or data["revision"],
-            commit=data["commit"],
-            folder=data["folder"],
-            files=tuple(HubFile(**f) for f in data["files"]),
+            commit=commit,
+            folder=folder,
+            files=files,
             listed_at=data.get("listed_at", ""),
         )
+
+
+def _check_under(files: tuple[HubFile, ...], folder: str) -> None:
+    """Every file lies under ``folder`` (the list is of that folder, nothing else)."""
+    relative_parts(folder, "Hub folder")
+    outside = [f.path for f in files if not f.path.startswith(folder + "/")]
+    if outside:
+        raise FetchError(f"file list of {folder} holds {outside[0]!r}, outside that folder")
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -239,38 +296,71 @@ def _mirrored(url: str) -> str:
     if prefix is None:
         return url
     parts = urlsplit(url)
-    mapped = f"{prefix}/{parts.netloc}{parts.path}"
-    if urlsplit(prefix).scheme in {"http", "https"} and parts.query:
-        mapped += f"?{parts.query}"
-    return mapped
+    segments = url_parts(url, "Hub API URL")
+    if urlsplit(prefix).scheme not in {"http", "https"}:
+        return str(Path(prefix).expanduser().joinpath(*segments))
+    mapped = f"{prefix}/{'/'.join(segments)}"
+    return mapped + (f"?{parts.query}" if parts.query else "")
+
+
+def _checked_next(url: str | None) -> str | None:
+    """A next-page link, only if it stays on this repository's tree API."""
+    if url is None:
+        return None
+    parts, hub = urlsplit(url), urlsplit(endpoint())
+    if (parts.scheme, parts.netloc) != (hub.scheme, hub.netloc) or not parts.path.startswith(
+        f"/api/datasets/{REPO}/tree/"
+    ):
+        raise FetchError(
+            f"the Hub's tree API pointed its next page at {url[:200]!r}, off "
+            f"{endpoint()}/api/datasets/{REPO}/tree/; refusing it"
+        )
+    return url
 
 
 def _get_json(url: str) -> tuple[object, str | None]:
     """GET a JSON document (retrying transient failures); returns it and the next-page URL."""
+    from mltraces.download import hosts, http
+
     source = _mirrored(url)
     if urlsplit(source).scheme not in {"http", "https"}:
         return _read_json_file(Path(source)), None
-    import requests
-
+    hosts.check(source)
+    deadline = http.Deadline(config.download_timeout(), source)
     failures = []
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            response = requests.get(source, timeout=TIMEOUT_S)
-            if response.status_code in {401, 403, 404}:
-                raise FetchError(
-                    f"the Hub answered HTTP {response.status_code} for {source}: "
-                    f"{response.text[:200]!r}. Check MLTRACES_HF_REVISION and the repository name"
-                )
-            response.raise_for_status()
-            return response.json(), response.links.get("next", {}).get("url")
-        except (requests.RequestException, ValueError) as error:
-            failures.append(f"{type(error).__name__}: {error}")
-            time.sleep(0.2 * attempt)
-    raise FetchError(f"could not read {source} after {ATTEMPTS} attempts: " + "; ".join(failures))
+            answer = http.get_document(source, limit=MAX_JSON_BYTES, deadline=deadline)
+        except (http.TooLong, http.DeadlineExceeded):
+            raise
+        except Exception as error:  # network trouble: classify without importing requests
+            failures.append(http.describe_failure(source, error))
+            if http.is_unreachable(error):
+                hosts.mark_down(source, http.connect_reason(error))
+                break
+            deadline.sleep(0.2 * attempt)
+            continue
+        hosts.mark_up(source)
+        if answer.status in {401, 403, 404}:
+            raise FetchError(
+                f"the Hub answered HTTP {answer.status} for {source}: "
+                f"{answer.body[:200]!r}. Check MLTRACES_HF_REVISION and the repository name"
+            )
+        if answer.status >= 400:
+            failures.append(f"HTTP {answer.status} from {source}")
+            deadline.sleep(0.2 * attempt)
+            continue
+        try:
+            return json.loads(answer.body), _checked_next(answer.next_url)
+        except ValueError as error:
+            failures.append(f"not JSON ({error})")
+    raise FetchError(f"could not read {source} ({len(failures)} attempts): " + "; ".join(failures))
 
 
 def _read_json_file(path: Path) -> object:
     try:
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise FetchError(f"{path} is larger than {MAX_JSON_BYTES:,} bytes; not reading it")
         return json.loads(path.read_text())
     except (OSError, ValueError) as error:
         raise FetchError(f"mirror directory has no usable {path}: {error}") from error
@@ -278,10 +368,18 @@ def _read_json_file(path: Path) -> object:
 
 def _write_json(path: Path, data: object) -> None:
     """Write JSON atomically (temp file in the same folder, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    from mltraces.archives import disk_error
+
+    path = _in_cache(path)
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, path)
+    except OSError as error:
+        raise disk_error(error, f"saving {path.name}", path.parent) from error
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _now() -> str:
@@ -292,8 +390,15 @@ def _now() -> str:
 
 
 def _ref_path(revision: str) -> Path:
-    safe = revision.replace("/", "%2F")
-    return _hub_cache() / "refs" / f"{safe}.json"
+    safe = quote(revision, safe="")
+    try:
+        check_segment(safe, revision, "revision")
+    except MltracesError:
+        raise ConfigError(
+            f"revision {revision!r} is not a branch, tag or commit name; "
+            "set MLTRACES_HF_REVISION (or --revision) to e.g. main or a 40-hex commit"
+        ) from None
+    return _in_cache(_hub_cache() / "refs" / f"{safe}.json")
 
 
 def resolve_commit(revision: str | None = None, *, refresh: bool = False) -> str:
@@ -308,14 +413,17 @@ def resolve_commit(revision: str | None = None, *, refresh: bool = False) -> str
         return revision
     cached = _ref_path(revision)
     if cached.is_file() and not refresh:
-        return json.loads(cached.read_text())["commit"]
+        commit = _read_cached(cached).get("commit")
+        if isinstance(commit, str) and _COMMIT.match(commit):
+            return commit
+        log.warning("ignoring %s: it names no commit", cached)
     if config.offline():
         raise OfflineError(
             f"the commit of {REPO}@{revision} is not cached and MLTRACES_OFFLINE is set. "
             "Unset MLTRACES_OFFLINE once (e.g. `mltraces list acme-util`) or set "
             "MLTRACES_HF_REVISION to a 40-hex commit whose manifest is cached"
         )
-    info, _ = _get_json(f"{endpoint()}/api/datasets/{REPO}/revision/{revision}")
+    info, _ = _get_json(f"{endpoint()}/api/datasets/{REPO}/revision/{quote(revision, safe='')}")
     commit = info.get("sha") if isinstance(info, dict) else None
     if not isinstance(commit, str) or not _COMMIT.match(commit):
         raise FetchError(f"the Hub's revision API gave no commit sha for {REPO}@{revision}")
@@ -328,7 +436,19 @@ def resolve_commit(revision: str | None = None, *, refresh: bool = False) -> str
 
 
 def _manifest_path(commit: str, folder: str) -> Path:
-    return _hub_cache() / "tree" / commit / f"{folder.replace('/', '__')}.json"
+    relative_parts(folder, "Hub folder")
+    return _in_cache(_hub_cache() / "tree" / commit / f"{folder.replace('/', '__')}.json")
+
+
+def _read_cached(path: Path) -> dict:
+    """A cached JSON answer; an unreadable one is reported with the file to delete."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise FetchError(f"cannot read {path} ({error}); delete it and run again") from error
+    if not isinstance(data, dict):
+        raise FetchError(f"{path} is not a JSON object; delete it and run again")
+    return data
 
 
 def cached_manifests(folder: str = UTIL_FOLDER) -> list[Manifest]:
@@ -337,8 +457,8 @@ def cached_manifests(folder: str = UTIL_FOLDER) -> list[Manifest]:
     for path in sorted(_hub_cache().glob(f"tree/*/{folder.replace('/', '__')}.json")):
         try:
             found.append(Manifest.from_json(json.loads(path.read_text())))
-        except (OSError, ValueError, KeyError, TypeError):
-            log.warning("ignoring unreadable file list %s", path)
+        except (OSError, ValueError, KeyError, TypeError, MltracesError) as error:
+            log.warning("ignoring unreadable file list %s (%s)", path, error)
     return found
 
 
@@ -349,8 +469,8 @@ def _list_tree(commit: str, folder: str) -> list[dict]:
     pages = 0
     while url:
         page, url = _get_json(url)
-        if not isinstance(page, list):
-            raise FetchError(f"the Hub's tree API did not return a list for {folder}")
+        if not isinstance(page, list) or not all(isinstance(e, dict) for e in page):
+            raise FetchError(f"the Hub's tree API did not return a list of entries for {folder}")
         entries.extend(page)
         pages += 1
         if pages > 10_000:
@@ -372,19 +492,33 @@ def manifest(
     commit = resolve_commit(revision, refresh=refresh)
     path = _manifest_path(commit, folder)
     if path.is_file():
-        return Manifest.from_json(json.loads(path.read_text()), revision)
+        try:
+            return Manifest.from_json(_read_cached(path), revision)
+        except (KeyError, TypeError, MltracesError) as error:
+            raise FetchError(
+                f"the cached file list {path} is invalid ({error}); delete it and run "
+                "`mltraces list acme-util` again"
+            ) from error
     if config.offline():
         raise OfflineError(
             f"the file list of {REPO}@{commit[:12]} is not cached and MLTRACES_OFFLINE is set. "
             "Run `mltraces list acme-util` once online (or with MLTRACES_MIRROR)"
         )
     entries = _list_tree(commit, folder)
-    files = tuple(
-        sorted(
-            (HubFile.from_entry(e) for e in entries if e.get("type") == "file"),
-            key=lambda f: f.path,
+    try:
+        files = tuple(
+            sorted(
+                (HubFile.from_entry(e) for e in entries if e.get("type") == "file"),
+                key=lambda f: f.path,
+            )
         )
-    )
+        _check_under(files, folder)
+    except MltracesError as error:
+        raise FetchError(
+            f"the Hub's file list of {REPO}@{commit[:12]} is unsafe: {error}. Refusing the "
+            "whole list (nothing was written); if MLTRACES_MIRROR or MLTRACES_HF_ENDPOINT "
+            "points at a copy of the Hub, check it"
+        ) from error
     result = Manifest(REPO, revision, commit, folder, files, _now())
     _write_json(path, result.to_json())
     return result

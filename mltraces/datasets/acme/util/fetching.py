@@ -161,8 +161,12 @@ def _reuse_other_revision(remote: RemoteFile, file: HubFile) -> None:
     target = fetch.local_path(remote)
     if target.exists() or not file.sha256:
         return
-    resolve_dir = target.parents[len(Path(file.path).parts)]
-    for other in sorted(resolve_dir.glob(f"*/{file.path}")):
+    commit_dir = target.parents[len(Path(file.path).parts) - 1]
+    inside_commit = target.relative_to(commit_dir)  # no glob: names may hold [ ] * ?
+    if not commit_dir.parent.is_dir():
+        return
+    for other_commit in sorted(p for p in commit_dir.parent.iterdir() if p != commit_dir):
+        other = other_commit / inside_commit
         stamp = other.with_name(other.name + fetch.STAMP_SUFFIX)
         try:
             if json.loads(stamp.read_text()).get("sha256") != file.sha256:
@@ -171,7 +175,7 @@ def _reuse_other_revision(remote: RemoteFile, file: HubFile) -> None:
             os.link(other, target)
             log.info("reusing %s from another revision", file.path)
             return
-        except (OSError, ValueError):
+        except (OSError, ValueError, AttributeError):
             continue
 
 

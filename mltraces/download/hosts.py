@@ -1,0 +1,91 @@
+"""Host health: an unreachable host fails once, fast, and is remembered for a while.
+
+Without a network every file on a host would otherwise pay its own connection
+attempts and retries (three tables on one host: nine failures, seconds each).
+When a connection cannot even be opened (name not resolved, refused, connect
+timeout) the host is written to ``<cache>/state/hosts.json`` with the time it
+may be asked again (``MLTRACES_HOST_DOWN_TTL``, default 300 s); until then
+requests to it fail at once with the remembered reason. A successful answer
+clears the record. Only cold paths read this file; warm ones never look.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from mltraces import config
+from mltraces.errors import HostDownError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["check", "mark_down", "mark_up", "record_path"]
+
+
+def record_path() -> Path:
+    """``<cache>/state/hosts.json``."""
+    return config.cache_dir() / "state" / "hosts.json"
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).netloc
+
+
+def _load() -> dict[str, dict]:
+    try:
+        data = json.loads(record_path().read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _save(data: dict[str, dict]) -> None:
+    path = record_path()
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=1))
+        os.replace(tmp, path)
+    except OSError as error:  # remembering is an optimisation: never fail a fetch over it
+        log.debug("could not record host health in %s: %s", path, error)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def check(url: str) -> None:
+    """Raise :class:`HostDownError` if ``url``'s host was recently unreachable."""
+    record = _load().get(_host(url))
+    if not isinstance(record, dict):
+        return
+    until = record.get("until", 0)
+    if not isinstance(until, int | float) or until <= time.time():
+        return
+    when = time.strftime("%H:%M:%S", time.localtime(until))
+    raise HostDownError(
+        f"{_host(url)} was unreachable {time.time() - record.get('at', until):.0f} s ago "
+        f"({record.get('reason', 'no reason recorded')}) and is not asked again until {when} "
+        f"(MLTRACES_HOST_DOWN_TTL). Check the network, set MLTRACES_MIRROR or "
+        f"MLTRACES_OFFLINE=1, or delete {record_path()} to retry now"
+    )
+
+
+def mark_down(url: str, reason: str) -> None:
+    """Remember that ``url``'s host could not be reached (no-op when the TTL is 0)."""
+    ttl = config.host_down_ttl()
+    if ttl <= 0:
+        return
+    data = _load()
+    now = time.time()
+    data[_host(url)] = {"at": now, "until": now + ttl, "reason": reason[:200]}
+    _save(data)
+
+
+def mark_up(url: str) -> None:
+    """Forget a failure of ``url``'s host (it answered)."""
+    data = _load()
+    if data.pop(_host(url), None) is not None:
+        _save(data)
