@@ -21,12 +21,10 @@ from pathlib import Path
 
 import pytest
 import synthetic
+from upstream_files import tables_with_upstream_files
 
-# Tables whose upstream files exist in ../shared/upstream.
-REAL_TABLES = [
-    "zeus.train", "zeus.power", "itp.jobs", "itp.elasticflow_jobs", "itp.testbed_jobs",
-    "acme.cluster_summary", "acme.util_cdf",
-]
+# Tables whose upstream files exist in ../shared/upstream (from its manifests).
+REAL_TABLES = tables_with_upstream_files()
 SEREN_ROWS, KALOS_ROWS, ALIBABA_GROUPS = 3000, 1500, 30
 
 

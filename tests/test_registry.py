@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import pytest
+from upstream_files import manifest_rows
 
 from mltraces.registry import RemoteFile, all_files
-
-
-def manifest_rows(upstream: Path) -> list[dict[str, str]]:
-    """Every row of every ``MANIFEST*.tsv`` beside the upstream copies."""
-    rows: list[dict[str, str]] = []
-    for manifest in sorted(upstream.glob("MANIFEST*.tsv")):
-        with manifest.open() as handle:
-            rows.extend(csv.DictReader(handle, delimiter="\t"))
-    return rows
 
 
 def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:

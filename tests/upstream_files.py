@@ -1,0 +1,31 @@
+"""What ../shared/upstream holds, read from its MANIFEST*.tsv files (never from literals).
+
+Tests use this to decide which tables can be built from the real files here and
+to check the registry against the published sizes and hashes.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
+
+
+def manifest_rows(upstream: Path = UPSTREAM) -> list[dict[str, str]]:
+    """Every row (url, size, sha256, git_blob_sha1) of every ``MANIFEST*.tsv``; [] when absent."""
+    rows: list[dict[str, str]] = []
+    for manifest in sorted(upstream.glob("MANIFEST*.tsv")):
+        with manifest.open() as handle:
+            rows.extend(csv.DictReader(handle, delimiter="\t"))
+    return rows
+
+
+def tables_with_upstream_files(upstream: Path = UPSTREAM) -> list[str]:
+    """Catalog tables whose every input file has a real copy in ``upstream``."""
+    from mltraces.registry import get_file
+    from mltraces.schema import all_schemas
+
+    here = {row["url"] for row in manifest_rows(upstream)}
+    return sorted(name for name, schema in all_schemas().items()
+                  if not schema.external and all(get_file(f).url in here for f in schema.file_ids))
