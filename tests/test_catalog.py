@@ -23,7 +23,7 @@ from catalog_fixtures import (  # noqa: F401 - fixtures
 
 import mltraces
 from mltraces import catalog
-from mltraces.catalog import connect, describe_table, materialize
+from mltraces.catalog import connect, convert, describe_table, materialize
 from mltraces.datasets.acme import summary as acme
 from mltraces.errors import OfflineError
 from mltraces.schema import all_schemas, get_schema
@@ -300,11 +300,11 @@ def test_cluster_summary_columns_are_the_published_ones(real_catalog) -> None:  
 
 def test_compare_cluster_summary_lines_up_both_tables(real_catalog, synthetic_files  # noqa: F811
                                                      ) -> None:
-    from mltraces.catalog import _attach
+    from mltraces.catalog import attach_table
 
     con = real_catalog.con.cursor()
     for table in ("acme.seren_jobs", "acme.kalos_jobs"):
-        _attach(con, get_schema(table), synthetic_files[table], strict=True)
+        attach_table(con, get_schema(table), synthetic_files[table], strict=True)
     compared = acme.compare_cluster_summary(con)
     assert len(compared) == 2 * len(acme.SUMMARY_COLUMNS)
     kalos = compared.set_index(["cluster", "column"]).loc[("Kalos", "job_num")]
@@ -345,7 +345,7 @@ def test_warm_connect_reuses_the_conversion(http_mirror, isolated_cache, monkeyp
     materialize("zeus.power")
     first = _parquets(isolated_cache, "zeus.power")
     assert len(first) == 1
-    monkeypatch.setattr(catalog, "_convert", lambda *a: pytest.fail("converted twice"))
+    monkeypatch.setattr(convert, "convert_table", lambda *a: pytest.fail("converted twice"))
     con = connect(tables=["zeus.power"])
     assert scalar(con, "SELECT count(*) FROM zeus.power") == 1_609
     assert _parquets(isolated_cache, "zeus.power") == first

@@ -23,7 +23,7 @@ def _count(failing) -> str:
     import pandas as pd
 
     if pd.isna(failing):
-        return "could not check"
+        return "not checked"
     return "ok" if failing == 0 else f"{int(failing):,} failing rows"
 
 
