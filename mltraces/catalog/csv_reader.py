@@ -35,7 +35,11 @@ if TYPE_CHECKING:
 __all__ = ["convert_csv", "header_drift"]
 
 MAX_REPORTED = 200
-_OFFSET = r"(?:Z|[+-]\d\d(?::?\d\d)?)\s*$"
+# a time of day, then its UTC offset: "...08:00:00+08:00", "...08:00Z" (a date's "-01" is not)
+_OFFSET = r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?)\s*$"
+# the common forms, checked with LIKE (a regex per value costs a quarter of the conversion);
+# anything else is left to the exact read, which uses _OFFSET
+_OFFSET_LIKE = ("%:__:__+__:__", "%:__:__-__:__", "%:__:__Z", "%:__:__+____", "%:__:__-____")
 _NEWLINES = "coalesce(length({c}) - length(replace({c}, chr(10), '')), 0)"
 
 
@@ -107,8 +111,16 @@ def _prepare(schema: TableSchema, item: InputFile, work: Path) -> CsvInput:
 # --------------------------------------------------------------------------- SQL
 
 
+# How columns are read. "fast": integers as DOUBLE, accepted when whole and below
+# 2**53 (exact there); "exact": integers as text, for files the fast read refused
+# (a 64-bit id); "text": everything as text, for the diagnostic scan. Instants
+# whose format carries an offset are read as text in every mode, to check it.
+FAST, EXACT, TEXT = "fast", "exact", "text"
+_EXACT_DOUBLE = 2**53
+
+
 def _checked(f: Field) -> bool:
-    """Read as text and converted with a check (a plain cast would change the value)."""
+    """Read other than as its type, then converted with a check (a cast would change it)."""
     return f.type == "integer" or f.needs_offset
 
 
@@ -124,28 +136,35 @@ def _bad_sql(f: Field, q: str) -> str:
     return f"({q} IS NOT NULL AND {typed} IS NULL)"
 
 
-def _convert_sql(f: Field, q: str, label: str) -> str:
-    """The typed value of a checked column; raises (so the diagnostic scan runs) when bad."""
-    stop = sql_literal(f"mltraces: bad value in {label}, column {f.name}")
-    typed = f"TRY_CAST({q} AS {f.duckdb_type})"
-    return f"CASE WHEN {_bad_sql(f, q)} THEN error({stop}) ELSE {typed} END"
+def _convert_sql(f: Field, q: str, label: str, mode: str) -> str:
+    """The typed value of a checked column; raises (so a slower read runs) when not faithful."""
+    stop = f"error({sql_literal(f'mltraces: bad value in {label}, column {f.name}')})"
+    if f.type == "integer" and mode == FAST:  # q is a DOUBLE here
+        return (f"CASE WHEN {q} IS NULL THEN NULL WHEN abs({q}) < {_EXACT_DOUBLE} AND "
+                f"{q} = trunc({q}) THEN CAST({q} AS BIGINT) ELSE {stop} END")
+    if f.needs_offset and mode == FAST:
+        offset = " OR ".join(f"{q} LIKE {sql_literal(p)}" for p in _OFFSET_LIKE)
+        return (f"CASE WHEN {q} IS NULL THEN NULL WHEN {offset} THEN "
+                f"CAST({q} AS {f.duckdb_type}) ELSE {stop} END")
+    return f"CASE WHEN {_bad_sql(f, q)} THEN {stop} ELSE TRY_CAST({q} AS {f.duckdb_type}) END"
 
 
-def _column_types(schema: TableSchema, part: CsvInput, as_text: bool) -> dict[str, str]:
-    """The type each header column is read as: text when checked, unknown or ``as_text``."""
+def _column_types(schema: TableSchema, part: CsvInput, mode: str) -> dict[str, str]:
+    """The type each header column is read as in ``mode`` (unknown columns: text)."""
     fields = {f.name: f for f in schema.file_fields}
     types = {}
     for name in part.header:
         f = fields.get(name)
-        text = as_text or f is None or _checked(f)
-        types[name] = "VARCHAR" if text else f.duckdb_type
+        if f is None or mode == TEXT or (_checked(f) and (mode == EXACT or f.needs_offset)):
+            types[name] = "VARCHAR"
+        else:
+            types[name] = "DOUBLE" if f.type == "integer" else f.duckdb_type
     return types
 
 
-def _read_csv(schema: TableSchema, part: CsvInput, *, as_text: bool, rejects: bool = False
-              ) -> str:
-    """``read_csv(...)`` of one input with explicit column types (all text when ``as_text``)."""
-    types = _column_types(schema, part, as_text)
+def _read_csv(schema: TableSchema, part: CsvInput, mode: str, *, rejects: bool = False) -> str:
+    """``read_csv(...)`` of one input with explicit column types (nothing sniffed)."""
+    types = _column_types(schema, part, mode)
     columns = ", ".join(f"{sql_literal(n)}: {sql_literal(t)}" for n, t in types.items())
     nulls = ", ".join(sql_literal(v) for v in schema.missing_values) or "''"
     d = schema.dialect
@@ -158,20 +177,20 @@ def _read_csv(schema: TableSchema, part: CsvInput, *, as_text: bool, rejects: bo
     return f"read_csv({sql_path(part.path)}, {options})"
 
 
-def _line_sql(schema: TableSchema, part: CsvInput, as_text: bool) -> str:
+def _line_sql(schema: TableSchema, part: CsvInput, mode: str) -> str:
     """Physical line of each row: row number + header, plus newlines inside earlier rows."""
     first = "1" if schema.dialect.header else "0"
     base = f"row_number() OVER () + {first}"
     if not part.facts.quoted:
         return base
-    types = _column_types(schema, part, as_text)
+    types = _column_types(schema, part, mode)
     text = [quote_ident(n) for n, t in types.items() if t == "VARCHAR"]  # only text spans lines
     spans = " + ".join(_NEWLINES.format(c=c) for c in text) or "0"
-    return (f"{base} + coalesce(sum({spans}) OVER "
-            "(ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)")
+    return (f"CAST({base} + coalesce(sum({spans}) OVER "
+            "(ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS BIGINT)")
 
 
-def _select(schema: TableSchema, part: CsvInput) -> str:
+def _select(schema: TableSchema, part: CsvInput, mode: str) -> str:
     """The typed rows of one input, with ``_source`` and ``_row``."""
     parts = []
     for f in schema.fields:
@@ -180,12 +199,12 @@ def _select(schema: TableSchema, part: CsvInput) -> str:
             value = sql_literal(part.item.columns[f.name])
             parts.append(f"CAST({value} AS {f.duckdb_type}) AS {q}")
         elif _checked(f):
-            parts.append(f"{_convert_sql(f, q, part.item.label)} AS {q}")
+            parts.append(f"{_convert_sql(f, q, part.item.label, mode)} AS {q}")
         else:
             parts.append(q)
     parts.append(f"{sql_literal(part.item.label)} AS _source")
-    parts.append(f"{_line_sql(schema, part, False)} AS _row")
-    return f"SELECT {', '.join(parts)} FROM {_read_csv(schema, part, as_text=False)}"
+    parts.append(f"{_line_sql(schema, part, mode)} AS _row")
+    return f"SELECT {', '.join(parts)} FROM {_read_csv(schema, part, mode)}"
 
 
 # --------------------------------------------------------------------------- diagnosis
@@ -246,8 +265,8 @@ def _shift(line: int, skipped: list[int]) -> int:
 def diagnose(con: duckdb.DuckDBPyConnection, schema: TableSchema, part: CsvInput
              ) -> list[DriftProblem]:
     """Every problem of one input: a text scan that keeps going past the first."""
-    scan = _read_csv(schema, part, as_text=True, rejects=True)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _probe AS SELECT *, {_line_sql(schema, part, True)} "
+    scan = _read_csv(schema, part, TEXT, rejects=True)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _probe AS SELECT *, {_line_sql(schema, part, TEXT)} "
                 f"AS _line FROM {scan}")
     try:
         rejected = _reject_problems(con, part)
@@ -319,22 +338,26 @@ def _connection(work: Path) -> duckdb.DuckDBPyConnection:
 
 def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvInput],
           out: Path) -> int:
-    """One COPY of every input; on failure, the diagnostic scan names every problem."""
+    """COPY every input to ``out``: the fast read, else the exact one, else a diagnosis."""
     import duckdb
 
-    union = " UNION ALL BY NAME ".join(_select(schema, p) for p in parts)
     columns = ", ".join(quote_ident(n) for n in (*schema.field_names, "_source", "_row"))
-    try:
-        con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_path(out)} "
-                    "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
-    except duckdb.Error as error:
-        disk = disk_problem(schema.name, out, error)
-        if disk is not None:
-            raise disk from None
+    for mode in (FAST, EXACT):
+        union = " UNION ALL BY NAME ".join(_select(schema, p, mode) for p in parts)
+        try:
+            con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_literal(str(out))} "
+                        "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+            break
+        except duckdb.Error as error:
+            disk = disk_problem(schema.name, out, error)
+            if disk is not None:
+                raise disk from None
+            failure = error
+    else:
         problems = [p for part in parts for p in diagnose(con, schema, part)]
         if not problems:
             problems = [DriftProblem("malformed row", ", ".join(p.item.label for p in parts),
-                                     str(error).splitlines()[0])]
+                                     str(failure).splitlines()[0])]
         raise SchemaDriftError(schema.name, problems) from None
     rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})").fetchall()
     return int(rows[0][0])

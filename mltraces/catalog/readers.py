@@ -26,6 +26,10 @@ caches, keys by the inputs' bytes, and serves as a view::
 - Return :class:`Conversion`: the row count and the problems that did not stop
   the build (an ignored extra column), which ``validate`` reports.
 - Scratch files go to ``request.work`` (deleted afterwards); nothing else is written.
+  Name files to DuckDB with :func:`~mltraces.schema.sql_path` when reading (it
+  escapes glob characters: the cache may live in ``/data/[team]/``) and with
+  :func:`~mltraces.schema.sql_literal` when writing (``COPY ... TO`` takes a path
+  literally).
 
 The catalog owns everything around it: which bytes are read (verified cache
 or a literal local path), cache keys, locks, atomic renames, provenance and
