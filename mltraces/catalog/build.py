@@ -79,21 +79,23 @@ def materialize(schema: TableSchema | str, local: str | os.PathLike[str] | None 
 
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
-        built = reuse(schema, target, plan)  # another process finished it meanwhile
+        built = reuse(schema, target, plan, quiet=True)  # another process finished it?
         if built is None:
             built = convert.convert_table(schema, reader, plan, target)
     upkeep.prune(schema.name)
     return built
 
 
-def reuse(schema: TableSchema, target: Path, plan: Plan) -> Built | None:
+def reuse(schema: TableSchema, target: Path, plan: Plan, *, quiet: bool = False
+          ) -> Built | None:
     """The conversion at ``target`` when its record still vouches for it, else None."""
     record = store.read_record(target)
     if record is None:
         return None
     problem = store.damage(target, record)
     if problem is not None:
-        log.warning("%s: %s; converting it again", schema.name, problem)
+        if not quiet:
+            log.warning("%s: %s; converting it again", schema.name, problem)
         return None
     if not store.inputs_current(record):
         return None

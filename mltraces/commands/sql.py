@@ -105,11 +105,17 @@ def _print_copy(con, relation, fmt: str) -> None:
 
 
 def _missing_data(con, named: list[str] | None) -> str | None:
-    """Why a table the query names has nothing to return (say, nothing fetched yet)."""
-    from mltraces.catalog import read_status
+    """Why a table the query names has nothing to return (say, nothing fetched yet).
 
-    status = read_status(con) or {}
-    for table in named or []:
+    Only tables their source serves itself can be empty for that reason: a table the
+    catalog converts and cannot build already failed (named tables are strict).
+    """
+    from mltraces.catalog import read_status
+    from mltraces.schema import get_schema
+
+    served = [t for t in named or [] if get_schema(t).external]
+    status = (read_status(con) or {}) if served else {}
+    for table in served:
         row = status.get(table)
         if row is not None and not row.usable:
             return f"{table} has no data: {row.reason}"

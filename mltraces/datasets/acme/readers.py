@@ -28,8 +28,18 @@ if TYPE_CHECKING:
 
 __all__ = ["READERS", "attach_util_view", "read_util_pkl", "util_status"]
 
-_FETCH_HINT = ("run `mltraces fetch acme-util --cluster seren --metric GPU_UTIL` (choose "
-               "clusters, metrics and months; `mltraces list acme-util` shows sizes)")
+# what to fetch for each view, as an example the user adapts (`mltraces list acme-util`)
+_FETCH_EXAMPLE = {
+    "gpu_metrics": "--cluster seren --metric GPU_UTIL",
+    "node_metrics": "--cluster seren --metric NODE_CPU_UTILIZATION",
+    "ipmi_power": "--cluster ipmi",
+}
+
+
+def _fetch_hint(table: str) -> str:
+    command = f"mltraces fetch acme-util {_FETCH_EXAMPLE.get(table, '')}".rstrip()
+    return (f"run `{command}` (choose clusters, metrics and months; "
+            "`mltraces list acme-util` shows sizes)")
 
 
 # --------------------------------------------------------------------------- util_pkl
@@ -121,7 +131,8 @@ def util_status(schema: TableSchema) -> TableStatus:
     present = months(_view(schema), root)
     if not present:
         return TableStatus(schema.name, UNAVAILABLE, f"acme-util: {root}", 0,
-                           f"nothing fetched yet (the view is empty): {_FETCH_HINT}")
+                           f"nothing fetched yet (the view is empty): "
+                           f"{_fetch_hint(schema.table_name)}")
     span = present[0] if len(present) == 1 else f"{present[0]} to {present[-1]}"
     return TableStatus(schema.name, READY, f"acme-util: {root} ({span})")
 
