@@ -217,7 +217,7 @@ _problems: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakK
 def table_problem(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """Why ``table`` cannot be read on ``con`` (None when it can).
 
-    A catalog connection says so in its ``mltraces.status`` view (state and
+    A catalog connection says so in its ``mltraces.status`` table (state and
     reason, with the command that fixes it). A table missing from it (not set
     up on this connection, or a connection built by hand) is probed with a query.
     The answer is remembered per connection (a catalog connection's views do
