@@ -7,7 +7,8 @@ library calls all see the same values:
 - ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
   ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
 - ``MLTRACES_OFFLINE=1``: never touch the network.
-- ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables.
+- ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables (paths are
+  literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
   ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
@@ -31,6 +32,7 @@ Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 from __future__ import annotations
 
 import os
+import re
 from functools import cache
 from pathlib import Path
 
@@ -73,14 +75,23 @@ def hf_revision() -> str:
     return os.environ.get("MLTRACES_HF_REVISION", "").strip() or HF_DEFAULT_REVISION
 
 
+# A comma starts the next override only when ``TABLE=`` follows, so a path may hold commas.
+_NEXT_OVERRIDE = re.compile(r",(?=\s*[A-Za-z_]\w*\.\w+=)")
+
+
 def parse_local(spec: str | None) -> dict[str, Path]:
-    """Parse ``"TABLE=PATH,TABLE=PATH"`` into a mapping.
+    """Parse ``"TABLE=PATH,TABLE=PATH"`` into a mapping; paths are taken literally.
+
+    A comma inside a path is kept (``a,b.csv``) unless what follows it reads as
+    another ``source.table=`` override.
 
     >>> parse_local("acme.seren_jobs=/tmp/s.csv")
     {'acme.seren_jobs': PosixPath('/tmp/s.csv')}
+    >>> parse_local("acme.seren_jobs=/tmp/a,b.csv,acme.kalos_jobs=k.csv")["acme.seren_jobs"]
+    PosixPath('/tmp/a,b.csv')
     """
     result: dict[str, Path] = {}
-    for item in (spec or "").split(","):
+    for item in _NEXT_OVERRIDE.split(spec or ""):
         item = item.strip()
         if not item:
             continue

@@ -8,14 +8,18 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 ``constraints``, ``primaryKey``, ``missingValues``) mltraces uses:
 
 - ``unit`` on a field (custom key): the unit of its values (``s``, ``W``, ``GPU h``).
-- an ``mltraces`` block: the ``reader`` (``csv`` or ``util_pkl``, or an
-  external reader such as ``acme_util`` whose module provides the view), the
-  ``sources`` (registry file ids; for archives a ``members`` glob; constant or
-  ``{member_stem}`` ``columns`` added per file), ``derived`` columns (SQL over
-  the fields, computed in the view), row-level ``checks`` (SQL that must hold,
-  ``severity`` ``error`` or ``warning``) and ``notes`` (known anomalies).
+- an ``mltraces`` block: the ``reader`` (a name: ``csv`` is built in; a source
+  folder brings its own in ``mltraces/datasets/<source>/readers.py``, see
+  :mod:`mltraces.catalog.readers`), the ``sources`` (registry file ids; for
+  archives a ``members`` glob; constant or ``{member_stem}`` ``columns`` added per
+  file), the CSV ``dialect`` (``header``, ``delimiter``, ``quoteChar``,
+  ``escapeChar``; Frictionless CSV Dialect names and defaults), ``derived`` columns
+  (SQL over the fields, computed in the view), row-level ``checks`` (SQL that must
+  hold, ``severity`` ``error`` or ``warning``) and ``notes`` (known anomalies).
 
 Adding a table is adding a schema file; nothing else keeps a list of tables.
+The SQL text helpers every module uses (:func:`quote_ident`, :func:`sql_literal`,
+:func:`sql_path`) live here too, so there is one way to quote.
 
 >>> from mltraces.schema import get_schema
 >>> get_schema("itp.jobs").primary_key
@@ -26,11 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from mltraces.errors import SchemaError
 
@@ -53,16 +60,15 @@ _CONSTRAINTS = {
     "required", "unique", "enum", "minimum", "maximum", "pattern", "minLength", "maxLength",
 }
 _ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
-# Reader name -> kind. "file" readers convert registry files to Parquet in the
-# catalog; "external" ones are views provided by another mltraces module over data
-# it manages itself (see ``mltraces.catalog.EXTERNAL_READERS``).
-READERS = {"csv": "file", "util_pkl": "file", "acme_util": "external"}
 _SEVERITIES = {"error", "warning"}
 MEMBER_STEM = "{member_stem}"
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+# The records below are NamedTuples: immutable, and cheap to define at start-up
+# (every process that connects imports this module). TableSchema stays a dataclass.
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(NamedTuple):
     """One column: its Frictionless description and the DuckDB type it becomes."""
 
     name: str
@@ -70,7 +76,7 @@ class Field:
     description: str
     unit: str | None = None
     format: str | None = None
-    constraints: dict[str, Any] = field(default_factory=dict)
+    constraints: Mapping[str, Any] = _EMPTY
 
     @property
     def duckdb_type(self) -> str:
@@ -81,12 +87,17 @@ class Field:
         return _DUCKDB_TYPES[self.type]
 
     @property
+    def needs_offset(self) -> bool:
+        """True when every value must carry its UTC offset (a bare time would be a guess)."""
+        return self.type == "datetime" and (self.format in (None, "default")
+                                            or "%z" in (self.format or ""))
+
+    @property
     def required(self) -> bool:
         return bool(self.constraints.get("required"))
 
 
-@dataclass(frozen=True)
-class Derived:
+class Derived(NamedTuple):
     """A convenience column computed in the view from the stored fields."""
 
     name: str
@@ -100,8 +111,7 @@ class Derived:
         return Field(self.name, self.type, self.description).duckdb_type
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """A row-level rule in SQL that must hold (NULL counts as passing)."""
 
     name: str
@@ -110,19 +120,31 @@ class Check:
     severity: str = "error"
 
 
-@dataclass(frozen=True)
-class SourceSpec:
+class SourceSpec(NamedTuple):
     """One input of a table: a registry file, optionally archive members, extra columns."""
 
     file: str
     members: str | None = None
-    columns: dict[str, str] = field(default_factory=dict)
+    columns: Mapping[str, str] = _EMPTY
     compression: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = _EMPTY
 
 
-@dataclass(frozen=True)
-class Rule:
+class Dialect(NamedTuple):
+    """How a CSV input is written (Frictionless CSV Dialect keys, same defaults)."""
+
+    header: bool = True
+    delimiter: str = ","
+    quote: str = '"'
+    escape: str = '"'
+
+
+_DEFAULT_DIALECT = Dialect()
+_DIALECT_KEYS = {"header": "header", "delimiter": "delimiter", "quoteChar": "quote",
+                 "escapeChar": "escape"}
+
+
+class Rule(NamedTuple):
     """A compiled check: ``fail_sql`` is true on each row that violates it."""
 
     table: str
@@ -150,6 +172,7 @@ class TableSchema:
     notes: tuple[str, ...] = ()
     path: Path | None = None
     digest: str = ""
+    dialect: Dialect = _DEFAULT_DIALECT
 
     @property
     def schema_name(self) -> str:
@@ -186,8 +209,10 @@ class TableSchema:
 
     @property
     def external(self) -> bool:
-        """True when another module provides the view (no registry files, no conversion)."""
-        return READERS.get(self.reader) == "external"
+        """True when the reader provides the view itself over data it manages (no conversion)."""
+        from mltraces.catalog.readers import reader_for
+
+        return reader_for(self).kind == "view"
 
     @property
     def file_ids(self) -> tuple[str, ...]:
@@ -211,7 +236,7 @@ def quote_ident(name: str) -> str:
 
 
 def sql_literal(value: Any) -> str:
-    """A SQL literal for a JSON scalar from a schema."""
+    """A SQL literal for a JSON scalar from a schema (or any text)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -219,6 +244,40 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     raise SchemaError(f"cannot use {value!r} as a SQL literal")
+
+
+_GLOB_CHARS = {"[": "[[]", "*": "[*]", "?": "[?]"}
+
+
+def sql_path(path: str | Path) -> str:
+    """A SQL literal naming exactly one file for DuckDB's file functions, never a pattern.
+
+    ``read_csv('trace[12].csv')`` would read ``trace1.csv`` and ``trace2.csv``:
+    DuckDB expands ``[...]``, ``*`` and ``?``. Each becomes a one-character class
+    (``[[]``, ``[*]``, ``[?]``). DuckDB's matcher cannot combine such a class with
+    a backslash in the same path, so that case is refused with the fix.
+
+    >>> sql_path("/data/trace[12].csv")
+    "'/data/trace[[]12].csv'"
+    """
+    return sql_literal(_escape_glob(str(path)))
+
+
+def _escape_glob(text: str) -> str:
+    # on POSIX a backslash is a file-name character DuckDB's matcher mistakes for an escape
+    if any(c in text for c in _GLOB_CHARS) and "\\" in text and os.sep == "/":
+        raise SchemaError(f"cannot read {text!r}: DuckDB cannot open a path that holds both a "
+                          "backslash and one of [ * ?; rename the file or its folder")
+    return "".join(_GLOB_CHARS.get(c, c) for c in text)
+
+
+def sql_glob(folder: str | Path, pattern: str) -> str:
+    """A SQL literal for the files matching ``pattern`` (a glob) under exactly ``folder``.
+
+    >>> sql_glob("/cache [1]", "*/month=2023-07/*.parquet")
+    "'/cache [[]1]/*/month=2023-07/*.parquet'"
+    """
+    return sql_literal(_escape_glob(str(folder)).rstrip("/") + "/" + pattern)
 
 
 # --------------------------------------------------------------------------- loading
@@ -301,10 +360,34 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
     for check in schema.checks:
         if check.severity not in _SEVERITIES:
             problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
-    if schema.reader not in READERS:
-        problems.append(f"{where}: reader {schema.reader!r} is not one of {sorted(READERS)}")
     if "." not in schema.name:
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
+    else:
+        from mltraces.catalog.readers import reader_problem
+
+        problem = reader_problem(schema.reader, schema.schema_name)
+        if problem:
+            problems.append(f"{where}: {problem}")
+
+
+def _parse_dialect(block: dict, where: str, problems: list[str]) -> Dialect:
+    raw = block.get("dialect", {})
+    if not isinstance(raw, dict):
+        problems.append(f"{where}: mltraces.dialect must be an object")
+        return Dialect()
+    unknown = set(raw) - set(_DIALECT_KEYS)
+    if unknown:
+        problems.append(f"{where}: dialect has unknown keys {sorted(unknown)}; "
+                        f"known: {sorted(_DIALECT_KEYS)}")
+    values = {_DIALECT_KEYS[k]: v for k, v in raw.items() if k in _DIALECT_KEYS}
+    dialect = Dialect(**values)
+    if not isinstance(dialect.header, bool):
+        problems.append(f"{where}: dialect header must be true or false")
+    for name in ("delimiter", "quote", "escape"):
+        value = getattr(dialect, name)
+        if not isinstance(value, str) or len(value) != 1 or value in "\r\n":
+            problems.append(f"{where}: dialect {name} must be one character, got {value!r}")
+    return dialect
 
 
 def parse_schema(raw: dict, path: Path | None = None) -> TableSchema:
@@ -337,6 +420,7 @@ def parse_schema(raw: dict, path: Path | None = None) -> TableSchema:
         notes=tuple(block.get("notes", [])),
         path=path,
         digest=_digest(raw),
+        dialect=_parse_dialect(block, where, problems),
     )
     _check_consistency(schema, where, problems)
     if problems:
@@ -359,19 +443,32 @@ def load_schema(path: str | Path) -> TableSchema:
 
 
 @cache
+def schema_files() -> dict[str, Path]:
+    """Every shipped schema file by table name, from the file names alone (nothing parsed).
+
+    Commands that only need names (``mltraces sql`` finding the tables a query
+    mentions) stay fast; schemas are parsed when first asked for.
+    """
+    return {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
+
+
+@cache
+def _loaded(name: str) -> TableSchema:
+    return load_schema(schema_files()[name])
+
+
 def all_schemas() -> dict[str, TableSchema]:
     """Every table schema shipped with mltraces, by table name."""
-    return {s.name: s for s in map(load_schema, sorted(SCHEMA_DIR.glob("*/*.json")))}
+    return {name: _loaded(name) for name in schema_files()}
 
 
 def get_schema(name: str) -> TableSchema:
     """The schema of table ``name``; the error lists the known tables."""
-    schemas = all_schemas()
-    try:
-        return schemas[name]
-    except KeyError:
-        hint = [n for n in schemas if name in n] or list(schemas)
-        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(hint)}") from None
+    names = schema_files()
+    if name not in names:
+        hint = [n for n in names if name in n] or list(names)
+        raise KeyError(f"unknown table {name!r}; known tables: {', '.join(hint)}")
+    return _loaded(name)
 
 
 # --------------------------------------------------------------------------- constraints -> SQL
@@ -391,11 +488,14 @@ def _field_rules(schema: TableSchema, f: Field) -> list[Rule]:
         allowed = ", ".join(sql_literal(v) for v in c["enum"])
         add("enum", f"{q} IS NOT NULL AND {q} NOT IN ({allowed})",
             f"{f.name} must be one of {', '.join(map(str, c['enum']))}")
+    # a bound on a number means a finite number within it: NaN compares above every
+    # value and inf passes a minimum, so neither slips through as "in range"
+    finite = f"NOT isfinite({q}) OR " if f.type == "number" else ""
     if "minimum" in c:
-        add(f"minimum {c['minimum']}", f"{q} < {sql_literal(c['minimum'])}",
+        add(f"minimum {c['minimum']}", f"{finite}{q} < {sql_literal(c['minimum'])}",
             f"{f.name} >= {c['minimum']}")
     if "maximum" in c:
-        add(f"maximum {c['maximum']}", f"{q} > {sql_literal(c['maximum'])}",
+        add(f"maximum {c['maximum']}", f"{finite}{q} > {sql_literal(c['maximum'])}",
             f"{f.name} <= {c['maximum']}")
     if "pattern" in c:
         pattern = sql_literal(c["pattern"])

@@ -9,10 +9,18 @@ the inputs (a missing, extra or renamed column, a value that does not parse, a
 malformed row, an empty file) is reported as ``schema drift: ...`` rules, one
 per kind, with every problem's file, column and line.
 
-Severity ``error`` rows with failures make ``mltraces validate`` exit 1;
-``warning`` rows (known upstream anomalies, consistency checks inferred from
-sample rows) are reported but do not; ``skipped`` rows are tables whose files
-could not be obtained when every table was validated implicitly.
+Values a type cannot hold faithfully (``12.5`` in an integer column, a time
+without the offset its format requires, text that does not parse) are
+``unparsable value`` drift with file, line and column; NaN and infinities fail
+a number's ``minimum``/``maximum``; NUL characters in text are reported.
+
+Severity ``error`` rows with failures make ``mltraces validate`` exit 1. Every
+kind of drift is an error, including the ones that do not stop a table from
+loading (an extra column, which the view ignores; a NUL character): the file
+is not in the published format. ``warning`` rows (known upstream anomalies,
+consistency checks inferred from sample rows) are reported but do not fail;
+``skipped`` rows are tables whose files are not fetched, when every table is
+validated (nothing is downloaded then).
 """
 
 from __future__ import annotations
@@ -22,14 +30,18 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mltraces.catalog import (
+    ConversionError,
     DriftProblem,
+    FileReader,
+    NotFetchedError,
     SchemaDriftError,
     materialize,
+    reader_for,
     resolve_local,
     select_schemas,
 )
 from mltraces.errors import FetchError, MltracesError
-from mltraces.schema import Rule, TableSchema, compile_rules, quote_ident, sql_literal
+from mltraces.schema import Rule, TableSchema, compile_rules, quote_ident, sql_path
 
 if TYPE_CHECKING:
     import duckdb
@@ -60,9 +72,10 @@ def _drift_rows(table: str, problems: Iterable[DriftProblem], severity: str) -> 
 
 
 def _location(schema: TableSchema, source: str, row: int) -> str:
-    if schema.reader == "csv":
-        return f"{source} line {row + 1}"
-    return f"{source} item {row}"
+    """``trace.csv line 7`` or ``curves.pkl item 7``, as the table's reader numbers rows."""
+    reader = reader_for(schema)
+    label = reader.row_label if isinstance(reader, FileReader) else "item"
+    return f"{source} {label} {row}"
 
 
 def _example(schema: TableSchema, rule: Rule, record: dict[str, Any]) -> str:
@@ -105,15 +118,15 @@ def _check_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, source: st
 
 
 def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None) -> list[dict]:
-    """Rules of a table another module provides: checked on its view."""
+    """Rules of a table its source's reader serves: checked on its view."""
     from mltraces.catalog import connect
 
     try:
         con = connect(tables=[schema.name], local={schema.name: local} if local else None,
                       strict=True)
     except MltracesError as error:
-        return [_row(schema.name, "readable input", "error", None, None, [str(error)],
-                     "the table's view could be created")]
+        return [_row(schema.name, "view", "error", None, None, [str(error)],
+                     "its view could not be created")]
     try:
         return _check_rules(con, schema, schema.qualified, located=False)
     finally:
@@ -132,25 +145,35 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
     if schema.external:
         return _validate_external(schema, local)
     try:
-        built = materialize(schema, local)
+        built = materialize(schema, local, fetch=explicit)
     except SchemaDriftError as error:
         return _drift_rows(schema.name, error.problems, "error")
-    except FetchError as error:
-        severity = "error" if explicit else "skipped"
-        return [_row(schema.name, "files available", severity, None, None, [str(error)],
-                     "the table's files can be fetched or found locally")]
     except MltracesError as error:
-        return [_row(schema.name, "readable input", "error", None, None, [str(error)],
-                     "the table's files could be read safely")]
+        return [_unchecked(schema, error)]
     report = _drift_rows(schema.name, built.warnings, "error")
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
-        source = f"read_parquet({sql_literal(str(built.parquet))})"
+        source = f"read_parquet({sql_path(built.parquet)})"
         report += _check_rules(con, schema, source, located=True)
     finally:
         con.close()
     return report
+
+
+def _unchecked(schema: TableSchema, error: MltracesError) -> dict:
+    """The one report row of a table that could not be checked, saying why in plain words."""
+    if isinstance(error, NotFetchedError):
+        return _row(schema.name, "input files", "skipped", None, None, [str(error)],
+                    "its files are not fetched yet")
+    if isinstance(error, FetchError):
+        return _row(schema.name, "input files", "error", None, None, [str(error)],
+                    "its files could not be fetched")
+    if isinstance(error, ConversionError):
+        return _row(schema.name, "conversion", "error", None, None, [str(error)],
+                    "converting its files failed")
+    return _row(schema.name, "input files", "error", None, None, [str(error)],
+                "its files could not be read safely")
 
 
 def validate(

@@ -73,7 +73,7 @@ def real_catalog(upstream_server: str, tmp_path_factory: pytest.TempPathFactory
             patch.delenv(name, raising=False)
         patch.setenv("MLTRACES_CACHE", str(cache))
         patch.setenv("MLTRACES_MIRROR", upstream_server)
-        con = connect(tables=REAL_TABLES, strict=True)
+        con = connect(tables=REAL_TABLES, strict=True, comments=True)  # column docs too
     yield Catalog(con, cache, {})
     con.close()
 

@@ -23,7 +23,7 @@ from catalog_fixtures import (  # noqa: F401 - fixtures
 
 import mltraces
 from mltraces import catalog
-from mltraces.catalog import connect, describe_table, materialize
+from mltraces.catalog import connect, convert, describe_table, materialize
 from mltraces.datasets.acme import summary as acme
 from mltraces.errors import OfflineError
 from mltraces.schema import all_schemas, get_schema
@@ -300,11 +300,11 @@ def test_cluster_summary_columns_are_the_published_ones(real_catalog) -> None:  
 
 def test_compare_cluster_summary_lines_up_both_tables(real_catalog, synthetic_files  # noqa: F811
                                                      ) -> None:
-    from mltraces.catalog import _attach
+    from mltraces.catalog import attach_table
 
     con = real_catalog.con.cursor()
     for table in ("acme.seren_jobs", "acme.kalos_jobs"):
-        _attach(con, get_schema(table), synthetic_files[table], strict=True)
+        attach_table(con, get_schema(table), synthetic_files[table], strict=True)
     compared = acme.compare_cluster_summary(con)
     assert len(compared) == 2 * len(acme.SUMMARY_COLUMNS)
     kalos = compared.set_index(["cluster", "column"]).loc[("Kalos", "job_num")]
@@ -345,7 +345,7 @@ def test_warm_connect_reuses_the_conversion(http_mirror, isolated_cache, monkeyp
     materialize("zeus.power")
     first = _parquets(isolated_cache, "zeus.power")
     assert len(first) == 1
-    monkeypatch.setattr(catalog, "_convert", lambda *a: pytest.fail("converted twice"))
+    monkeypatch.setattr(convert, "convert_table", lambda *a: pytest.fail("converted twice"))
     con = connect(tables=["zeus.power"])
     assert scalar(con, "SELECT count(*) FROM zeus.power") == 1_609
     assert _parquets(isolated_cache, "zeus.power") == first
@@ -546,3 +546,122 @@ def test_external_reader_tables_are_views_of_their_module() -> None:
             materialize(schema)
     report = validate([s.name for s in external])
     assert (report.failing_rows == 0).all()
+
+
+# --------------------------------------------------------------------------- readers by name
+
+
+def test_a_source_folder_brings_its_own_reader(tmp_path, monkeypatch) -> None:
+    """A wide throughput CSV (one column per GPU count) unpivoted by a reader that lives in
+    its source's folder: the catalog resolves it by name and caches its Parquet."""
+    import sys
+    import types
+
+    from mltraces.catalog import Conversion, FileReader, attach_table, readers
+    from mltraces.schema import parse_schema, sql_literal, sql_path
+
+    def unpivot(request) -> Conversion:
+        import duckdb
+
+        (item,) = request.inputs
+        con = duckdb.connect()
+        wide = f"read_csv({sql_path(item.path)}, header = true)"
+        con.execute(f"COPY (SELECT model, CAST(gpus AS BIGINT) AS gpus, throughput, "
+                    f"{sql_literal(item.label)} AS _source, row_number() OVER () AS _row "
+                    f"FROM (UNPIVOT {wide} ON COLUMNS(* EXCLUDE model) INTO NAME gpus "
+                    f"VALUE throughput)) TO {sql_literal(str(request.out))} (FORMAT parquet)")
+        counted = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
+        return Conversion(counted.fetchall()[0][0])
+
+    module = types.ModuleType("mltraces.datasets.demo.readers")
+    module.READERS = {"wide_throughput": FileReader("wide_throughput", unpivot)}
+    monkeypatch.setitem(sys.modules, "mltraces.datasets.demo", types.ModuleType("demo"))
+    monkeypatch.setitem(sys.modules, "mltraces.datasets.demo.readers", module)
+    readers.source_readers.cache_clear()
+    schema = parse_schema({
+        "name": "demo.throughput", "title": "t", "description": "d",
+        "fields": [{"name": "model", "type": "string", "description": "m"},
+                   {"name": "gpus", "type": "integer", "description": "g"},
+                   {"name": "throughput", "type": "number", "description": "t"}],
+        "mltraces": {"reader": "wide_throughput", "sources": [{"file": "demo/wide.csv"}]}})
+    path = tmp_path / "wide.csv"
+    path.write_text("model,1,2,4\nresnet50,100.0,190.0,370.0\nbert,50.0,95.0,180.0\n")
+    con = connect(tables=[])  # no shipped table: the demo schema is not in schemas/
+    attach_table(con, schema, path, strict=True)
+    assert scalar(con, "SELECT sum(throughput) FROM demo.throughput WHERE gpus = 4") == 550.0
+    assert rows(con, 'SELECT "table", state FROM mltraces.status') == [
+        ("demo.throughput", "unverified")]
+    readers.source_readers.cache_clear()
+
+
+# --------------------------------------------------------------------------- status, offline
+
+
+def test_status_says_what_is_ready_and_why_not(http_mirror, synthetic_files) -> None:  # noqa: F811
+    con = connect(["zeus.power", "acme.kalos_jobs", "acme.seren_jobs", "acme.gpu_metrics"],
+                  local={"acme.kalos_jobs": synthetic_files["acme.kalos_jobs"]})
+    status = {r[0]: r[1:] for r in rows(con, "SELECT * FROM mltraces.status")}
+    assert status["zeus.power"] == ("ready", "upstream", 1_609, None)
+    state, origin, count, reason = status["acme.kalos_jobs"]
+    assert (state, count) == ("unverified", 1_500) and origin.startswith("local: ")
+    state, _, count, reason = status["acme.seren_jobs"]  # not in the mirror
+    assert state == "unavailable" and count is None and "trace_seren.csv" in reason
+    state, _, count, reason = status["acme.gpu_metrics"]
+    assert state == "unavailable" and "mltraces fetch acme-util" in reason
+    from mltraces.figures import table_problem, unverified_inputs
+
+    assert unverified_inputs(con, ["zeus.power", "acme.kalos_jobs"]) == ["acme.kalos_jobs"]
+    assert table_problem(con, "zeus.power") is None
+    assert "trace_seren.csv" in table_problem(con, "acme.seren_jobs")
+
+
+def test_connect_without_names_touches_no_network(http_mirror, isolated_cache, caplog) -> None:
+    materialize("zeus.train")  # cached, so ready; every other table: not fetched
+    con = connect()
+    fetched = [p.name for p in (isolated_cache / "files").rglob("*.csv")]
+    assert fetched == ["summary_train.csv"]
+    states = dict(rows(con, 'SELECT "table", state FROM mltraces.status'))
+    assert states["zeus.train"] == "ready" and states["zeus.power"] == "unavailable"
+    assert "WARNING" not in caplog.text  # a status, not a problem nobody asked about
+    with pytest.raises(Exception, match=r"not fetched — run `mltraces fetch zeus/summary_power"):
+        rows(con, "SELECT * FROM zeus.power")
+
+
+def test_warm_connect_with_the_network_down_needs_no_network(http_mirror, monkeypatch) -> None:
+    connect(["zeus.train", "itp.jobs"], strict=True)
+    monkeypatch.setenv("MLTRACES_MIRROR", "http://127.0.0.1:9")  # nothing listens there
+    con = connect(["zeus.train", "itp.jobs"], strict=True)
+    assert scalar(con, "SELECT count(*) FROM itp.jobs") == 69_351
+
+
+# --------------------------------------------------------------------------- CLI wording
+
+
+def test_cli_sql_suggests_the_catalog_name_without_unrelated_warnings(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["sql", "SELECT * FROM itp_jobs"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "did you mean itp.jobs?" in err[0]
+
+
+def test_cli_sql_on_a_table_with_nothing_fetched_says_how_to_fetch(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["sql", "SELECT count(*) FROM acme.gpu_metrics"]) == 1
+    err = capsys.readouterr().err
+    assert "acme.gpu_metrics has no data: nothing fetched yet" in err
+    assert "mltraces fetch acme-util" in err
+
+
+def test_cli_tables_and_validate_say_plainly_what_is_missing(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["tables", "acme"]) == 0
+    out = capsys.readouterr().out
+    assert "reader" not in out and "nothing fetched yet" in out
+    assert "not cached (fetched on first use), or now: `mltraces fetch acme/trace_seren.csv`" in out
+    assert main(["validate"]) == 0  # nothing fetched, nothing downloaded: every table skipped
+    out = capsys.readouterr().out
+    assert "[skipped] input files: not checked - its files are not fetched yet" in out
+    assert "not fetched — run `mltraces fetch zeus/summary_train.csv`" in out

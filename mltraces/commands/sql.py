@@ -1,7 +1,10 @@
 """`mltraces sql "QUERY"`: run SQL against the catalog and print or save the result.
 
 Only the tables the query names (``itp.jobs``, ``zeus.power``, ...) are set up,
-so a query does not fetch unrelated files; ``--tables`` overrides the choice.
+and fetched when missing, so a query does not fetch unrelated files; ``--tables``
+overrides the choice. A query naming no table sets up every table from the cache
+(nothing is downloaded). Results are written by DuckDB in every format, so the
+command does not load pandas (except to save ``--format table`` to a file).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from mltraces.commands.common import add_table_options, open_catalog
 
 HELP = "run a SQL query against the catalog"
 FORMATS = ("table", "csv", "json", "parquet")
+_DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -41,44 +45,101 @@ def tables_in(query: str) -> list[str] | None:
 
     known = tables()
     code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
-    found = [name for name in known
-             if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", code, re.IGNORECASE)]
+    # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
+    named = [(m.group(0), m.group(1).lower()) for m in _DOTTED.finditer(code)]
+    mentioned = {text.lower() for text, _ in named}
+    found = [name for name in known if name in mentioned]
     if found:
         return found
-    sources = "|".join(sorted({re.escape(name.split(".")[0]) for name in known}))
-    # not followed by "(": acme.floor_time(...) is a macro, not a table
-    unknown = re.findall(rf"(?<![\w.])(?:{sources})\.\w+(?![\w(])", code, re.IGNORECASE)
+    sources = {name.split(".", 1)[0] for name in known}
+    unknown = [text for text, source in named if source in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
 
 
-def _write(relation, fmt: str, output: Path | None, max_rows: int) -> None:
+def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:
+    """Print or save the result; CSV, JSON and Parquet are written by DuckDB (no pandas)."""
     from mltraces.errors import MltracesError
 
     if fmt == "parquet" and output is None:
         raise MltracesError("--format parquet writes a binary file: add --output FILE.parquet")
-    if output is not None:
-        writers = {"csv": relation.write_csv, "parquet": relation.write_parquet}
-        if fmt in writers:
-            writers[fmt](str(output))
-        elif fmt == "json":
-            output.write_text(_json_lines(relation))
-        else:  # every row: str(relation) would keep only the first and last few
-            output.write_text(relation.df().to_string(index=False) + "\n")
-        print(f"wrote {output}", file=sys.stderr)
-        return
     if fmt == "table":
-        relation.show(max_rows=max_rows)
-    elif fmt == "csv":
-        relation.df().to_csv(sys.stdout, index=False)
+        if output is None:
+            relation.show(max_rows=max_rows)
+            return
+        # every row: DuckDB's text form keeps only the first and last few
+        output.write_text(relation.df().to_string(index=False) + "\n")
+    elif output is not None:
+        _copy(con, relation, fmt, output)
     else:
-        sys.stdout.write(_json_lines(relation))
+        _print_copy(con, relation, fmt)
+    if output is not None:
+        print(f"wrote {output}", file=sys.stderr)
 
 
-def _json_lines(relation) -> str:
-    text = relation.df().to_json(orient="records", lines=True, date_format="iso")
-    return text if text.endswith("\n") or not text else text + "\n"
+def _copy(con, relation, fmt: str, target: Path) -> None:
+    """``COPY`` the result to ``target``: csv with a header, json one object per line, parquet."""
+    from mltraces.schema import sql_literal
+
+    relation.to_view("_mltraces_result", replace=True)
+    options = "FORMAT csv, HEADER" if fmt == "csv" else f"FORMAT {fmt}"
+    con.execute(f"COPY (SELECT * FROM _mltraces_result) TO {sql_literal(str(target))} "
+                f"({options})")
+
+
+def _print_copy(con, relation, fmt: str) -> None:
+    """Write the result to stdout through a temporary file DuckDB fills."""
+    import os
+    import tempfile
+
+    handle, name = tempfile.mkstemp(suffix=f".{fmt}")
+    os.close(handle)
+    try:
+        _copy(con, relation, fmt, Path(name))
+        with open(name, encoding="utf-8", newline="") as text:
+            while chunk := text.read(1 << 20):
+                sys.stdout.write(chunk)
+    finally:
+        os.unlink(name)
+
+
+def _missing_data(con, named: list[str] | None) -> str | None:
+    """Why a table the query names has nothing to return (say, nothing fetched yet).
+
+    Only tables their source serves itself can be empty for that reason: a table the
+    catalog converts and cannot build already failed (named tables are strict).
+    """
+    from mltraces.catalog import read_status
+    from mltraces.schema import get_schema
+
+    served = [t for t in named or [] if get_schema(t).external]
+    status = (read_status(con) or {}) if served else {}
+    for table in served:
+        row = status.get(table)
+        if row is not None and not row.usable:
+            return f"{table} has no data: {row.reason}"
+    return None
+
+
+def _query_error(error: Exception) -> str:
+    """DuckDB's error, with the catalog name of a table written ``itp_jobs`` suggested."""
+    import difflib
+
+    from mltraces.catalog import tables
+
+    text = str(error)
+    missing = re.search(r"Table with name (\S+) does not exist", text)
+    if missing is None:
+        return f"query failed: {text}"
+    name = missing.group(1)
+    known = {t.replace(".", "_"): t for t in tables()}
+    close = difflib.get_close_matches(name.lower(), list(known), n=3, cutoff=0.75)
+    if not close:
+        return f"query failed: {text.splitlines()[0]}"
+    hint = " or ".join(known[c] for c in close)
+    return (f"query failed: there is no table {name}; did you mean {hint}? "
+            "(catalog tables are SOURCE.TABLE; `mltraces tables` lists them)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,14 +151,17 @@ def run(args: argparse.Namespace) -> int:
     # tables the query names must exist: say why one does not, once, before running it
     con = open_catalog(args, tables=named, strict=named is not None)
     try:
+        problem = _missing_data(con, named)
+        if problem:
+            raise MltracesError(problem)
         try:
             relation = con.sql(args.query)
         except duckdb.Error as error:
-            raise MltracesError(f"query failed: {error}") from error
+            raise MltracesError(_query_error(error)) from error
         if relation is None:  # a statement without a result (SET, CREATE ...)
             return 0
         try:
-            _write(relation, args.format, args.output, args.max_rows)
+            _write(con, relation, args.format, args.output, args.max_rows)
         except duckdb.Error as error:
             raise MltracesError(f"query failed: {error}") from error
     finally:

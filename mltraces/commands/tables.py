@@ -17,16 +17,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _status(schema, overrides: dict) -> str:
-    """"local", "cached" or "not cached", without downloading or hashing anything."""
+    """Where the table's rows would come from now, without downloading or hashing anything."""
+    from mltraces.catalog import FileReader, reader_for
     from mltraces.download import cached_path
     from mltraces.registry import get_file
 
     if schema.name in overrides:
         return f"local {overrides[schema.name]} (unverified)"
-    if schema.external:
-        return f"provided by reader {schema.reader} (see its module's fetch command)"
-    cached = all(cached_path(get_file(file_id)) for file_id in schema.file_ids)
-    return "cached" if cached else "not cached (fetched on first use)"
+    reader = reader_for(schema)
+    if not isinstance(reader, FileReader):  # data its source converts and keeps itself
+        status = reader.status(schema)
+        return f"ready ({status.origin})" if status.usable else str(status.reason)
+    missing = [f for f in schema.file_ids if not cached_path(get_file(f))]
+    if not missing:
+        return "cached"
+    return f"not cached (fetched on first use), or now: `mltraces fetch {' '.join(missing)}`"
 
 
 def _rows(schema, overrides: dict) -> str:

@@ -23,7 +23,7 @@ def _count(failing) -> str:
     import pandas as pd
 
     if pd.isna(failing):
-        return "could not check"
+        return "not checked"
     return "ok" if failing == 0 else f"{int(failing):,} failing rows"
 
 
@@ -36,8 +36,11 @@ def _text(report, show_all: bool) -> str:
         records = rows.to_dict("records")
         found = [r for r in records if pd.isna(r["failing_rows"]) or r["failing_rows"] > 0]
         checked = rows.checked_rows.dropna()
-        size = f"{int(checked.iloc[0]):,} rows, " if len(checked) else ""
-        lines.append(f"{table}: {size}{len(records)} rules, {len(found)} with findings")
+        if not len(checked) and all(pd.isna(r["failing_rows"]) for r in records):
+            lines.append(f"{table}: not checked")  # the reason follows
+        else:
+            size = f"{int(checked.iloc[0]):,} rows, " if len(checked) else ""
+            lines.append(f"{table}: {size}{len(records)} rules, {len(found)} with findings")
         for record in records if show_all else found:
             lines.append(f"  [{record['severity']}] {record['rule']}: "
                          f"{_count(record['failing_rows'])} - {record['description']}")

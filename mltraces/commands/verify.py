@@ -38,4 +38,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
-    return 1 if bad else 0
+    return 1 if _verify_tables(bool(args.names)) or bad else 0
+
+
+def _verify_tables(show_all: bool) -> bool:
+    """Check the converted tables too (after the files: those built from deleted ones go)."""
+    from mltraces.catalog import verify_tables
+
+    checks = verify_tables(rehash=True)
+    for check in checks:
+        if check.status != "ok" or show_all:
+            print(f"{check.status:8} {check.id}  {check.detail}".rstrip())
+    corrupt = sum(c.status == "corrupt" for c in checks)
+    print(f"{len(checks)} converted tables checked, {corrupt} corrupt (deleted)")
+    return corrupt > 0

@@ -217,21 +217,28 @@ _problems: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakK
 def table_problem(con: duckdb.DuckDBPyConnection, table: str) -> str | None:
     """Why ``table`` cannot be read on ``con`` (None when it can).
 
-    The catalog leaves an unavailable table as a view that raises its reason
-    when queried; a table not set up on this connection does not exist at all.
+    A catalog connection says so in its ``mltraces.status`` table (state and
+    reason, with the command that fixes it). A table missing from it (not set
+    up on this connection, or a connection built by hand) is probed with a query.
     The answer is remembered per connection (a catalog connection's views do
     not change), so data functions can check cheaply every time they run.
     """
     import duckdb
 
+    from mltraces.catalog import read_status
+
     known = _problems.setdefault(con, {})
-    if table not in known:
-        try:
-            con.sql(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
-            known[table] = None
-        except duckdb.Error as error:
-            text = str(error).split("\n")[0]
-            known[table] = text.split("unavailable: ", 1)[-1] if "unavailable: " in text else text
+    if table in known:
+        return known[table]
+    status = (read_status(con) or {}).get(table)
+    if status is not None:
+        known[table] = None if status.usable else (status.reason or status.state)
+        return known[table]
+    try:
+        con.sql(f"SELECT 1 FROM {table} LIMIT 1").fetchall()
+        known[table] = None
+    except duckdb.Error as error:
+        known[table] = str(error).split("\n")[0]
     return known[table]
 
 
@@ -241,17 +248,11 @@ def available(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> list[str
 
 
 def unverified_inputs(con: duckdb.DuckDBPyConnection, tables: Sequence[str]) -> list[str]:
-    """Tables among ``tables`` whose view the catalog marks as built from unverified files."""
-    found = []
-    for table in tables:
-        schema, _, view = table.partition(".")
-        rows = con.execute(
-            "SELECT comment FROM duckdb_views() WHERE schema_name = ? AND view_name = ?",
-            [schema, view],
-        ).fetchall()
-        if rows and rows[0][0] and "UNVERIFIED" in rows[0][0]:
-            found.append(table)
-    return found
+    """Tables among ``tables`` built from unverified local files (``mltraces.status``)."""
+    from mltraces.catalog import read_status
+
+    status = read_status(con) or {}
+    return [t for t in tables if t in status and status[t].state == "unverified"]
 
 
 def fetch_hint(tables: Iterable[str]) -> str:

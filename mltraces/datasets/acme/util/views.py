@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mltraces.datasets.acme.util import layout
+from mltraces.schema import quote_ident, sql_glob
 
 if TYPE_CHECKING:
     import duckdb
@@ -94,10 +95,6 @@ VIEWS = (
 )
 
 
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def months(view: View, root: Path | None = None) -> list[str]:
     """Month folders present for ``view`` (``2023-07``), sorted."""
     base = (root or layout.dataset_root()) / view.table
@@ -120,10 +117,10 @@ def _select_list(view: View) -> str:
 
 def _month_branch(view: View, base: Path, month: str) -> str:
     """One month's files, guarded by its UTC time range."""
-    glob = base / view.table / Path(*(["*"] * view.depth)) / f"month={month}" / "*.parquet"
+    pattern = "/".join(["*"] * view.depth + [f"month={month}", "*.parquet"])
     hive_types = ", ".join(f"'{p}': VARCHAR" for p in view.partitions)
     return (
-        f"SELECT {_select_list(view)} FROM read_parquet({_literal(str(glob))}, "
+        f"SELECT {_select_list(view)} FROM read_parquet({sql_glob(base / view.table, pattern)}, "
         f"hive_partitioning = true, hive_types = {{{hive_types}}}) "
         f"WHERE time >= TIMESTAMPTZ '{month}-01 00:00:00+00' "
         f"AND time < TIMESTAMPTZ '{_next_month(month)}-01 00:00:00+00'"
@@ -142,9 +139,9 @@ def view_sql(view: View, root: Path | None = None) -> str:
 
 def create_macros(con: duckdb.DuckDBPyConnection, schema: str = "acme") -> None:
     """Define ``<schema>.floor_time(time, seconds)``: UTC buckets by integer arithmetic."""
-    con.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}")
     con.execute(
-        f'CREATE OR REPLACE MACRO "{schema}".floor_time(t, seconds) AS '
+        f"CREATE OR REPLACE MACRO {quote_ident(schema)}.floor_time(t, seconds) AS "
         "make_timestamptz(epoch_us(t) // (CAST(seconds AS BIGINT) * 1000000) "
         "* (CAST(seconds AS BIGINT) * 1000000))"
     )
@@ -169,7 +166,7 @@ def attach_views(
     create_macros(con, schema)
     names = []
     for view in VIEWS:
-        name = f'"{schema}"."{view.table}"'
+        name = f"{quote_ident(schema)}.{quote_ident(view.table)}"
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {view_sql(view, root)}")
         names.append(f"{schema}.{view.table}")
     return names

@@ -1,0 +1,218 @@
+"""``connect()``: one DuckDB connection, a schema per source, a typed view per table.
+
+Tables named in ``tables=`` (or given a local file) are built on demand: their
+files are fetched when missing. With ``tables=None`` every table is set up
+from what is already cached, without touching the network: a table whose
+files are not fetched gets a view that says so and which command fetches it,
+and a status row ``unavailable``. Either way a table that cannot be built
+does not break the others, and ``mltraces.status`` says what is ready and why not.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mltraces.catalog import store
+from mltraces.catalog.build import Built, materialize
+from mltraces.catalog.problems import NotFetchedError
+from mltraces.catalog.readers import FileReader, reader_for
+from mltraces.catalog.selection import resolve_local, select_schemas
+from mltraces.catalog.status import (
+    READY,
+    UNAVAILABLE,
+    UNVERIFIED,
+    TableStatus,
+    read_status,
+    status_sql,
+)
+from mltraces.catalog.views import (
+    comment_columns,
+    parquet_view_sql,
+    unavailable_sql,
+    view_comments_sql,
+)
+from mltraces.errors import MltracesError
+from mltraces.schema import TableSchema, quote_ident
+
+if TYPE_CHECKING:
+    import duckdb
+
+log = logging.getLogger(__name__)
+
+__all__ = ["attach_table", "connect"]
+
+
+class _Setup:
+    """One table on its way to a view: what was built, or why it could not be."""
+
+    __slots__ = ("built", "error", "fetch", "local", "schema")
+
+    def __init__(self, schema: TableSchema, local: Path | None, fetch: bool) -> None:
+        self.schema = schema
+        self.local = local
+        self.fetch = fetch
+        self.built: Built | None = None
+        self.error: MltracesError | None = None
+
+
+def connect(
+    tables: str | Iterable[str] | None = None,
+    local: Mapping[str, str | os.PathLike[str]] | None = None,
+    *,
+    strict: bool = False,
+    database: str = ":memory:",
+    comments: bool = False,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with one schema per source and one typed view per table.
+
+    Parameters
+    ----------
+    tables
+        Table names (``"itp.jobs"``) or source names (``"zeus"``) to set up, their
+        files fetched when missing; None means every table, from the cache only
+        (tables not fetched yet are views that say how to fetch them).
+    local
+        ``{table: path}`` of user-supplied files in the upstream format (a file,
+        a ``.tar.gz`` for archive tables, or a folder holding the upstream file
+        names), taken literally; merged over ``MLTRACES_LOCAL``. Validated
+        against the schema, but not hash-pinned: such tables are ``unverified``.
+    strict
+        Raise on the first table that cannot be built instead of leaving a view
+        that raises the reason when queried (tables merely not fetched, with
+        ``tables=None``, are not errors).
+    database
+        DuckDB database to open (default in memory).
+    comments
+        Also attach every column's description and unit as a DuckDB comment
+        (``duckdb_columns().comment``; costs ~1 ms per column).
+
+    ``SELECT * FROM mltraces.status`` lists each table's state (ready,
+    unverified, unavailable), origin, rows and the reason it is not ready.
+
+    Examples
+    --------
+    >>> con = connect(tables=["itp.jobs"])                           # doctest: +SKIP
+    >>> con.sql("SELECT count(*), sum(gpu_hours) FROM itp.jobs")     # doctest: +SKIP
+    """
+    import duckdb
+
+    schemas = select_schemas(tables)
+    overrides = resolve_local(local)
+    setups = [_Setup(s, overrides.get(s.name), tables is not None or s.name in overrides)
+              for s in schemas]
+    con = duckdb.connect(database)
+    try:
+        sources = dict.fromkeys(s.schema_name for s in schemas)
+        con.execute("SET TimeZone = 'UTC';" + "".join(
+            f"CREATE SCHEMA IF NOT EXISTS {quote_ident(n)};" for n in sources))
+        statuses = _attach_all(con, setups, strict)
+        con.execute(status_sql(statuses) + ";" + view_comments_sql(
+            zip(schemas, statuses, strict=True)))
+        if comments:
+            comment_columns(con, schemas)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bool
+                ) -> list[TableStatus]:
+    """Build every table, lease the files the views will read, then create the views."""
+    for setup in setups:
+        if isinstance(reader_for(setup.schema), FileReader):
+            _build(setup, strict)
+    store.lease([s.built.parquet for s in setups if s.built is not None])
+    return [_attach(con, s, strict) for s in setups]
+
+
+def _build(setup: _Setup, strict: bool) -> None:
+    try:
+        setup.built = materialize(setup.schema, setup.local, fetch=setup.fetch)
+    except MltracesError as error:
+        if strict and not isinstance(error, NotFetchedError):
+            raise
+        setup.error = error
+
+
+def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> TableStatus:
+    """Create one table's view, or a view that explains why it is unavailable."""
+    schema = setup.schema
+    try:
+        if setup.error is not None:
+            raise setup.error
+        reader = reader_for(schema)
+        if not isinstance(reader, FileReader):
+            return reader.attach(con, schema, setup.local)
+        built = _view_over(con, setup)
+    except MltracesError as error:
+        if strict and not isinstance(error, NotFetchedError):
+            raise
+        return _unavailable(con, schema, error, setup.local)
+    state = READY if built.verified else UNVERIFIED
+    reason = None if built.verified else ("built from local files: checked against the schema, "
+                                          "not against the published hashes")
+    return TableStatus(schema.name, state, built.origin, built.rows, reason)
+
+
+def _view_over(con: duckdb.DuckDBPyConnection, setup: _Setup) -> Built:
+    """The view over the built Parquet; a file pruned or damaged meanwhile is rebuilt once."""
+    import duckdb
+
+    built = setup.built
+    assert built is not None
+    for attempt in (1, 2):
+        # leased before this check: a pruner hides the record before it looks for leases
+        if store.record_path(built.parquet).is_file():
+            try:
+                con.execute(parquet_view_sql(setup.schema, built.parquet))
+                return built
+            except duckdb.Error as error:
+                if attempt == 2:
+                    raise MltracesError(f"{setup.schema.name}: the converted file "
+                                        f"{built.parquet} cannot be read ({error}); run "
+                                        "`mltraces verify` to remove it") from None
+                _discard(built.parquet)
+        built = materialize(setup.schema, setup.local, fetch=setup.fetch)
+        store.lease([built.parquet])
+    raise MltracesError(f"{setup.schema.name}: its converted file keeps disappearing "
+                        f"({built.parquet}); is another process pruning this cache?")
+
+
+def _discard(parquet: Path) -> None:
+    """Forget a Parquet DuckDB cannot read, so the next materialize rebuilds it."""
+    log.warning("%s cannot be read; converting it again", parquet.name)
+    store.record_path(parquet).unlink(missing_ok=True)
+
+
+def _unavailable(con: duckdb.DuckDBPyConnection, schema: TableSchema, error: MltracesError,
+                 local: Path | None) -> TableStatus:
+    quiet = isinstance(error, NotFetchedError)  # a status, not a problem nobody asked about
+    log.log(logging.INFO if quiet else logging.WARNING, "%s is unavailable: %s", schema.name,
+            error)
+    con.execute(unavailable_sql(schema, str(error)))
+    origin = f"local: {local}" if local is not None else "upstream"
+    return TableStatus(schema.name, UNAVAILABLE, origin, None, str(error))
+
+
+def attach_table(con: duckdb.DuckDBPyConnection, schema: TableSchema | str,
+                 local: str | os.PathLike[str] | None = None, *, strict: bool = False
+                 ) -> TableStatus:
+    """Set up (or replace) one table's view on an open catalog connection.
+
+    Its files are fetched when missing; ``mltraces.status`` is updated.
+    """
+    from mltraces.schema import get_schema
+
+    if isinstance(schema, str):
+        schema = get_schema(schema)
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema.schema_name)}")
+    setup = _Setup(schema, Path(local) if local is not None else None, fetch=True)
+    [status] = _attach_all(con, [setup], strict)
+    rows = {**(read_status(con) or {}), schema.name: status}
+    con.execute(status_sql(list(rows.values())) + ";" + view_comments_sql([(schema, status)]))
+    return status

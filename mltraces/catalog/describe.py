@@ -1,0 +1,108 @@
+"""``describe_table()``: a table's schema, units, constraints, provenance and row count, as text."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from mltraces.catalog.build import Built, materialize
+from mltraces.catalog.readers import FileReader, reader_for
+from mltraces.catalog.selection import resolve_local
+from mltraces.errors import MltracesError
+from mltraces.schema import TableSchema, get_schema
+
+__all__ = ["describe_table"]
+
+
+def _constraint_text(constraints: Mapping[str, Any]) -> str:
+    parts = []
+    if constraints.get("required"):
+        parts.append("required")
+    if constraints.get("unique"):
+        parts.append("unique")
+    if "minimum" in constraints:
+        parts.append(f">= {constraints['minimum']}")
+    if "maximum" in constraints:
+        parts.append(f"<= {constraints['maximum']}")
+    if "enum" in constraints:
+        values = [str(v) for v in constraints["enum"]]
+        shown = ", ".join(values)
+        if len(shown) > 60:
+            shown = shown[:56].rsplit(", ", 1)[0] + ", ..."
+        parts.append(f"one of {{{shown}}}")
+    if "pattern" in constraints:
+        parts.append(f"matches {constraints['pattern']}")
+    return "; ".join(parts)
+
+
+def _column_rows(schema: TableSchema) -> list[tuple[str, str, str, str, str]]:
+    rows = [(f.name, f.duckdb_type, f.unit or "", _constraint_text(f.constraints), f.description)
+            for f in schema.fields]
+    rows += [(d.name, d.duckdb_type, d.unit or "", f"= {d.sql}", d.description)
+             for d in schema.derived]
+    return rows
+
+
+def _format_columns(rows: list[tuple[str, ...]]) -> list[str]:
+    header = ("column", "type", "unit", "constraints", "description")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    lines = []
+    for row in [header, *rows]:
+        cells = [row[i].ljust(widths[i]) for i in range(4)]
+        lines.append("  " + "  ".join(cells) + "  " + row[4])
+    return lines
+
+
+def _built_status(built: Built) -> str:
+    origin = " (verified)" if built.verified else f" (UNVERIFIED {built.origin})"
+    return f"{built.rows:,} rows from " + ", ".join(built.inputs) + origin
+
+
+def _view_status(schema: TableSchema) -> str:
+    """Rows of a table its source's reader serves (counted on a throwaway connection)."""
+    from mltraces.catalog.connection import connect
+
+    status = reader_for(schema).status(schema)  # type: ignore[union-attr]
+    if not status.usable:
+        return f"unavailable: {status.reason}"
+    con = connect(tables=[schema.name], strict=True)
+    try:
+        rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
+    finally:
+        con.close()
+    return f"{rows:,} rows ({status.origin})"
+
+
+def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None = None) -> str:
+    """A readable description of a table: schema, units, constraints, source and row count.
+
+    Builds the table if needed (fetching its files unless offline) to count rows.
+    """
+    schema = get_schema(name)
+    overrides = resolve_local(local)
+    try:
+        if isinstance(reader_for(schema), FileReader):
+            status = _built_status(materialize(schema, overrides.get(name)))
+        else:
+            status = _view_status(schema)
+    except MltracesError as error:
+        status = f"unavailable: {error}"
+    lines = [f"{schema.name}: {schema.title}", "", textwrap.fill(schema.description, 100), "",
+             textwrap.fill(f"Source files: {', '.join(schema.file_ids)}", 100,
+                           subsequent_indent="  "),
+             textwrap.fill(f"Status: {status}", 100, subsequent_indent="  ")]
+    if schema.primary_key:
+        lines.append(f"Primary key: ({', '.join(schema.primary_key)})")
+    lines += ["", "Columns:", *_format_columns(_column_rows(schema))]
+    if schema.checks:
+        lines += ["", "Checks:"]
+        lines += [f"  {c.name} [{c.severity}]: {c.description}" for c in schema.checks]
+    if schema.notes:
+        lines += ["", "Notes:"]
+        lines += [textwrap.fill(n, 100, initial_indent="  - ", subsequent_indent="    ")
+                  for n in schema.notes]
+    lines += ["", f"Schema file: schemas/{schema.schema_name}/{schema.table_name}.json "
+              "(Frictionless Table Schema)"]
+    return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""What a table would be built from, decided cheaply: registry files or a user's local path.
+
+A :class:`Plan` names its inputs' versions (``keys``: a change means a new
+conversion) and identity (which inputs, whatever their version: a newer
+conversion supersedes older ones), and defers the heavy work (downloading,
+unpacking) to ``load()``.
+
+Network use follows what was asked for: ``fetch=True`` (the table was named)
+downloads missing files; ``fetch=False`` (the table is only part of "every
+table") uses verified cached files or raises :class:`NotFetchedError` at once,
+so ``connect()`` never touches the network for tables nobody asked for.
+
+Local paths are taken literally: ``trace[12].csv`` is that one file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from mltraces import config
+from mltraces.catalog.problems import DriftProblem, NotFetchedError, SchemaDriftError
+from mltraces.catalog.readers import InputFile
+from mltraces.catalog.store import LOCAL_EXTRACTED
+from mltraces.errors import SchemaError
+from mltraces.schema import MEMBER_STEM, SourceSpec, TableSchema
+
+__all__ = ["Plan", "plan_for"]
+
+
+class Plan(NamedTuple):
+    """What a table would be built from: cheap to compute, heavy work deferred."""
+
+    keys: list[str]  # identity and version of each input: change -> new conversion
+    identity: list[str]  # which inputs, regardless of version: same -> older ones are stale
+    verified: bool
+    origin: str
+    load: Callable[[], list[InputFile]]
+
+    @property
+    def kind(self) -> str:
+        """``upstream`` or ``local``: part of the Parquet file name."""
+        return "upstream" if self.verified else "local"
+
+
+def plan_for(schema: TableSchema, local: Path | None, *, fetch: bool = True) -> Plan:
+    """The plan for ``schema``: a user's local path when given, else the registry's files."""
+    return _local_plan(schema, Path(local)) if local is not None else _registry_plan(schema, fetch)
+
+
+def _expand_columns(spec: SourceSpec, member: str) -> dict[str, str]:
+    stem = Path(member).name.split(".", 1)[0]
+    return {k: v.replace(MEMBER_STEM, stem) for k, v in spec.columns.items()}
+
+
+def _registry_file(schema: TableSchema, file_id: str) -> Any:
+    from mltraces.registry import get_file
+
+    try:
+        return get_file(file_id)
+    except KeyError as error:
+        raise SchemaError(f"{schema.name}: schema names unknown file {file_id!r}") from error
+
+
+def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, Path],
+                  where: str) -> list[InputFile]:
+    chosen = sorted(n for n in members if fnmatch.fnmatch(Path(n).name, spec.members or ""))
+    if not chosen:
+        has = ", ".join(sorted(members))
+        problem = DriftProblem("missing file", where,
+                               f"no member matches {spec.members!r} (has: {has})")
+        raise SchemaDriftError(schema.name, [problem])
+    return [InputFile(Path(n).name, members[n], _expand_columns(spec, n)) for n in chosen]
+
+
+# --------------------------------------------------------------------------- registry files
+
+
+def _not_fetched(schema: TableSchema, missing: list[Any]) -> NotFetchedError:
+    ids = " ".join(f.id for f in missing)
+    return NotFetchedError(
+        f"{schema.name}: not fetched — run `mltraces fetch {ids}` (tables named in "
+        "connect(tables=...) or in a query are fetched on first use)")
+
+
+def _pin(file: Any) -> str:
+    """The hash the registry pins ``file`` to: what every verified copy of it hashes to."""
+    return f"sha256:{file.sha256}" if file.sha256 else f"git-blob:{file.git_blob}"
+
+
+def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
+    """Inputs from the verified cache (fetched now when missing, if asked for by name).
+
+    A warm plan only checks the download stamps (no hashing, no lock): the key is
+    the registry's pin, which a verified copy matches by definition.
+    """
+    from mltraces.download import cached_path, fetch_file, fetch_members
+
+    files = {spec.file: _registry_file(schema, spec.file) for spec in schema.sources}
+    missing = [f for f in files.values() if cached_path(f) is None]
+    if missing and not fetch:
+        raise _not_fetched(schema, missing)
+    for file in missing:
+        fetch_file(file)
+    keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
+
+    def load() -> list[InputFile]:
+        inputs: list[InputFile] = []
+        for spec in schema.sources:
+            remote = files[spec.file]
+            if spec.members:
+                inputs.extend(_pick_members(schema, spec, fetch_members(remote), remote.filename))
+            else:
+                inputs.append(InputFile(remote.filename, fetch_file(remote), dict(spec.columns)))
+        return inputs
+
+    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
+
+
+# --------------------------------------------------------------------------- local paths
+
+
+def _stat_key(path: Path) -> str:
+    stat = path.stat()
+    return f"{_identity(path)}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _identity(path: Path) -> str:
+    return f"local:{path.resolve()}"
+
+
+def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
+    names = {p.name: p for p in folder.iterdir() if p.is_file()}
+    inputs: list[InputFile] = []
+    missing: list[DriftProblem] = []
+    for spec in schema.sources:
+        if spec.members:
+            try:
+                inputs.extend(_pick_members(schema, spec, names, str(folder)))
+            except SchemaDriftError as error:
+                missing.extend(error.problems)
+            continue
+        filename = _registry_file(schema, spec.file).filename
+        candidates = [filename, filename.removesuffix(".xz")]
+        found = next((names[c] for c in candidates if c in names), None)
+        if found is None:
+            missing.append(DriftProblem("missing file", str(folder), f"no file named {filename}"))
+        else:
+            inputs.append(InputFile(found.name, found, dict(spec.columns)))
+    if missing:
+        raise SchemaDriftError(schema.name, missing)
+    return inputs
+
+
+def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[InputFile]]:
+    if len(schema.sources) != 1:
+        names = ", ".join(_registry_file(schema, s.file).filename for s in schema.sources)
+        raise SchemaError(
+            f"{schema.name} reads {len(schema.sources)} files ({names}); give a directory "
+            f"holding them instead of the single file {path}"
+        )
+    spec = schema.sources[0]
+    if spec.members and _is_tarfile(path):
+        def load() -> list[InputFile]:
+            import hashlib
+
+            from mltraces.archives import extract_verified
+
+            digest = hashlib.sha256(_stat_key(path).encode()).hexdigest()[:16]
+            target = config.cache_dir() / LOCAL_EXTRACTED / f"{path.name}-{digest}"
+            return _pick_members(schema, spec, extract_verified(path, target), path.name)
+        return load
+    columns = _expand_columns(spec, path.name) if spec.members else dict(spec.columns)
+    return lambda: [InputFile(path.name, path, columns)]
+
+
+def _is_tarfile(path: Path) -> bool:
+    import tarfile  # only archive tables need it: not imported on every connect
+
+    return tarfile.is_tarfile(path)
+
+
+def _local_plan(schema: TableSchema, path: Path) -> Plan:
+    """Inputs from a user-supplied file or folder: checked against the schema, not hashed."""
+    if not path.exists():
+        raise SchemaError(f"local file for {schema.name} not found: {path} (the path is used "
+                          "literally: no wildcards)")
+    path = path.resolve()
+    if path.is_dir():
+        inputs = _local_dir_inputs(schema, path)
+        keys = [_stat_key(i.path) for i in inputs]
+        load: Callable[[], list[InputFile]] = lambda: inputs  # noqa: E731
+    else:
+        keys = [_stat_key(path)]
+        load = _local_file_inputs(schema, path)
+    return Plan(keys, [_identity(path)], verified=False, origin=f"local: {path}", load=load)

@@ -1,0 +1,168 @@
+"""Readers, registered by name: how a table's input files become rows.
+
+A schema names its reader (``"reader": "csv"`` in its ``mltraces`` block). The
+name resolves to a built-in reader first (``csv``), then to the ``READERS`` dict
+of the schema's own source folder, ``mltraces/datasets/<source>/readers.py``,
+imported the first time a table of that source needs it. A source that
+publishes a new format (say, a wide throughput CSV that must be unpivoted)
+adds a reader there and names it in its schemas; the catalog does not change.
+
+The protocol (plain callables, like pooch's processors):
+
+:class:`FileReader` converts the inputs to one Parquet file, which the catalog
+caches, keys by the inputs' bytes, and serves as a view::
+
+    convert(request: ReadRequest) -> Conversion
+
+- Write ``request.out`` (Parquet): the schema's fields in schema order, as
+  their DuckDB types, then ``_source`` (VARCHAR: the input's label) and
+  ``_row`` (BIGINT: where the row is in that input, in the unit ``row_label``
+  names: ``"line"``, the physical line of a text file, or ``"item"``, a 1-based
+  position). ``mltraces validate`` cites ``<_source> <row_label> <_row>``.
+- Raise :class:`~mltraces.catalog.problems.SchemaDriftError` listing every
+  problem found (file, line, column, value); raise a
+  :class:`~mltraces.catalog.problems.ConversionError` for failures of the machine
+  (:func:`~mltraces.catalog.problems.disk_problem` classifies them).
+- Return :class:`Conversion`: the row count and the problems that did not stop
+  the build (an ignored extra column), which ``validate`` reports.
+- Scratch files go to ``request.work`` (deleted afterwards); nothing else is written.
+  Name files to DuckDB with :func:`~mltraces.schema.sql_path` when reading (it
+  escapes glob characters: the cache may live in ``/data/[team]/``) and with
+  :func:`~mltraces.schema.sql_literal` when writing (``COPY ... TO`` takes a path
+  literally).
+
+The catalog owns everything around it: which bytes are read (verified cache
+or a literal local path), cache keys, locks, atomic renames, provenance and
+pruning.
+
+:class:`ViewReader` serves data a source manages itself (converted by its own
+pipeline, too large for one Parquet file)::
+
+    attach(con, schema, local) -> TableStatus   # create the view schema.qualified on con
+    status(schema) -> TableStatus               # the same answer without a connection
+
+The view has the schema's fields in order; the status row says whether there is
+anything to read and, if not, how to get it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from mltraces.errors import SchemaError
+
+if TYPE_CHECKING:
+    from mltraces.catalog.problems import DriftProblem
+    from mltraces.catalog.status import TableStatus
+    from mltraces.schema import TableSchema
+
+__all__ = ["BUILTIN", "Conversion", "FileReader", "InputFile", "ReadRequest", "ViewReader",
+           "reader_for", "reader_problem", "resolve"]
+
+
+# Records are NamedTuples: immutable, and cheap to define (a frozen dataclass costs a
+# millisecond of start-up each, and every process that connects defines these).
+
+
+class InputFile(NamedTuple):
+    """One concrete file to read, with the constant columns it contributes."""
+
+    label: str
+    path: Path
+    columns: Mapping[str, str]
+
+
+class ReadRequest(NamedTuple):
+    """Everything a :class:`FileReader` gets: what to read, where to write, scratch space."""
+
+    schema: TableSchema
+    inputs: list[InputFile]
+    out: Path
+    work: Path
+
+
+class Conversion(NamedTuple):
+    """What a :class:`FileReader` reports back."""
+
+    rows: int
+    warnings: tuple[DriftProblem, ...] = ()
+
+
+class FileReader(NamedTuple):
+    """A reader whose output the catalog converts once and caches as Parquet."""
+
+    name: str
+    convert: Callable[[ReadRequest], Conversion]
+    row_label: str = "item"  # "line" (physical line of a text file) or "item"
+    kind: str = "file"
+
+
+class ViewReader(NamedTuple):
+    """A reader that creates the table's view itself, over data it manages."""
+
+    name: str
+    attach: Callable[[Any, TableSchema, Path | None], TableStatus]
+    status: Callable[[TableSchema], TableStatus]
+    kind: str = "view"
+
+
+Reader = FileReader | ViewReader
+
+
+def _convert_csv(request: ReadRequest) -> Conversion:
+    from mltraces.catalog.csv_reader import convert_csv
+
+    return convert_csv(request)
+
+
+#: Readers every source can name; a source folder's own ``READERS`` come after.
+BUILTIN: dict[str, Reader] = {"csv": FileReader("csv", _convert_csv, row_label="line")}
+
+
+@cache
+def source_readers(source: str) -> Mapping[str, Reader]:
+    """``READERS`` of ``mltraces/datasets/<source>/readers.py`` (empty when it has none)."""
+    module_name = f"mltraces.datasets.{source}.readers"
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name in (module_name, f"mltraces.datasets.{source}"):
+            return {}
+        raise
+    readers = getattr(module, "READERS", None)
+    if not isinstance(readers, Mapping) or not all(
+            isinstance(r, FileReader | ViewReader) and r.name == n for n, r in readers.items()):
+        raise SchemaError(f"{module_name}.READERS must map each name to a FileReader or "
+                          "ViewReader carrying that name")
+    return readers
+
+
+def resolve(name: str, source: str) -> Reader:
+    """The reader called ``name`` for a table of ``source``: built-in first, then the source's."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    found = source_readers(source).get(name)
+    if found is None:
+        raise SchemaError(reader_problem(name, source) or f"unknown reader {name!r}")
+    return found
+
+
+def reader_problem(name: str, source: str) -> str | None:
+    """Why ``name`` is not a usable reader for ``source`` (None when it is)."""
+    if name in BUILTIN:
+        return None
+    own = source_readers(source)
+    if name in own:
+        return None
+    choices = sorted({*BUILTIN, *own})
+    return (f"reader {name!r} is neither built in nor in mltraces/datasets/{source}/readers.py "
+            f"READERS; choose from {', '.join(choices)}")
+
+
+def reader_for(schema: TableSchema) -> Reader:
+    """The reader a schema names."""
+    return resolve(schema.reader, schema.schema_name)

@@ -1,0 +1,60 @@
+"""Which tables a call is about: names, source names and local-file overrides.
+
+Only file names are read here (``schemas/<source>/<table>.json``), so commands
+that merely resolve names stay fast; schemas are parsed when first needed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from mltraces import config
+from mltraces.schema import TableSchema, get_schema, schema_files
+
+__all__ = ["resolve_local", "select_schemas", "tables"]
+
+
+def tables() -> list[str]:
+    """Names of every catalog table (``source.table``), from the schema files.
+
+    >>> "itp.jobs" in tables()
+    True
+    """
+    return sorted(schema_files())
+
+
+def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
+    """Schemas for table names or source names (``"zeus"`` means every zeus table)."""
+    known = tables()
+    if names is None:
+        return [get_schema(n) for n in known]
+    if isinstance(names, str):
+        names = [names]
+    chosen: dict[str, None] = {}
+    sources = sorted({n.split(".", 1)[0] for n in known})
+    for name in names:
+        in_source = [n for n in known if n.split(".", 1)[0] == name]
+        if not in_source and name not in known:
+            raise KeyError(f"unknown table or source {name!r}; sources: {', '.join(sources)}; "
+                           f"known tables: {', '.join(known)}")
+        chosen.update(dict.fromkeys(in_source or [name]))
+    return [get_schema(n) for n in chosen]
+
+
+def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> dict[str, Path]:
+    """``MLTRACES_LOCAL`` overrides updated with ``local``; unknown table names raise.
+
+    Paths are taken literally: ``trace[12].csv`` is that one file, never a pattern.
+    """
+    overrides = config.local_tables()
+    overrides.update({k: Path(v).expanduser() for k, v in (local or {}).items()})
+    known = schema_files()
+    for name in overrides:
+        if name not in known:
+            raise KeyError(
+                f"unknown table {name!r} in local overrides; "
+                f"known tables: {', '.join(sorted(known))}"
+            )
+    return overrides

@@ -1,0 +1,106 @@
+"""Text inputs as the readers see them: the header line (bounded), xz streams, byte facts.
+
+Everything here reads a bounded amount or streams, so a hostile file (a 1 GB
+first line, a non-UTF-8 header) becomes one drift problem naming the file, not
+a traceback or gigabytes of RAM.
+"""
+
+from __future__ import annotations
+
+import csv
+import lzma
+import mmap
+import os
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+from mltraces.catalog.problems import DriftProblem, SchemaDriftError
+from mltraces.schema import Dialect
+
+__all__ = ["MAX_HEADER_BYTES", "FileFacts", "file_facts", "physical_lines", "plain_csv",
+           "read_header"]
+
+#: Longest first line accepted as a header: the widest upstream CSV (2,304 GPU
+#: columns) needs ~50 kB.
+MAX_HEADER_BYTES = 1 << 20
+_XZ_MAGIC = b"\xfd7zXZ\x00"
+
+
+def _problem(kind: str, label: str, message: str, line: int | None = None) -> SchemaDriftError:
+    return SchemaDriftError("", [DriftProblem(kind, label, message, None, line)])
+
+
+def read_header(path: Path, label: str, dialect: Dialect | None = None,
+                limit: int = MAX_HEADER_BYTES) -> list[str]:
+    """Column names on the first line, reading at most ``limit`` bytes.
+
+    An empty file, a first line longer than ``limit`` and a header that is not
+    UTF-8 each raise a :class:`SchemaDriftError` naming the file.
+    """
+    dialect = dialect or Dialect()
+    with path.open("rb") as handle:
+        first = handle.readline(limit + 1)
+    if not first.strip():
+        raise _problem("empty file", label,
+                       "the file is empty: expected a header line with the column names")
+    if len(first) > limit:
+        raise _problem("malformed row", label, f"the first line is longer than {limit:,} bytes: "
+                       "not a CSV header (is this the right file?)", 1)
+    try:
+        text = first.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        bad = first[error.start]
+        raise _problem("not UTF-8", label, f"the header is not UTF-8 text (byte 0x{bad:02x} at "
+                       f"offset {error.start}); save the file as UTF-8", 1) from None
+    row = next(csv.reader([text.rstrip("\r\n")], delimiter=dialect.delimiter,
+                          quotechar=dialect.quote))
+    return [name.strip() for name in row]
+
+
+def plain_csv(label: str, path: Path, work: Path) -> Path:
+    """The input as an uncompressed file (an xz stream is decompressed into ``work``)."""
+    with path.open("rb") as handle:
+        magic = handle.read(len(_XZ_MAGIC))
+    if magic != _XZ_MAGIC:
+        return path
+    out = work / f"{len(list(work.iterdir()))}-{label.removesuffix('.xz')}"
+    try:
+        with lzma.open(path) as source, out.open("wb") as sink:
+            shutil.copyfileobj(source, sink, 1 << 20)
+    except (lzma.LZMAError, EOFError) as error:
+        raise _problem("unparsable value", label,
+                       f"not a readable xz stream ({error})") from error
+    return out
+
+
+class FileFacts(NamedTuple):
+    """Byte-level facts that decide which slower checks a file needs."""
+
+    quoted: bool  # holds a quote character: a field may span lines
+    nul: bool  # holds a NUL byte: text values must be checked for it
+
+
+def file_facts(path: Path, quote: str = '"') -> FileFacts:
+    """Scan a file once (memory-mapped, no copy) for quote characters and NUL bytes."""
+    if os.path.getsize(path) == 0:
+        return FileFacts(False, False)
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        return FileFacts(view.find(quote.encode()) >= 0, view.find(b"\x00") >= 0)
+
+
+def physical_lines(path: Path, offsets: list[int]) -> dict[int, int]:
+    """1-based line number of each byte offset (counting every newline before it)."""
+    result: dict[int, int] = {}
+    if not offsets:
+        return result
+    chunk = 1 << 24  # count in 16 MB slices: memory stays bounded whatever the file size
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+        line, position = 1, 0
+        for offset in sorted(set(offsets)):
+            while position < offset:
+                end = min(offset, position + chunk)
+                line += view[position:end].count(b"\n")
+                position = end
+            result[offset] = line
+    return result
