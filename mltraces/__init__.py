@@ -1,8 +1,9 @@
 """mltraces: public GPU-cluster traces, verified, in SQL, simulated and plotted.
 
 >>> import mltraces
->>> con = mltraces.connect()                                   # doctest: +SKIP
+>>> con = mltraces.connect(["itp"])  # doctest: +SKIP
 >>> con.sql("SELECT cluster, count(*) FROM itp.jobs GROUP BY 1")  # doctest: +SKIP
+>>> con.sql("SELECT * FROM mltraces.status")                      # doctest: +SKIP
 
 Heavy modules (DuckDB, pandas) load on first use, so importing the package and
 running ``mltraces --help`` stay fast.

@@ -61,7 +61,7 @@ class UnsafeArchiveError(MltracesError):
 
 
 class UnsafePickleError(MltracesError):
-    """A pickle asked for a global that mltraces does not allow."""
+    """A pickle was refused: a global mltraces does not allow, a limit exceeded, or bad bytes."""
 
 
 class SchemaError(MltracesError):

@@ -251,6 +251,20 @@ def test_forbidden_pickle_global_in_util_cdf(http_mirror, upstream_dir, tmp_path
     assert not marker.exists()
 
 
+def test_util_pkl_curves_that_are_not_arrays_are_a_finding(upstream_dir, tmp_path) -> None:
+    source = next(upstream_dir.rglob("util_pkl"))
+    folder = tmp_path / "util_pkl"
+    folder.mkdir()
+    for path in source.glob("*.pkl"):
+        (folder / path.name).write_bytes(path.read_bytes())
+    ragged = [[0.0, [1.0, 2.0]], [0.5, 1.0]]  # one x/y pair, nested lists where arrays belong
+    (folder / "gpu_power_seren.pkl").write_bytes(pickle.dumps(ragged))
+    report = validate(["acme.util_cdf"], local={"acme.util_cdf": folder})
+    assert failed(report)
+    assert "gpu_power_seren.pkl" in report.examples.iloc[0][0]
+    assert "list/list, not numpy arrays" in report.examples.iloc[0][0]
+
+
 # --------------------------------------------------------------------------- CLI
 
 

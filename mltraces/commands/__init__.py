@@ -1,6 +1,6 @@
 """CLI verbs, one module each.
 
-Every verb module defines ``HELP`` (one line), ``configure(parser)`` and
+Every verb module defines ``configure(parser)`` and
 ``run(args) -> int``; :mod:`mltraces.cli` maps verb names to modules and imports
 only the one that is called, so ``mltraces --help`` does not import DuckDB.
 """

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "print the cache directory"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """No options."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "download and verify files: all, a source, or file ids"
 UTIL = "acme-util"
 _UTIL_OPTIONS = ("cluster", "metric", "since", "until", "revision")
 

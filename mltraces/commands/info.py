@@ -7,8 +7,6 @@ import textwrap
 
 from mltraces.commands.common import add_table_options
 
-HELP = "describe a source (license, citation, anomalies) or a table (schema, rows)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="a source (zeus, itp, acme) or a table (itp.jobs)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "list sources and files: URL pin, size, hash kind, cached or not"
 UTIL = "acme-util"
 
 

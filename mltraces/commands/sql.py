@@ -16,7 +16,6 @@ from pathlib import Path
 
 from mltraces.commands.common import add_table_options, open_catalog
 
-HELP = "run a SQL query against the catalog"
 FORMATS = ("table", "csv", "json", "parquet")
 _DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
 

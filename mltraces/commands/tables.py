@@ -6,8 +6,6 @@ import argparse
 
 from mltraces.commands.common import add_table_options, local_overrides
 
-HELP = "list catalog tables"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("names", nargs="*", metavar="SOURCE", help="limit to these sources")

@@ -7,8 +7,6 @@ import sys
 
 from mltraces.commands.common import add_table_options, local_overrides
 
-HELP = "check every schema constraint; exit 1 on violations"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("tables", nargs="*", metavar="TABLE",

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "re-hash every cached file against the registry"
-
-
 UTIL = "acme-util"
 
 

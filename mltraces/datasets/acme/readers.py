@@ -82,6 +82,11 @@ def read_util_pkl(request: ReadRequest) -> Conversion:
         pairs = _curves(label, safe_load(item.path), curves, problems)
         row = 0
         for position, (xs, ys) in enumerate(pairs or []):
+            if not (isinstance(xs, np.ndarray) and isinstance(ys, np.ndarray)):
+                kinds = f"{type(xs).__name__}/{type(ys).__name__}"
+                problems.append(DriftProblem("malformed row", label, f"curve {position}: "
+                                             f"x and y are {kinds}, not numpy arrays"))
+                continue
             x = np.asarray(xs, dtype="float64")
             y = np.asarray(ys, dtype="float64")
             if x.ndim != 1 or x.shape != y.shape:
