@@ -215,7 +215,20 @@ _override: dict[str, Source] | None = None
 
 @cache
 def _scanned() -> dict[str, Source]:
-    return {folder.name: load_source(folder) for folder in source_folders()}
+    return {folder.name: _loaded(folder) for folder in source_folders()}
+
+
+@cache
+def _loaded(folder: Path) -> Source:
+    return load_source(folder)
+
+
+def _one(name: str) -> Source | None:
+    """One source without reading the others (a warm query names one or two)."""
+    if _override is not None:
+        return _override.get(name)
+    folder = DATASETS_DIR / name
+    return _loaded(folder) if _NAME.match(name) and (folder / SOURCE_FILE).is_file() else None
 
 
 def all_sources() -> dict[str, Source]:
@@ -225,11 +238,11 @@ def all_sources() -> dict[str, Source]:
 
 def get_source(name: str) -> Source:
     """The source called ``name``; the error lists the valid names."""
-    sources = all_sources()
-    try:
-        return sources[name]
-    except KeyError:
-        raise KeyError(f"unknown source {name!r}; known sources: {', '.join(sources)}") from None
+    found = _one(name)
+    if found is None:
+        known = ", ".join(all_sources())
+        raise KeyError(f"unknown source {name!r}; known sources: {known}") from None
+    return found
 
 
 def all_files() -> dict[str, RemoteFile]:
@@ -239,6 +252,10 @@ def all_files() -> dict[str, RemoteFile]:
 
 def get_file(file_id: str) -> RemoteFile:
     """The file with this id (``itp/raw-traces.tar.gz``) or base name; the error suggests ids."""
+    source = _one(file_id.split("/", 1)[0]) if "/" in file_id else None
+    for file in source.files if source is not None else ():
+        if file.id == file_id:
+            return file
     files = all_files()
     if file_id in files:
         return files[file_id]
