@@ -140,6 +140,7 @@ def whole_process_ratio(python: Path, trace_dir: Path, eta: float, beta: float) 
     reference_cmd = [str(python), "-c", DRIVER, payload]
     with tempfile.TemporaryDirectory(prefix="mltraces-bench-cache-") as cache:
         env = {**os.environ, "MLTRACES_CACHE": cache, "MLTRACES_MIRROR": str(UPSTREAM)}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as in an installed package
         ours_cmd = [sys.executable, "-m", "mltraces", "-q", "simulate", "--gpu", "all",
                     "--workload", "all", "--seeds", "1", "--eta", str(eta), "--beta", str(beta),
                     "--format", "csv", "-o", str(Path(cache) / "history.csv")]
