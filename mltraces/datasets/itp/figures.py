@@ -76,13 +76,13 @@ def clusters_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
 
 def totals_text(data: pd.DataFrame) -> str:
-    """The reproduced totals as the README writes them: ``69,351 jobs, 1,632,719.7 GPU hours``."""
+    """The reproduced totals as text, in the form the README prints the published ones."""
     total = data[data["cluster"] == "total"].iloc[0]
     return f"{int(total['jobs']):,} jobs, {total['gpu_hours']:,.1f} GPU hours"
 
 
 def published_text() -> str:
-    """The published totals as text: ``69,351 jobs, 1,632,719.7 GPU hours``."""
+    """The published totals (from the source's ``published`` block) as text."""
     facts = published()
     return f"{int(facts['jobs']):,} jobs, {float(facts['gpu_hours']):,.1f} GPU hours"
 
