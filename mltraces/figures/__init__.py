@@ -176,9 +176,10 @@ def draw(
     from mltraces.figures import render, style
 
     spec = get(name)
-    figure = render.plot(name, frame(name, con, **kwargs), unverified_inputs(con, spec.inputs))
+    unverified = unverified_inputs(con, spec.inputs)
+    figure = render.plot(name, frame(name, con, **kwargs), unverified)
     if output_dir is not None:
-        style.save(figure, Path(output_dir) / spec.name)
+        style.save(figure, Path(output_dir) / spec.name, tight=bool(unverified))
     return figure
 
 

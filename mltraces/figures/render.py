@@ -54,7 +54,8 @@ def render(name: str, frame: pd.DataFrame, unverified: list[str], output_dir: st
     """Plot ``name`` and write ``<output_dir>/<name>.png`` and ``.pdf`` (a worker's task)."""
     from mltraces.figures import style
 
-    return style.save(plot(name, frame, unverified), Path(output_dir) / name)
+    return style.save(plot(name, frame, unverified), Path(output_dir) / name,
+                      tight=bool(unverified))
 
 
 def workers(count: int | None = None) -> int:

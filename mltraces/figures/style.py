@@ -84,7 +84,7 @@ RC: dict[str, Any] = {
     "patch.linewidth": 0.5,
     "figure.dpi": 150,  # what notebooks display inline: a page-wide figure is 1,050 px
     "savefig.dpi": DPI,
-    "savefig.bbox": "tight",
+    "savefig.bbox": "standard",  # the declared size: constrained layout keeps text inside
     "savefig.pad_inches": 0.03,
     "pdf.fonttype": 42,  # embed TrueType: text stays selectable and editable
     "ps.fonttype": 42,
@@ -171,19 +171,25 @@ def panel_grid(count: int, row_height: float, ncols: int = 3) -> tuple[Any, list
     return fig, panels[:count]
 
 
-def save(fig: Any, stem: Path | str, formats: Sequence[str] = ("png", "pdf")) -> list[Path]:
+def save(
+    fig: Any, stem: Path | str, formats: Sequence[str] = ("png", "pdf"), *, tight: bool = False
+) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf``; returns the paths.
+
+    Files are exactly the figure's declared size (a page-wide figure is 7 in,
+    1,400 px), as a paper needs them; constrained layout already keeps titles
+    and legends inside, and one draw per format is half the work of measuring a
+    tight box first. ``tight=True`` fits the files to every artist instead (the
+    unverified-input note is drawn above the figure).
 
     Byte-stable: no dates or versions in the files' metadata (:data:`METADATA`),
     so re-rendering unchanged data gives identical files and a clean ``git diff``.
-    The tight bounding box is measured once and shared by both formats (each
-    ``bbox_inches="tight"`` save would draw the figure twice).
     """
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     with context():
-        bbox = tight_bbox(fig)
+        bbox = tight_bbox(fig) if tight else None
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
             fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)

@@ -146,7 +146,7 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     style.duration_axis(ax)
     style.cdf_axis(ax)
     ax.set_xlabel("Job duration")
-    ax.set_title(f"Job duration per cluster ({OWN})", fontsize=7)
+    ax.set_title(f"Job duration per cluster\n({OWN})", fontsize=7)
     ax.legend(ncols=2, loc="upper left", fontsize=6, handlelength=1.2)
     return fig
 
@@ -216,7 +216,7 @@ def plot_gpu_count(data: pd.DataFrame) -> Any:
     ax.set_xticks(x, [str(c) for c in counts])
     ax.set_xlabel("GPUs per job")
     ax.set_ylabel("Share (%)")
-    ax.set_title(f"GPUs per job ({OWN})", fontsize=7)
+    ax.set_title(f"GPUs per job\n({OWN})", fontsize=7)
     ax.legend(loc="upper right")
     return fig
 
@@ -288,7 +288,7 @@ def plot_deadline_slack(data: pd.DataFrame) -> Any:
     ax.plot([0.5, 1.5], [0, 100], color="black", ls="--", lw=0.9, label="U[0.5, 1.5]")
     style.cdf_axis(ax)
     ax.set_xlabel("Deadline slack: (deadline − submission) / duration")
-    ax.set_title(f"ElasticFlow's deadlines ({OWN})", fontsize=7)
+    ax.set_title(f"ElasticFlow's deadlines\n({OWN})", fontsize=7)
     ax.legend(ncols=2, fontsize=6, loc="upper left", handlelength=1.2)
     return fig
 
