@@ -583,3 +583,13 @@ def test_cli_fails_when_a_local_file_is_wrong(
     assert code == 1
     assert "the local file given for acme.kalos_jobs could not be used" in err
     assert "use local copies with --local" not in err  # it was given: say what is wrong
+
+
+def test_progress_bar_only_on_a_terminal_unless_asked() -> None:
+    from mltraces.figures import _progress
+
+    quiet = _progress(3, None)  # pytest captures stderr: not a terminal
+    shown = _progress(3, True)
+    assert quiet.disable and not shown.disable
+    quiet.close()
+    shown.close()
