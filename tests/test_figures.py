@@ -441,6 +441,7 @@ def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFix
     listing = capsys.readouterr().out
     assert "zeus_fig1" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
     assert "Zeus (NSDI'23) Fig. 1" in listing and "our own analysis" in listing
+    assert "AcmeTrace (NSDI'24): repository figure cdf_temperature.pdf" in listing
     assert main(["figures", "philly"]) == 2
     assert f"choose from {', '.join(figures.figure_sources())}" in capsys.readouterr().err
     assert main(["figures", "itp", "--only", "zeus_fig1", "--list"]) == 2

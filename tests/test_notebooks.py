@@ -83,7 +83,7 @@ def test_figure_cells_name_registered_figures_with_their_paper_numbers() -> None
                 continue
             name = code.split('"')[1]
             spec = figures.get(name)
-            if spec.figure and markdown.startswith("##"):
+            if spec.paper_figure and markdown.startswith("##"):
                 number = spec.figure.split(",")[0].split("(")[0].strip()  # "Fig. 7"
                 assert number in markdown, (name, markdown[:60])
 

@@ -58,7 +58,9 @@ class FigureSpec:
         plot: ``plot(frame) -> Figure``.
         any_of: Tables of which at least one is needed (figures that draw
             whichever of Seren and Kalos is available).
-        figure: The paper figure it reproduces (``"Fig. 7"``), empty for our own analysis.
+        figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
+            authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
+            Fig. 1"``); empty for our own analysis.
     """
 
     name: str
@@ -76,11 +78,17 @@ class FigureSpec:
         return (*self.tables, *self.any_of)
 
     @property
+    def paper_figure(self) -> bool:
+        """Whether this reproduces a numbered figure of the paper (``figure="Fig. ..."``)."""
+        return self.figure.startswith("Fig.")
+
+    @property
     def reproduces(self) -> str:
-        """``"Zeus (NSDI'23) Fig. 1"``, or ``"our own analysis"``."""
-        if not self.figure:
-            return "our own analysis"
-        return f"{PAPERS.get(self.source, self.source)} {self.figure}"
+        """``"Zeus (NSDI'23) Fig. 1"``, ``"<paper>: <figure>"`` or ``"our own analysis"``."""
+        paper = PAPERS.get(self.source, self.source)
+        if self.paper_figure:
+            return f"{paper} {self.figure}"
+        return f"{paper}: {self.figure}" if self.figure else "our own analysis"
 
 
 @dataclass(frozen=True)

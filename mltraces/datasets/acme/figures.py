@@ -887,7 +887,8 @@ FIGURES = (
           "cluster_summary.csv as published", published_states_data, plot_published_states,
           _SUMMARY, figure="Fig. 4"),
     _spec("acme_fig4_recomputed", "AcmeTrace Fig. 4 recomputed from the job traces, published "
-          "values marked", states_data, plot_states, _SUMMARY, jobs=True),
+          "values marked", states_data, plot_states, _SUMMARY, jobs=True,
+          figure="Fig. 4 recomputed from the job traces (our companion)"),
     _spec("acme_fig5", "AcmeTrace Fig. 5: job types by count and GPU time (treemaps), "
           "published shares beside ours", types_data, plot_types, jobs=True, figure="Fig. 5"),
     _spec("acme_fig6", "AcmeTrace Fig. 6: duration and queueing delay CDFs per job type",
@@ -897,13 +898,17 @@ FIGURES = (
     _spec("acme_fig8", "AcmeTrace Fig. 8: GPU power and Seren's server power CDFs",
           power_data, plot_power, _UTIL, figure="Fig. 8"),
     _spec("acme_temperature", "GPU core and memory temperature CDFs (repository figure "
-          "cdf_temperature.pdf)", temperature_data, plot_temperature, _UTIL),
+          "cdf_temperature.pdf)", temperature_data, plot_temperature, _UTIL,
+          figure="repository figure cdf_temperature.pdf"),
     _spec("acme_cpu_duration", "CPU job duration CDF (repository figure cdf_job_jobtime.pdf, "
-          "panel b)", cpu_duration_cdf_data, plot_cpu_duration_cdf, jobs=True),
+          "panel b)", cpu_duration_cdf_data, plot_cpu_duration_cdf, jobs=True,
+          figure="repository figure cdf_job_jobtime.pdf, panel (b)"),
     _spec("acme_type_gpu_count", "GPUs per job by job type, boxes (repository figure "
-          "box_gpu_num.pdf)", type_gpu_count_data, plot_type_gpu_count, jobs=True),
+          "box_gpu_num.pdf)", type_gpu_count_data, plot_type_gpu_count, jobs=True,
+          figure="repository figure box_gpu_num.pdf"),
     _spec("acme_cluster_summary", "Table: cluster_summary.csv as published",
-          cluster_summary_data, plot_cluster_summary, _SUMMARY),
+          cluster_summary_data, plot_cluster_summary, _SUMMARY,
+          figure="cluster_summary.csv as published"),
     _spec("acme_summary_check", f"Table: cluster_summary.csv vs recomputed from the job tables "
           f"({OWN})", summary_check_data, plot_summary_check, _SUMMARY, jobs=True),
 )

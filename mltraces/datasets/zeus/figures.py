@@ -894,12 +894,12 @@ FIGURES = (
           "and both per workload on V100, with the paper's bars", savings_data, plot_savings,
           figure="Fig. 1"),
     _spec("zeus_fig1_gpus", "Zeus Fig. 1 on all four GPUs (our extension)", savings_data,
-          plot_savings_gpus),
+          plot_savings_gpus, figure="our extension of Fig. 1 to all four GPUs"),
     _spec("zeus_fig2", "Zeus Fig. 2: energy vs time of every (batch size, power limit) of "
           "DeepSpeech2 on V100, Pareto front, zoomed panel", tradeoff_data, plot_tradeoff,
           figure="Fig. 2"),
     _spec("zeus_fig2_workloads", "Zeus Fig. 2 for every workload on V100 (our extension)",
-          tradeoff_data, plot_tradeoff_all),
+          tradeoff_data, plot_tradeoff_all, figure="our extension of Fig. 2 to every workload"),
     _spec("zeus_cumulative", "Cumulative ETA and TTA over recurrences: Zeus, Default, Grid "
           f"Search (DeepSpeech2, V100, 10 seeds; {OWN})", cumulative_data, plot_cumulative),
     _spec("zeus_final", f"ETA and TTA of the last {FINAL_RECURRENCES} recurrences relative to "
