@@ -188,13 +188,34 @@ def save(
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
-    with context():
+    with context(), laid_out(fig):
         bbox = tight_bbox(fig) if tight else None
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
             fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)
             paths.append(path)
     return paths
+
+
+@contextlib.contextmanager
+def laid_out(fig: Any) -> Iterator[None]:
+    """Run the figure's layout engine once and keep its result for the block.
+
+    With a layout engine, every ``savefig`` draws the figure twice (a dry run so
+    the layout can measure text, then the real draw) and solves the layout each
+    time; the layout is the same for every format, so it is solved once here and
+    each format then costs one draw. The engine is restored afterwards.
+    """
+    engine = fig.get_layout_engine()
+    if engine is None:
+        yield
+        return
+    fig.draw_without_rendering()
+    fig.set_layout_engine(None)
+    try:
+        yield
+    finally:
+        fig.set_layout_engine(engine)
 
 
 def tight_bbox(fig: Any) -> Any:

@@ -300,12 +300,10 @@ def plot_savings(data: pd.DataFrame) -> Any:
     rows = data[data["gpu"] == "v100"]
     _normalized_bars(ax, rows, paper=True)
     ranges = savings_ranges(rows).set_index("kind")["text"]
-    ax.set_title(
-        "Zeus Fig. 1 (V100). Saved, ours: power limit only "
-        + ranges.get("power limit only", "n/a")
-        + ", both " + ranges.get("batch size + power limit", "n/a")
-        + "; paper: 3.0%–31.5%, 23.8%–74.7%"
-    )
+    paper = " / ".join(f"{lo:.1f}%–{hi:.1f}%" for lo, hi in PAPER_RANGES.values())
+    ours = " / ".join(ranges.get(kind, "n/a") for kind in PAPER_RANGES)
+    ax.set_title(f"Zeus Fig. 1 (V100)\nenergy saved, power limit only / both: ours {ours}; "
+                 f"paper {paper}")
     ax.legend(loc="upper left", ncols=3, bbox_to_anchor=(0, -0.25))
     return fig
 
