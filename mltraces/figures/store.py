@@ -20,9 +20,10 @@ import functools
 import hashlib
 import os
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
@@ -36,15 +37,21 @@ _PARQUET_CALL = re.compile(r"read_parquet\((.*?)\)", re.S)
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
 
+_views: weakref.WeakKeyDictionary[Any, dict[str, list[Path]]] = weakref.WeakKeyDictionary()
+
+
 def view_parquet(con: duckdb.DuckDBPyConnection) -> dict[str, list[Path]]:
-    """Every catalog view (``schema.view``) with the Parquet files it reads (may be empty)."""
-    rows = con.execute(
-        "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal"
-    ).fetchall()
-    found: dict[str, list[Path]] = {}
-    for schema, view, sql in rows:
-        found[f"{schema}.{view}"] = parquet_paths(sql)
-    return found
+    """Every catalog view (``schema.view``) with the Parquet files it reads (may be empty).
+
+    Read once per connection: a catalog connection's views do not change (and
+    asking DuckDB costs about as much as a cached figure query).
+    """
+    if con not in _views:
+        rows = con.execute(
+            "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()
+        _views[con] = {f"{schema}.{view}": parquet_paths(sql) for schema, view, sql in rows}
+    return _views[con]
 
 
 def identity(con: duckdb.DuckDBPyConnection, sql: str) -> list[Path] | None:
