@@ -41,9 +41,6 @@ log = logging.getLogger(__name__)
 #: Where notebooks write figures when set (unset: they only display them).
 OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
 
-#: The paper each figure source's figures come from, for titles and the README table.
-PAPERS = {"zeus": "Zeus (NSDI'23)", "itp": "ElasticFlow (ASPLOS'23)", "acme": "AcmeTrace (NSDI'24)"}
-
 
 @dataclass(frozen=True)
 class FigureSpec:
@@ -61,6 +58,8 @@ class FigureSpec:
         figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
             authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
             Fig. 1"``); empty for our own analysis.
+        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each source's
+            ``figures.py`` says which; no list of sources here).
     """
 
     name: str
@@ -71,6 +70,7 @@ class FigureSpec:
     plot: Callable[[pd.DataFrame], Any]
     any_of: tuple[str, ...] = ()
     figure: str = ""
+    paper: str = ""
 
     @property
     def inputs(self) -> tuple[str, ...]:
@@ -85,7 +85,7 @@ class FigureSpec:
     @property
     def reproduces(self) -> str:
         """``"Zeus (NSDI'23) Fig. 1"``, ``"<paper>: <figure>"`` or ``"our own analysis"``."""
-        paper = PAPERS.get(self.source, self.source)
+        paper = self.paper or self.source
         if self.paper_figure:
             return f"{paper} {self.figure}"
         return f"{paper}: {self.figure}" if self.figure else "our own analysis"
@@ -379,7 +379,6 @@ def output_dir_from_env() -> Path | None:
 
 __all__ = [
     "OUTPUT_ENV",
-    "PAPERS",
     "FigureSpec",
     "Rendered",
     "as_frame",

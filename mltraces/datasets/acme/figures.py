@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
+#: The paper these figures come from, as titles and listings name it.
+PAPER = "AcmeTrace (NSDI'24)"
+
 JOB_TABLES = {"Seren": "acme.seren_jobs", "Kalos": "acme.kalos_jobs"}
 JOB_COLUMNS = (
     "gpu_num",
@@ -870,7 +873,8 @@ def _spec(
     from mltraces.figures import FigureSpec
 
     any_of = tuple(JOB_TABLES.values()) if jobs else ()
-    return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of, figure=figure)
+    return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of, figure=figure,
+                      paper=PAPER)
 
 
 _UTIL = ("acme.util_cdf",)

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
+#: The paper these figures come from, as titles and listings name it.
+PAPER = "ElasticFlow (ASPLOS'23)"
+
 OWN = "our characterisation, not a paper figure"
 #: ElasticFlow Fig. 7(b) counts submissions per 10 minutes over 48 hours.
 FIG7B_BIN_MINUTES = 10
@@ -393,7 +396,7 @@ def _spec(name: str, title: str, data: Any, plot: Any, table: str = "itp.jobs",
           figure: str = "") -> Any:
     from mltraces.figures import FigureSpec
 
-    return FigureSpec(name, "itp", title, (table,), data, plot, figure=figure)
+    return FigureSpec(name, "itp", title, (table,), data, plot, figure=figure, paper=PAPER)
 
 
 FIGURES = (

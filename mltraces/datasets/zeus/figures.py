@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
+#: The paper these figures come from, as titles and listings name it.
+PAPER = "Zeus (NSDI'23)"
+
 GPUS = ("v100", "a40", "p100", "rtx6000")
 GPU_LABELS = {"v100": "V100", "a40": "A40", "p100": "P100", "rtx6000": "RTX6000"}
 #: The paper's workload order and names in Fig. 1 (dataset → model as the paper prints it).
@@ -884,7 +887,7 @@ def _spec(name: str, title: str, data: Any, plot: Any, tables: tuple[str, ...] =
     from mltraces.figures import FigureSpec
 
     return FigureSpec(name, "zeus", title, tables or ("zeus.train", "zeus.power"), data, plot,
-                      figure=figure)
+                      figure=figure, paper=PAPER)
 
 
 FIGURES = (
