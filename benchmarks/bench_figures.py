@@ -1,173 +1,228 @@
-"""Benchmark: the AcmeTrace job-figure data functions against the notebook's pandas way.
+"""Benchmark: figure data and the figure run as whole processes, against same-run yardsticks.
 
-On a synthetic ``trace_seren.csv`` of AcmeTrace's size (~820,000 jobs, upstream
-format; shared with ``bench_catalog.py`` in ``benchmarks/_work``) plus a
-synthetic Kalos trace, times every job-trace figure's data function of
-:mod:`mltraces.datasets.acme.figures` on a warm catalog, and the same numbers computed
-the way the AcmeTrace notebook computes its figures: pandas, one boolean filter
-over the job frame per plotted x point (at exactly the x points the SQL side
-returns, which spares pandas choosing a grid). Both sides' numbers are compared
-before any timing is printed.
+Three measurements, each printed as a ratio against a yardstick measured in the
+same run (absolute times move with the machine's load; the load is printed):
 
-Run: ``python benchmarks/bench_figures.py [--rows 818327] [--repeat 3]``.
-Uses its own cache folder under ``benchmarks/_work``, never the user's cache.
+1. AcmeTrace job-figure data on a synthetic 818,327-job Seren + 62,413-job
+   Kalos table (upstream format; generated once into ``benchmarks/_work``):
+   a fresh ``python`` process that connects to the warm catalog and fetches
+   every job figure's data, against a fresh process that does what the
+   AcmeTrace notebook does (pandas ``read_csv``, then one boolean filter per
+   plotted x point, at the notebook's own x points). Before timing, both sides'
+   numbers are compared in this process at the SQL side's x points.
+2. ``mltraces figures --output DIR`` on a warm cache (real files from
+   ``../shared/upstream`` as a directory mirror), against the same command of the
+   code this branch started from (``git archive`` of ``--base`` into
+   ``benchmarks/_work``), and with one rendering process (``--processes 1``).
+3. The share of the figure run that is data vs rendering (in-process).
+
+Run: ``python benchmarks/bench_figures.py [--rows 818327] [--repeat 3] [--base COMMIT]``.
+Uses its own cache folders under ``benchmarks/_work``, never the user's cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import harness
 import numpy as np
 import pandas as pd
 
+UPSTREAM = harness.ROOT.parent / "shared" / "upstream"
+JOB_FIGURES = (
+    "duration_cdf_data",
+    "gpu_count_cdf_data",
+    "states_data",
+    "types_data",
+    "type_gpu_count_data",
+    "type_duration_queue_data",
+    "cpu_duration_cdf_data",
+)
+
+#: The notebook's way, as its own process: read both CSVs, then per-point filters.
+PANDAS_PROCESS = r"""
+import sys
+import numpy as np, pandas as pd
+seren, kalos = sys.argv[1:3]
+cols = ["gpu_num", "type", "state", "duration", "queue", "gpu_time"]
+frames = {"Seren": pd.read_csv(seren, usecols=cols), "Kalos": pd.read_csv(kalos, usecols=cols)}
+def num_cdf(values, xs):
+    values = values.dropna()
+    return [len(values[values <= x]) / len(values) * 100 for x in xs]
+def sum_cdf(values, weights, xs):
+    keep = values.notna() & weights.notna()
+    values, weights = values[keep], weights[keep]
+    return [weights[values <= x].sum() / weights.sum() * 100 for x in xs]
+out = {}
+for name, data in frames.items():
+    gpu, cpu = data[data.gpu_num > 0], data[data.gpu_num == 0]
+    out[name, "duration"] = num_cdf(gpu.duration, [2**i for i in range(22)])
+    out[name, "cpu duration"] = num_cdf(cpu.duration, [2**i for i in range(22)])
+    out[name, "gpus"] = num_cdf(gpu.gpu_num, range(1025))
+    out[name, "gpu time"] = sum_cdf(gpu.gpu_num, gpu.gpu_num * gpu.duration, range(1025))
+    for column in ("state", "type"):
+        out[name, column] = (gpu.groupby(column).size() / len(gpu),
+                             gpu.groupby(column).gpu_time.sum() / gpu.gpu_time.sum())
+    out[name, "boxes"] = gpu.groupby("type").gpu_num.quantile([0.05, 0.25, 0.5, 0.75, 0.95])
+    for kind, part in gpu.groupby("type"):
+        out[name, kind, "duration"] = num_cdf(part.duration, [2**i for i in range(22)])
+        out[name, kind, "queue"] = num_cdf(part.queue, [2**i for i in range(16)])
+print(len(out))
+"""
+
+#: Ours, as its own process: connect to the warm catalog, fetch every job figure's data.
+SQL_PROCESS = r"""
+import sys
 import mltraces
 from mltraces.datasets.acme import figures as acme
-
-FIGURES = {
-    "acme_duration_cdf": acme.duration_cdf_data,
-    "acme_gpu_count_cdf": acme.gpu_count_cdf_data,
-    "acme_states": acme.states_data,
-    "acme_job_types": acme.types_data,
-    "acme_type_gpu_count": acme.type_gpu_count_data,
-    "acme_type_duration_queue": acme.type_duration_queue_data,
-}
+local = {"acme.seren_jobs": sys.argv[1], "acme.kalos_jobs": sys.argv[2]}
+tables = ["acme.seren_jobs", "acme.kalos_jobs", "acme.cluster_summary"]
+con = mltraces.connect(tables, local=local, strict=True)
+names = sys.argv[3].split(",")
+print(sum(len(getattr(acme, name)(con).fetchall()) for name in names))
+print("pandas imported" if "pandas" in sys.modules else "no pandas")
+"""
 
 
-# --------------------------------------------------------------------------- pandas side
+def run(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, str]:
+    """Median wall time of ``repeat`` runs of a whole process, and its last output."""
+    times, out = [], ""
+    for _ in range(repeat):
+        start = time.perf_counter()
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"{argv[:3]} failed:\n{done.stderr[-2000:]}")
+        out = done.stdout
+    return float(np.median(times)), out
 
 
-def share_below(values: np.ndarray, weights: np.ndarray, xs: np.ndarray) -> list[float]:
-    """The notebook way: one boolean filter per x point."""
-    total = weights.sum()
-    return [weights[values <= x].sum() / total for x in xs]
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} cores"
 
 
-def pandas_figures(jobs: pd.DataFrame, sql: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Every job figure's numbers from an in-memory frame, at the SQL side's x points."""
-    gpu = jobs[jobs["gpu_num"] > 0]
-    out: dict[str, pd.DataFrame] = {}
-
-    rows = []
-    for cluster, part in sql["acme_duration_cdf"].groupby("cluster", sort=False):
-        sub = gpu[(gpu["cluster"] == cluster) & gpu["duration"].notna()]
-        xs = part["x"].to_numpy()
-        rows.append(part.assign(cdf=share_below(sub["duration"].to_numpy(), np.ones(len(sub)), xs)))
-    out["acme_duration_cdf"] = pd.concat(rows)
-
-    rows = []
-    for (cluster, measure), part in sql["acme_gpu_count_cdf"].groupby(
-        ["cluster", "measure"], sort=False
-    ):
-        sub = gpu[gpu["cluster"] == cluster]
-        if measure == "GPU time":
-            sub = sub[sub["gpu_time"].notna()]
-        weights = sub["gpu_time"].to_numpy() if measure == "GPU time" else np.ones(len(sub))
-        cdf = share_below(sub["gpu_num"].to_numpy(), weights, part["x"].to_numpy())
-        rows.append(part.assign(cdf=cdf))
-    out["acme_gpu_count_cdf"] = pd.concat(rows)
-
-    for name, column in (("acme_states", "state"), ("acme_job_types", "type")):
-        counts = gpu.groupby(["cluster", column]).size()
-        times = gpu.groupby(["cluster", column])["gpu_time"].sum()
-        by_jobs = 100 * counts / counts.groupby("cluster").transform("sum")
-        by_time = 100 * times / times.groupby("cluster").transform("sum")
-        part = sql[name]
-        out[name] = part.assign(
-            share=[
-                (by_jobs if m == "jobs" else by_time)[(c, k)]
-                for c, k, m in zip(part["cluster"], part[column], part["measure"], strict=True)
-            ]
-        )
-
-    grouped = gpu.groupby(["cluster", "type"])["gpu_num"]
-    quantiles = grouped.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
-    part = sql["acme_type_gpu_count"]
-    keys = list(zip(part["cluster"], part["type"], strict=True))
-    out["acme_type_gpu_count"] = part.assign(
-        jobs=[int(grouped.size()[k]) for k in keys],
-        p05=[quantiles.loc[k, 0.05] for k in keys],
-        q1=[quantiles.loc[k, 0.25] for k in keys],
-        median=[quantiles.loc[k, 0.5] for k in keys],
-        q3=[quantiles.loc[k, 0.75] for k in keys],
-        p95=[quantiles.loc[k, 0.95] for k in keys],
-        mean=[grouped.mean()[k] for k in keys],
-    )
-
-    rows = []
-    for (cluster, kind, metric), part in sql["acme_type_duration_queue"].groupby(
-        ["cluster", "type", "metric"], sort=False
-    ):
-        sub = gpu[(gpu["cluster"] == cluster) & (gpu["type"] == kind) & gpu[metric].notna()]
-        cdf = share_below(sub[metric].to_numpy(), np.ones(len(sub)), part["x"].to_numpy())
-        rows.append(part.assign(cdf=cdf))
-    out["acme_type_duration_queue"] = pd.concat(rows)
-    return out
+# --------------------------------------------------------------------------- 1. job figure data
 
 
-def largest_difference(a: pd.DataFrame, b: pd.DataFrame) -> float:
-    """Largest absolute difference over the numeric columns of two aligned frames."""
-    worst = 0.0
-    for column in a.columns:
-        if pd.api.types.is_numeric_dtype(a[column]):
-            diff = np.abs(a[column].to_numpy(float) - b[column].to_numpy(float))
-            worst = max(worst, float(np.nanmax(diff)) if len(diff) else 0.0)
-    return worst
+def check_against_pandas(local: dict[str, Path]) -> None:
+    """Every job figure's SQL numbers equal a pandas recomputation at the SQL x points."""
+    import mltraces
+    from mltraces.datasets.acme import figures as acme
 
-
-# --------------------------------------------------------------------------- harness
-
-
-def read_jobs(local: dict[str, Path]) -> pd.DataFrame:
-    """Both traces as the notebook holds them: one pandas frame with a cluster column."""
+    con = mltraces.connect([*local, "acme.cluster_summary"], local=local, strict=True)
     columns = ["gpu_num", "type", "state", "duration", "queue", "gpu_time"]
-    frames = [
-        pd.read_csv(local[f"acme.{c.lower()}_jobs"], usecols=columns).assign(cluster=c)
-        for c in ("Seren", "Kalos")
-    ]
-    return pd.concat(frames, ignore_index=True)
+    jobs = pd.concat([pd.read_csv(local[f"acme.{c.lower()}_jobs"], usecols=columns)
+                      .assign(cluster=c) for c in ("Seren", "Kalos")], ignore_index=True)
+    gpu = jobs[jobs.gpu_num > 0]
+    worst = 0.0
+    for (cluster, measure), rows in acme.gpu_count_cdf_data(con).df().groupby(
+            ["cluster", "measure"]):
+        part = gpu[gpu.cluster == cluster]
+        weights = part.gpu_time if measure == "GPU time" else pd.Series(1.0, index=part.index)
+        keep = weights.notna()
+        expected = [weights[keep][part.gpu_num[keep] <= x].sum() / weights[keep].sum()
+                    for x in rows.x]
+        worst = max(worst, float(np.abs(rows.cdf.to_numpy() - expected).max()))
+    for (cluster, kind, metric), rows in acme.type_duration_queue_data(con).df().groupby(
+            ["cluster", "type", "metric"]):
+        values = gpu[(gpu.cluster == cluster) & (gpu.type == kind)][metric].dropna()
+        expected = [(values <= x).mean() for x in rows.x]
+        worst = max(worst, float(np.abs(rows.cdf.to_numpy() - expected).max()))
+    shares = acme.types_data(con).df()
+    counts = gpu.groupby(["cluster", "type"]).size()
+    counts = 100 * counts / counts.groupby("cluster").transform("sum")
+    for row in shares[shares.measure == "jobs"].itertuples():
+        worst = max(worst, abs(row.share - counts[(row.cluster, row.type)]))
+    con.close()
+    print(f"SQL vs pandas at the SQL side's x points: largest difference {worst:.1e}")
+    assert worst < 1e-9, worst
+
+
+def job_data_ratio(rows: int, repeat: int) -> float:
+    local = harness.synthetic_job_traces(rows)
+    if not (UPSTREAM / "MANIFEST.tsv").is_file():
+        raise SystemExit(f"needs {UPSTREAM} for cluster_summary.csv (state figures)")
+    env = {**os.environ, "MLTRACES_CACHE": str(harness.WORK / "cache-figures"),
+           "MLTRACES_MIRROR": str(UPSTREAM)}
+    env.pop("MLTRACES_LOCAL", None)
+    env.pop("MLTRACES_OFFLINE", None)
+    os.environ.update({k: env[k] for k in ("MLTRACES_CACHE", "MLTRACES_MIRROR")})
+    paths = [str(local["acme.seren_jobs"]), str(local["acme.kalos_jobs"])]
+    ours = [sys.executable, "-c", SQL_PROCESS, *paths, ",".join(JOB_FIGURES)]
+    cold, _ = run(ours, env, 1)  # converts the CSVs and caches the figure data once
+    check_against_pandas({k: Path(v) for k, v in zip(local, paths, strict=True)})
+    warm, out = run(ours, env, repeat)
+    yardstick, _ = run([sys.executable, "-c", PANDAS_PROCESS, *paths], env, repeat)
+    bare, _ = run([sys.executable, "-c", "import duckdb; duckdb.connect().sql('select 1')"],
+                  env, repeat)
+    ratio = yardstick / warm
+    print(f"\n1. AcmeTrace job-figure data, Seren {rows:,} + Kalos 62,413 synthetic jobs, "
+          f"{len(JOB_FIGURES)} figures, whole processes ({load()})")
+    print(f"   mltraces, warm catalog + cached figure data   {warm:7.3f} s  "
+          f"({out.split()[-2]} {out.split()[-1]}; first run {cold:.1f} s)")
+    print(f"   the notebook's pandas way (read_csv + filters) {yardstick:7.3f} s")
+    print(f"   python + import duckdb + connect + select 1     {bare:7.3f} s")
+    print(f"   ratio {ratio:.1f}x (goal >= 25x: {'met' if ratio >= 25 else 'NOT met'})")
+    return ratio
+
+
+# --------------------------------------------------------------------------- 2. the figure run
+
+
+def base_checkout(commit: str) -> Path:
+    """The code of ``commit`` (just the package), exported once into benchmarks/_work."""
+    target = harness.WORK / f"base-{commit[:12]}"
+    if not (target / "mltraces").is_dir():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(harness.ROOT), "archive", commit, "mltraces", "schemas"],
+            capture_output=True, check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def figure_run(commit: str, repeat: int) -> None:
+    if not (UPSTREAM / "MANIFEST.tsv").is_file():
+        print(f"\n2. mltraces figures: skipped ({UPSTREAM} is absent)")
+        return
+    env = {**os.environ, "MLTRACES_MIRROR": str(UPSTREAM), "MLTRACES_OFFLINE": "",
+           "MPLBACKEND": "Agg"}
+    env.pop("MLTRACES_LOCAL", None)
+    out = harness.WORK / "figures-out"
+    command = ["-m", "mltraces.cli", "figures", "-q", "--output", str(out)]
+    base_env = {**env, "MLTRACES_CACHE": str(harness.WORK / "cache-run-base"),
+                "PYTHONPATH": str(base_checkout(commit))}
+    new_env = {**env, "MLTRACES_CACHE": str(harness.WORK / "cache-run")}
+    for e in (base_env, new_env):  # warm both caches (downloads, Parquet, simulations)
+        run([sys.executable, *command], e, 1)
+    before, _ = run([sys.executable, *command], base_env, repeat)
+    after, _ = run([sys.executable, *command], new_env, repeat)
+    serial, _ = run([sys.executable, *command, "--processes", "1"], new_env, repeat)
+    print(f"\n2. mltraces figures --output DIR, warm cache, real files ({load()})")
+    print(f"   before (base {commit[:7]}, serial, simulations recomputed) {before:7.2f} s")
+    print(f"   after, one rendering process                            {serial:7.2f} s")
+    print(f"   after, one rendering process per core                   {after:7.2f} s")
+    print(f"   speed-up {before / after:.1f}x; goal <= 8 s: {'met' if after <= 8 else 'NOT met'}"
+          " (absolute times scale with the load)")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=820_000, help="synthetic Seren jobs")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per SQL measurement")
+    parser.add_argument("--rows", type=int, default=818_327, help="synthetic Seren jobs")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--base", default="4d04a64", help="commit to compare the figure run to")
+    parser.add_argument("--skip-run", action="store_true", help="only the job-data row")
     args = parser.parse_args()
-
-    local = harness.synthetic_job_traces(args.rows)
-    os.environ["MLTRACES_CACHE"] = str(harness.WORK / "cache-figures")
-    os.environ["MLTRACES_OFFLINE"] = "1"  # the job tables are local files; nothing to fetch
-    os.environ.pop("MLTRACES_LOCAL", None)
-    tables = ["acme.seren_jobs", "acme.kalos_jobs"]
-    mltraces.connect(tables, local=local, strict=True).close()  # convert once (cold)
-    warm_connect, con = harness.timed(lambda: mltraces.connect(tables, local=local, strict=True), 3)
-
-    sql_times: dict[str, float] = {}
-    sql: dict[str, pd.DataFrame] = {}
-    for name, function in FIGURES.items():
-        function(con)  # warm DuckDB's caches once
-        sql_times[name], sql[name] = harness.timed(lambda f=function: f(con), args.repeat)
-    load_time, jobs = harness.timed(lambda: read_jobs(local))
-    pandas_total, expected = harness.timed(lambda: pandas_figures(jobs, sql))
-
-    print(f"Seren {args.rows:,} + Kalos 62,413 synthetic jobs; warm connect {warm_connect:.3f} s")
-    print(f"{'figure data':28} {'SQL (s)':>9} {'points':>7} {'max |diff|':>11}")
-    for name in FIGURES:
-        diff = largest_difference(sql[name], expected[name])
-        print(f"{name:28} {sql_times[name]:9.3f} {len(sql[name]):7,} {diff:11.1e}")
-        assert diff < 1e-9, f"{name}: SQL and pandas disagree by {diff}"
-    sql_total = sum(sql_times.values())
-    print()
-    print(f"all job figures, SQL on the warm catalog        {sql_total:8.3f} s")
-    print(f"all job figures, pandas (frame in memory)       {pandas_total:8.3f} s")
-    print(f"pandas read_csv of both traces                  {load_time:8.3f} s")
-    print(f"ratio, figure data only (pandas / SQL)          {pandas_total / sql_total:8.1f} x")
-    warm = (load_time + pandas_total) / (warm_connect + sql_total)
-    print(f"ratio, warm session (read_csv + pandas) / (connect + SQL) {warm:6.1f} x")
-    print(f"goal (>= 10x warm): {'met' if warm >= 10 else 'NOT met'}")
+    job_data_ratio(args.rows, args.repeat)
+    if not args.skip_run:
+        figure_run(args.base, args.repeat)
     return 0
 
 

@@ -21,10 +21,12 @@ import synthetic
 import mltraces
 from mltraces import figures
 from mltraces.datasets.acme import figures as acme
+from mltraces.datasets.acme.summary import SUMMARY_COLUMNS
 from mltraces.datasets.itp import figures as itp
 from mltraces.datasets.zeus import figures as zeus
-from mltraces.figures import style
+from mltraces.figures import store, style
 from mltraces.figures.sql import ecdf
+from mltraces.registry import get_source
 from mltraces.simulation import WORKLOADS
 
 SEREN_ROWS, KALOS_ROWS = 6000, 2500
@@ -88,7 +90,7 @@ def _gpu_jobs(frame: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.mark.upstream
 def test_zeus_fig1_reproduces_the_paper_ranges_on_v100(real_con) -> None:
-    data = zeus.savings_data(real_con)
+    data = zeus.savings_data(real_con).df()
     ranges = zeus.savings_ranges(data).set_index(["gpu", "kind"])
     pl = ranges.loc[("v100", "power limit only")]
     both = ranges.loc[("v100", "batch size + power limit")]
@@ -99,13 +101,32 @@ def test_zeus_fig1_reproduces_the_paper_ranges_on_v100(real_con) -> None:
     assert pl["high"] == pytest.approx(31.44996, abs=1e-4)
     assert both["low"] == pytest.approx(23.8465, abs=1e-3)
     assert both["high"] == pytest.approx(74.6769, abs=1e-3)
-    assert set(data["gpu"]) == set(zeus.GPUS) and len(data) == 4 * 6 * 2
+    assert set(data["gpu"]) == set(zeus.GPUS) and len(data) == 4 * 6 * 3
+
+
+@pytest.mark.upstream
+def test_zeus_fig1_bars_match_the_published_figure(real_con) -> None:
+    """All 18 V100 bars within 0.003 of the heights read off the paper's figure."""
+    v100 = zeus.savings_data(real_con, ("v100",)).df()
+    assert len(v100) == 18 and v100["paper"].notna().all()
+    assert (v100["normalized"] - v100["paper"]).abs().max() < 0.003
+    assert np.allclose(v100["saving_pct"], 100 * (1 - v100["normalized"]))
+
+
+@pytest.mark.upstream
+def test_zeus_fig2_front_holds_every_published_point(real_con) -> None:
+    rows = zeus.tradeoff_data(real_con, "v100", "librispeech").df()
+    front = {(int(b), int(p)) for b, p in rows.loc[rows["pareto"], ["batch_size", "power_limit"]]
+             .itertuples(index=False)}
+    assert set(zeus.PAPER_FIG2_FRONT) <= front
+    assert len(front) == len(zeus.PAPER_FIG2_FRONT) + 2  # ours adds (48, 225 W), (32, 125 W)
+    assert "56, 225W" in zeus.pareto_report(real_con)
 
 
 @pytest.mark.upstream
 def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None:
     """Only configurations whose every repetition reaches within max epochs may win."""
-    data = zeus.savings_data(real_con, ("v100",))
+    data = zeus.savings_data(real_con, ("v100",)).df()
     train = real_con.sql("SELECT * FROM zeus.train").df()
     for row in data.itertuples():
         spec = WORKLOADS[row.workload]
@@ -124,7 +145,7 @@ def test_zeus_fig1_baseline_is_the_simulators_b0_at_max_power(real_con) -> None:
     from mltraces.simulation import load_traces
 
     traces = load_traces(real_con)
-    data = zeus.savings_data(real_con)
+    data = zeus.savings_data(real_con).df()
     for row in data.drop_duplicates(["gpu", "workload"]).itertuples():
         job = traces.job(row.gpu, row.workload)
         assert (row.baseline_batch_size, row.baseline_power_limit) == (
@@ -141,29 +162,41 @@ def test_savings_report_prints_one_decimal_with_percent_sign(real_con) -> None:
 
 @pytest.mark.upstream
 def test_itp_table_reproduces_published_totals(real_con) -> None:
-    data = itp.clusters_data(real_con)
+    published = get_source("itp").published
+    data = itp.clusters_data(real_con).df()
     total = data[data["cluster"] == "total"].iloc[0]
-    assert int(total["jobs"]) == itp.PUBLISHED_JOBS == 69_351
-    assert round(total["gpu_hours"], 1) == itp.PUBLISHED_GPU_HOURS == 1_632_719.7
-    assert len(data) == 11
+    assert int(total["jobs"]) == published["jobs"]
+    assert round(total["gpu_hours"], 1) == published["gpu_hours"]
+    assert len(data) == published["clusters"] + 1
     per = data[data["cluster"] != "total"]
-    assert per["jobs"].sum() == 69_351
+    assert per["jobs"].sum() == published["jobs"]
     assert per["share_of_gpu_hours"].sum() == pytest.approx(100)
-    assert itp.totals_text(data) == "69,351 jobs, 1,632,719.7 GPU hours"
+    assert itp.totals_text(data) == itp.published_text()
+    assert itp.totals_report(real_con).count(itp.published_text()) == 2
+
+
+@pytest.mark.upstream
+def test_elasticflow_fig7b_bins_all_testbed_jobs(real_con) -> None:
+    data = itp.testbed_submissions_data(real_con).df()
+    assert len(data) == 48 * 6 and data["bin"].tolist() == list(range(48 * 6))
+    assert data["jobs"].sum() == get_source("itp").expected_rows["itp.testbed_jobs"]
+    first = real_con.sql("SELECT min(submission_time) FROM itp.testbed_jobs").fetchall()[0][0]
+    last = real_con.sql("SELECT max(submission_time) FROM itp.testbed_jobs").fetchall()[0][0]
+    assert data.loc[data["jobs"] > 0, "bin"].max() == (last - first) // 600
 
 
 @pytest.mark.upstream
 def test_itp_gpu_count_and_model_mix_shares_add_up(real_con) -> None:
-    counts = itp.gpu_count_data(real_con)
+    counts = itp.gpu_count_data(real_con).df()
     assert counts.groupby("measure")["share"].sum().tolist() == pytest.approx([100, 100])
-    mix = itp.model_mix_data(real_con)
+    mix = itp.model_mix_data(real_con).df()
     sums = mix.groupby(["cluster", "measure"])["share"].sum()
     assert np.allclose(sums, 100) and len(sums) == 11 * 2
 
 
 @pytest.mark.upstream
 def test_itp_deadline_slack_is_uniform_between_half_and_one_and_a_half(real_con) -> None:
-    slack = itp.deadline_slack_data(real_con)
+    slack = itp.deadline_slack_data(real_con).df()
     assert slack["x"].min() >= 0.499 and slack["x"].max() <= 1.5
     middle = slack[(slack["x"] - 1.0).abs() < 0.01]
     assert middle["cdf"].between(0.45, 0.55).all()
@@ -171,7 +204,7 @@ def test_itp_deadline_slack_is_uniform_between_half_and_one_and_a_half(real_con)
 
 @pytest.mark.upstream
 def test_zeus_pareto_front_matches_brute_force(real_con) -> None:
-    data = zeus.tradeoff_data(real_con, "v100")
+    data = zeus.tradeoff_data(real_con, "v100").df()
     for _, rows in data.groupby("workload"):
         eta, tta = rows["eta"].to_numpy(), rows["tta"].to_numpy()
         dominated = [
@@ -183,14 +216,31 @@ def test_zeus_pareto_front_matches_brute_force(real_con) -> None:
 
 @pytest.mark.upstream
 def test_util_curves_are_cdfs_per_cluster(real_con) -> None:
-    data = acme.gpu_util_data(real_con)
+    data = acme.gpu_util_data(real_con).df()
     assert set(data["cluster"]) == {"Seren", "Kalos", "Philly", "PAI"}
     for _, curve in data.groupby("source_file"):
         assert curve["y"].between(0, 100).all()
         assert curve["x"].is_monotonic_increasing
-    resources = acme.resource_util_data(real_con)
-    assert set(resources["panel"]) == {"gpu", "host", "ib"}
-    assert resources.loc[resources["panel"] == "ib", "x"].max() == pytest.approx(100)
+    resources = acme.resource_util_data(real_con).df()
+    assert list(dict.fromkeys(resources["panel"])) == list(acme.RESOURCE_PANELS)
+    network = resources[resources["panel"] == "network"]
+    assert network.groupby("series")["x"].max().tolist() == pytest.approx([100, 100])
+    labels = set(resources.loc[resources["panel"] == "dcgm", "label"])
+    assert labels == {"SM activity", "TC activity"}  # the paper's legend, not "SM occupancy"
+
+
+@pytest.mark.upstream
+def test_acme_fig4_is_cluster_summary_as_published(real_con) -> None:
+    data = acme.published_states_data(real_con).df().set_index(["cluster", "measure", "state"])
+    summary = real_con.sql("SELECT * FROM acme.cluster_summary").df().set_index("id")
+    for prefix, state in (("complete", "COMPLETED"), ("cancel", "CANCELLED"),
+                          ("fail", "FAILED")):
+        for cluster in ("Seren", "Kalos"):
+            jobs = data.loc[(cluster, "jobs", state), "share"]
+            time = data.loc[(cluster, "GPU time", state), "share"]
+            assert jobs == pytest.approx(100 * summary.at[cluster, f"{prefix}_rate_gpu"])
+            assert time == pytest.approx(100 * summary.at[cluster, f"{prefix}_rate_gpu_time"])
+    assert len(data) == 2 * 2 * 3
 
 
 # --------------------------------------------------------------------------- job figures vs pandas
@@ -205,7 +255,7 @@ def _pandas_ecdf(values: pd.Series, at: np.ndarray, weights: pd.Series | None = 
 
 
 def test_job_duration_cdf_matches_pandas(job_con, jobs_frame) -> None:
-    data = acme.duration_cdf_data(job_con)
+    data = acme.duration_cdf_data(job_con).df()
     assert set(data["cluster"]) == {"Seren", "Kalos"}
     for cluster, rows in data.groupby("cluster"):
         jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
@@ -215,7 +265,7 @@ def test_job_duration_cdf_matches_pandas(job_con, jobs_frame) -> None:
 
 
 def test_gpu_count_cdf_by_jobs_and_gpu_time_matches_pandas(job_con, jobs_frame) -> None:
-    data = acme.gpu_count_cdf_data(job_con)
+    data = acme.gpu_count_cdf_data(job_con).df()
     for (cluster, measure), rows in data.groupby(["cluster", "measure"]):
         jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
         weights = jobs["gpu_time"] if measure == "GPU time" else None
@@ -230,7 +280,7 @@ def test_gpu_count_cdf_by_jobs_and_gpu_time_matches_pandas(job_con, jobs_frame) 
 
 @pytest.mark.parametrize("column", ["state", "type"])
 def test_state_and_type_shares_match_pandas(job_con, jobs_frame, column: str) -> None:
-    data = acme.states_data(job_con) if column == "state" else acme.types_data(job_con)
+    data = (acme.states_data if column == "state" else acme.types_data)(job_con).df()
     gpu_jobs = _gpu_jobs(jobs_frame)
     by_jobs = gpu_jobs.groupby("cluster")[column].value_counts(normalize=True) * 100
     by_time = gpu_jobs.groupby(["cluster", column])["gpu_time"].sum()
@@ -243,7 +293,7 @@ def test_state_and_type_shares_match_pandas(job_con, jobs_frame, column: str) ->
 
 
 def test_type_gpu_count_boxes_match_numpy_quantiles(job_con, jobs_frame) -> None:
-    data = acme.type_gpu_count_data(job_con)
+    data = acme.type_gpu_count_data(job_con).df()
     for row in data.itertuples():
         jobs = _gpu_jobs(jobs_frame)
         values = jobs[(jobs["cluster"] == row.cluster) & (jobs["type"] == row.type)]["gpu_num"]
@@ -254,7 +304,7 @@ def test_type_gpu_count_boxes_match_numpy_quantiles(job_con, jobs_frame) -> None
 
 
 def test_type_duration_and_queue_cdfs_match_pandas(job_con, jobs_frame) -> None:
-    data = acme.type_duration_queue_data(job_con)
+    data = acme.type_duration_queue_data(job_con).df()
     gpu_jobs = _gpu_jobs(jobs_frame)
     for (cluster, kind, metric), rows in data.groupby(["cluster", "type", "metric"]):
         jobs = gpu_jobs[(gpu_jobs["cluster"] == cluster) & (gpu_jobs["type"] == kind)]
@@ -262,7 +312,7 @@ def test_type_duration_and_queue_cdfs_match_pandas(job_con, jobs_frame) -> None:
 
 
 def test_cluster_summary_recomputed_matches_pandas(job_con, jobs_frame) -> None:
-    data = acme.summary_check_data(job_con).set_index(["cluster", "statistic"])
+    data = acme.summary_check_data(job_con).df().set_index(["cluster", "statistic"])
     for cluster in ("Seren", "Kalos"):
         jobs = jobs_frame[jobs_frame["cluster"] == cluster]
         gpu = jobs[jobs["gpu_num"] > 0]
@@ -287,7 +337,7 @@ def test_cluster_summary_recomputed_matches_pandas(job_con, jobs_frame) -> None:
             assert data.loc[(cluster, statistic), "recomputed"] == pytest.approx(value), statistic
         published = data.loc[(cluster, "job_num"), "published"]
         assert published == {"Seren": 1_031_550, "Kalos": 62_413}[cluster]
-    assert len(data) == 2 * len(acme.SUMMARY_STATISTICS)
+    assert len(data) == 2 * len(SUMMARY_COLUMNS)
 
 
 def test_job_figures_draw_with_only_one_cluster(
@@ -299,10 +349,10 @@ def test_job_figures_draw_with_only_one_cluster(
         ["acme.seren_jobs", "acme.kalos_jobs"],
         local={"acme.kalos_jobs": str(job_files["acme.kalos_jobs"])},
     )
-    assert figures.missing_inputs(con, figures.get("acme_states")) == {}
-    data = acme.states_data(con)
+    assert figures.missing_inputs(con, figures.get("acme_fig5")) == {}
+    data = acme.types_data(con).df()
     assert set(data["cluster"]) == {"Kalos"}
-    assert isinstance(figures.draw("acme_job_types", con), _figure_class())
+    assert isinstance(figures.draw("acme_fig5", con), _figure_class())
     con.close()
 
 
@@ -330,8 +380,10 @@ def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> Non
     spec = figures.get(name)
     con = job_con if spec.any_of or "zeus.alibaba_groups" in spec.tables else real_con
     data = spec.data(con, **SIMULATION_ARGS.get(name, {}))
-    assert isinstance(data, pd.DataFrame) and not data.empty
-    figure = spec.plot(data)
+    assert isinstance(data, duckdb.DuckDBPyRelation)  # pandas only at the edge
+    frame = figures.as_frame(data)
+    assert isinstance(frame, pd.DataFrame) and not frame.empty
+    figure = spec.plot(frame)
     assert isinstance(figure, _figure_class())
     paths = style.save(figure, tmp_path / name)
     assert [p.suffix for p in paths] == [".png", ".pdf"]
@@ -339,7 +391,7 @@ def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> Non
 
 
 def test_figures_from_local_files_are_marked_unverified(job_con) -> None:
-    figure = figures.draw("acme_states", job_con)
+    figure = figures.draw("acme_fig5", job_con)
     texts = [t.get_text() for t in figure.texts]
     assert any("unverified" in t and "acme.seren_jobs" in t for t in texts)
 
@@ -347,6 +399,7 @@ def test_figures_from_local_files_are_marked_unverified(job_con) -> None:
 @pytest.mark.upstream
 def test_real_figures_carry_no_unverified_mark(real_con) -> None:
     figure = figures.draw("itp_gpu_count", real_con)
+    assert figures.get("itp_gpu_count").reproduces == "our own analysis"
     assert not any("unverified" in t.get_text() for t in figure.texts)
 
 
@@ -357,13 +410,13 @@ def test_render_all_skips_figures_without_inputs_and_says_what_to_fetch(
     con = mltraces.connect(figures.tables_for("acme"))  # the job traces are not in the mirror
     results = {r.name: r for r in figures.render_all(con, "acme", tmp_path)}
     con.close()
-    assert results["acme_gpu_util"].paths
-    assert (tmp_path / "acme_gpu_util.png").is_file() and (tmp_path / "acme_gpu_util.pdf").is_file()
-    skipped = results["acme_states"].skipped
+    assert results["acme_fig2b"].paths
+    assert (tmp_path / "acme_fig2b.png").is_file() and (tmp_path / "acme_fig2b.pdf").is_file()
+    skipped = results["acme_fig5"].skipped
     assert skipped is not None
     assert "acme.seren_jobs or acme.kalos_jobs" in skipped
     assert "mltraces fetch acme/trace_seren.csv acme/trace_kalos.csv" in skipped
-    assert not (tmp_path / "acme_states.png").exists()
+    assert not (tmp_path / "acme_fig5.png").exists()
 
 
 # --------------------------------------------------------------------------- CLI
@@ -386,13 +439,15 @@ def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFix
 
     assert main(["figures", "--list"]) == 0
     listing = capsys.readouterr().out
-    assert "zeus_savings" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
+    assert "zeus_fig1" in listing and "one of acme.seren_jobs / acme.kalos_jobs" in listing
+    assert "Zeus (NSDI'23) Fig. 1" in listing and "our own analysis" in listing
+    assert "AcmeTrace (NSDI'24): repository figure cdf_temperature.pdf" in listing
     assert main(["figures", "philly"]) == 2
     assert f"choose from {', '.join(figures.figure_sources())}" in capsys.readouterr().err
-    assert main(["figures", "itp", "--only", "zeus_savings", "--list"]) == 2
-    assert "--only zeus_savings is not a figure of itp" in capsys.readouterr().err
-    assert main(["figures", "zeus", "--only", "zeus_savings", "--list"]) == 0
-    assert capsys.readouterr().out.startswith("zeus_savings ")
+    assert main(["figures", "itp", "--only", "zeus_fig1", "--list"]) == 2
+    assert "--only zeus_fig1 is not a figure of itp" in capsys.readouterr().err
+    assert main(["figures", "zeus", "--only", "zeus_fig1", "--list"]) == 0
+    assert capsys.readouterr().out.startswith("zeus_fig1 ")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -432,12 +487,12 @@ def test_squarify_tiles_the_rectangle_with_proportional_areas() -> None:
 
 
 def test_registry_names_are_unique_and_sources_known() -> None:
-    assert figures.tables_for("itp") == ["itp.elasticflow_jobs", "itp.jobs"]
+    assert figures.tables_for("itp") == ["itp.elasticflow_jobs", "itp.jobs", "itp.testbed_jobs"]
     every = figures.registry()
     assert len(every) == len(set(every))
     assert {spec.source for spec in every.values()} == set(figures.figure_sources())
     with pytest.raises(KeyError, match="unknown figure"):
-        figures.get("zeus_savingz")
+        figures.get("zeus_fig11")
 
 
 @pytest.mark.upstream
@@ -449,7 +504,7 @@ def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None
         ["energy_j", "time_s", "cost"]
     ].sum()
 
-    final = zeus.final_data(real_con, last=5, **args)
+    final = zeus.final_data(real_con, last=5, **args).df()
     assert set(final["eta"]) == {0.5, 1.0} and set(final["metric"]) == {"ETA", "TTA"}
     n = per.groupby(["eta", "workload", "policy", "seed"])["recurrence"].transform("max")
     tail = per[per["recurrence"] > n - 5].groupby(["eta", "workload", "policy"])["energy_j"].sum()
@@ -459,7 +514,7 @@ def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None
         )
         assert row.vs_default == pytest.approx(expected, rel=1e-12)
 
-    regret = zeus.regret_data(real_con, **args)
+    regret = zeus.regret_data(real_con, **args).df()
     assert set(regret["eta"]) == {0.5, 1.0}
     per["cum"] = per.groupby(["eta", "workload", "policy", "seed"])["cost"].cumsum()
     oracle = per[per["policy"] == "oracle"].set_index(["eta", "workload", "seed", "recurrence"])
@@ -467,3 +522,75 @@ def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None
     gap = (zeus_runs["cum"] - oracle["cum"]).groupby(level=["eta", "workload", "recurrence"]).mean()
     mine = regret[regret["policy"] == "zeus"].set_index(["eta", "workload", "recurrence"])
     assert np.allclose(mine["regret_mj"].sort_index(), gap.sort_index() / 1e6, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- cache, bytes, CLI
+
+
+def test_figure_data_is_cached_beside_the_parquet_and_reused(job_con) -> None:
+    first = acme.types_data(job_con)
+    files = store.parquet_paths(first.sql_query())
+    assert len(files) == 1 and files[0].parent.name == store.FOLDER
+    assert files[0].parent.parent.glob("acme.seren_jobs-*.parquet")
+    second = acme.types_data(job_con)
+    assert store.parquet_paths(second.sql_query()) == files
+    pd.testing.assert_frame_equal(first.df(), second.df())
+
+
+def test_uncacheable_queries_run_directly() -> None:
+    con = duckdb.connect()
+    assert store.query(con, "SELECT 42 AS x").fetchall() == [(42,)]
+
+
+#: One figure of each paper, regenerated and compared byte for byte with figures/.
+COMMITTED = Path(__file__).resolve().parents[1] / "figures"
+BYTE_STABLE = ["zeus_fig1", "elasticflow_fig7b", "acme_fig4"]
+
+
+@pytest.mark.upstream
+@pytest.mark.parametrize("name", BYTE_STABLE)
+def test_rendering_reproduces_the_committed_files_byte_for_byte(
+    name: str, real_con, tmp_path: Path
+) -> None:
+    figures.render_all(real_con, output_dir=tmp_path, names=[name], processes=1)
+    for suffix in (".png", ".pdf"):
+        ours = (tmp_path / name).with_suffix(suffix).read_bytes()
+        committed = (COMMITTED / name).with_suffix(suffix).read_bytes()
+        assert ours == committed, f"{name}{suffix} differs from figures/: re-render it"
+
+
+@pytest.mark.upstream
+def test_worker_processes_write_the_same_bytes(real_con, tmp_path: Path) -> None:
+    names = ["itp_gpu_count", "acme_fig8"]
+    pooled = figures.render_all(real_con, output_dir=tmp_path / "pool", names=names,
+                                processes=2)
+    inline = figures.render_all(real_con, output_dir=tmp_path / "inline", names=names,
+                                processes=1)
+    for a, b in zip(pooled, inline, strict=True):
+        assert [p.read_bytes() for p in a.paths] == [p.read_bytes() for p in b.paths]
+
+
+def test_cli_fails_when_a_local_file_is_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mltraces.cli import main
+
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    bad = tmp_path / "trace_kalos.csv"
+    bad.write_text("not,a,job,trace\n1,2,3,4\n")
+    code = main(["figures", "acme", "--only", "acme_fig5", "-o", str(tmp_path / "out"),
+                 "--local", f"acme.kalos_jobs={bad}"])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "the local file given for acme.kalos_jobs could not be used" in err
+    assert "use local copies with --local" not in err  # it was given: say what is wrong
+
+
+def test_progress_bar_only_on_a_terminal_unless_asked() -> None:
+    from mltraces.figures import _progress
+
+    quiet = _progress(3, None)  # pytest captures stderr: not a terminal
+    shown = _progress(3, True)
+    assert quiet.disable and not shown.disable
+    quiet.close()
+    shown.close()

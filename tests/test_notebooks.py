@@ -10,6 +10,7 @@ folder, so nothing is written into the repository's ``figures/``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -18,16 +19,27 @@ import nbformat
 import pytest
 import synthetic
 
+from mltraces.registry import get_source
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def test_the_three_notebooks_exist_and_are_stored_without_outputs() -> None:
-    assert [p.name for p in NOTEBOOKS] == [
-        "acme_nsdi24.ipynb",
-        "itp_elasticflow.ipynb",
-        "zeus_nsdi23.ipynb",
-    ]
+def _generator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_notebooks", ROOT / "notebooks" / "make_notebooks.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_generated_notebook_is_committed_without_outputs() -> None:
+    assert [p.name for p in NOTEBOOKS] == sorted(_generator().notebooks())
     for path in NOTEBOOKS:
         notebook = json.loads(path.read_text())
         for cell in notebook["cells"]:
@@ -35,21 +47,45 @@ def test_the_three_notebooks_exist_and_are_stored_without_outputs() -> None:
                 assert cell["outputs"] == [] and cell["execution_count"] is None, path.name
 
 
-def test_notebooks_match_their_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebooks_match_their_generator() -> None:
     """The committed notebooks are what ``notebooks/make_notebooks.py`` writes."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "make_notebooks", NOTEBOOKS[0].parent / "make_notebooks.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for name, cells in module.NOTEBOOKS.items():
+    module = _generator()
+    for name, cells in module.notebooks().items():
         expected = nbformat.writes(module.build(cells)) + "\n"  # nbformat.write adds one
         assert (ROOT / "notebooks" / name).read_text() == expected, (
             f"{name} is stale: run python notebooks/make_notebooks.py"
         )
+
+
+def test_a_second_source_adds_cells_to_a_notebook_from_its_own_folder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What a future ``elasticflow`` folder's notebook.py does: join itp_elasticflow.ipynb."""
+    module = _generator()
+    extra = module.Contribution("elasticflow", "itp_elasticflow.ipynb", 10, None,
+                                [("## ElasticFlow Fig. 8(b)", 'figures.show("x", con, OUT)')])
+    real = module.contributions()
+    monkeypatch.setattr(module, "contributions", lambda: sorted(
+        [*real, extra], key=lambda c: (c.notebook, c.order, c.source)))
+    cells = module.notebooks()["itp_elasticflow.ipynb"]
+    assert cells[-1] == extra.cells[0]
+    assert 'figures.tables_for(["itp", "elasticflow"])' in cells[0][1]
+    assert "from mltraces.datasets.elasticflow import figures as elasticflow" in cells[0][1]
+    assert cells[0][0].startswith("# Microsoft ITP traces")  # the itp folder's intro stays first
+
+
+def test_figure_cells_name_registered_figures_with_their_paper_numbers() -> None:
+    from mltraces import figures
+
+    for _name, cells in _generator().notebooks().items():
+        for markdown, code in cells[1:]:
+            if "figures.show(" not in code:
+                continue
+            name = code.split('"')[1]
+            spec = figures.get(name)
+            if spec.paper_figure and markdown.startswith("##"):
+                number = spec.figure.split(",")[0].split("(")[0].strip()  # "Fig. 7"
+                assert number in markdown, (name, markdown[:60])
 
 
 @pytest.fixture
@@ -105,8 +141,11 @@ def test_notebook_runs_headless(path: Path, notebook_env: Path) -> None:
 
     if path.stem == "zeus_nsdi23":
         assert "3.0%–31.5%" in text and "23.8%–74.7%" in text
+        assert "56, 225W" in text  # Fig. 2's published front beside ours
     if path.stem == "itp_elasticflow":
-        assert "reproduced: 69,351 jobs, 1,632,719.7 GPU hours" in text
+        published = get_source("itp").published
+        totals = f"{published['jobs']:,} jobs, {published['gpu_hours']:,.1f} GPU hours"
+        assert f"reproduced: {totals}" in text and f"published:  {totals}" in text
 
 
 def _stream_text(notebook) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mltraces.commands.common import add_table_options, open_catalog
+from mltraces.commands.common import add_table_options, local_overrides, open_catalog
 from mltraces.figures import figure_sources  # the package's top imports only the stdlib
 
 HELP = "draw the papers' figures (PNG + PDF)"
@@ -30,6 +30,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--list", action="store_true", help="list the figures and the tables they need, then exit"
+    )
+    parser.add_argument(
+        "-j", "--processes", type=int, default=None, metavar="N",
+        help="render with N worker processes (default: one per core)",
     )
     add_table_options(parser)
 
@@ -64,14 +68,23 @@ def run(args: argparse.Namespace) -> int:
             needs = ", ".join(spec.tables)
             if spec.any_of:
                 needs += (", " if needs else "") + "one of " + " / ".join(spec.any_of)
-            print(f"{spec.name:26} {spec.title}  [{needs}]")
+            print(f"{spec.name:26} {spec.reproduces:34} {spec.title}  [{needs}]")
         return 0
     tables = sorted({t for spec in specs.values() for t in spec.inputs})  # nothing more
+    local = [t for t in local_overrides(args) if t in tables]
     con = open_catalog(args, tables)
     try:
-        results = figures.render_all(con, output_dir=args.output, names=list(specs))
+        broken = {t: p for t in local if (p := figures.table_problem(con, t))}
+        results = figures.render_all(
+            con, output_dir=args.output, names=list(specs), processes=args.processes, local=local
+        )
     finally:
         con.close()
+    return _report(args, results, broken)
+
+
+def _report(args: argparse.Namespace, results: list, broken: dict[str, str]) -> int:
+    """Print what was written and skipped; 1 when a --local file failed or nothing was drawn."""
     drawn = [r for r in results if r.paths]
     skipped: dict[str, list[str]] = {}
     for result in results:
@@ -83,4 +96,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"skipped {', '.join(names)}: {reason}", file=sys.stderr)
     if not args.quiet:
         print(f"{len(drawn)} figures written to {args.output}, {len(results) - len(drawn)} skipped")
+    for table, problem in broken.items():
+        print(
+            f"mltraces figures: error: the local file given for {table} could not be used: "
+            f"{problem}; fix the file or drop --local {table}=... (or its MLTRACES_LOCAL entry)",
+            file=sys.stderr,
+        )
+    if broken:
+        return 1
     return 0 if drawn or not results else 1

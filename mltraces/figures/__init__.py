@@ -1,18 +1,21 @@
-"""The papers' figures, redrawn from the catalog: tidy data in SQL, then a plot.
+"""The papers' figures, redrawn from the catalog: data in SQL, then a plot.
 
 Every figure is a :class:`FigureSpec`: a *data* function that takes a catalog
-connection and returns a tidy :class:`pandas.DataFrame` (computed in DuckDB, so
-it can be tested without drawing) and a *plot* function that turns that frame
-into a :class:`matplotlib.figure.Figure` in one consistent paper-size style.
-The registry is plain data: each source folder's ``figures.py``
-(``mltraces/datasets/<source>/figures.py``) ends with a ``FIGURES`` tuple, found
-by scanning and read when first asked for.
+connection and returns a DuckDB relation (computed next to the tables, cached
+beside their Parquet files by :mod:`mltraces.figures.store`, and testable
+without drawing; call ``.df()``, ``.arrow()`` or ``.pl()`` on it for a frame)
+and a *plot* function that turns that data, as a pandas frame, into a
+:class:`matplotlib.figure.Figure` in one consistent paper-size style. A spec
+says which paper figure it reproduces (``figure="Fig. 1"``), or that it is our
+own analysis (``figure=""``). The registry is plain data: each source folder's
+``figures.py`` (``mltraces/datasets/<source>/figures.py``) ends with a
+``FIGURES`` tuple, found by scanning and read when first asked for.
 
 >>> import mltraces
 >>> from mltraces import figures
 >>> con = mltraces.connect("zeus")                                  # doctest: +SKIP
->>> figures.data("zeus_savings", con).head()                        # doctest: +SKIP
->>> fig = figures.draw("zeus_savings", con)                         # doctest: +SKIP
+>>> figures.data("zeus_fig1", con).df().head()                      # doctest: +SKIP
+>>> fig = figures.draw("zeus_fig1", con)                            # doctest: +SKIP
 >>> figures.render_all(con, ["zeus"], "figures/")                   # doctest: +SKIP
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -43,28 +47,48 @@ class FigureSpec:
     """One figure: where it comes from, what it needs, and how to compute and draw it.
 
     Attributes:
-        name: File stem and registry key, e.g. ``"zeus_savings"``.
-        source: Paper module (``"zeus"``, ``"itp"`` or ``"acme"``).
+        name: File stem and registry key, e.g. ``"zeus_fig1"``.
+        source: Source folder (``"zeus"``, ``"itp"`` or ``"acme"``).
         title: One line for galleries and listings.
         tables: Catalog tables the data function needs, all of them.
-        data: ``data(con) -> DataFrame``.
+        data: ``data(con) -> duckdb.DuckDBPyRelation`` (or a pandas frame).
         plot: ``plot(frame) -> Figure``.
         any_of: Tables of which at least one is needed (figures that draw
             whichever of Seren and Kalos is available).
+        figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
+            authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
+            Fig. 1"``); empty for our own analysis.
+        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each source's
+            ``figures.py`` says which; no list of sources here).
     """
 
     name: str
     source: str
     title: str
     tables: tuple[str, ...]
-    data: Callable[..., pd.DataFrame]
+    data: Callable[..., Any]
     plot: Callable[[pd.DataFrame], Any]
     any_of: tuple[str, ...] = ()
+    figure: str = ""
+    paper: str = ""
 
     @property
     def inputs(self) -> tuple[str, ...]:
         """Every table the figure may read."""
         return (*self.tables, *self.any_of)
+
+    @property
+    def paper_figure(self) -> bool:
+        """Whether this reproduces a numbered figure of the paper (``figure="Fig. ..."``)."""
+        return self.figure.startswith("Fig.")
+
+    @property
+    def reproduces(self) -> str:
+        """``"Zeus (NSDI'23) Fig. 1"``, ``"<paper>: <figure>"`` or ``"our own analysis"``."""
+        paper = self.paper or self.source
+        if self.paper_figure:
+            return f"{paper} {self.figure}"
+        return f"{paper}: {self.figure}" if self.figure else "our own analysis"
 
 
 @dataclass(frozen=True)
@@ -112,7 +136,7 @@ def tables_for(sources: Iterable[str] | str | None = None) -> list[str]:
     """Every table the figures of ``sources`` may read: what to pass to ``connect()``.
 
     >>> tables_for("itp")
-    ['itp.elasticflow_jobs', 'itp.jobs']
+    ['itp.elasticflow_jobs', 'itp.jobs', 'itp.testbed_jobs']
     """
     return sorted({t for spec in registry(sources).values() for t in spec.inputs})
 
@@ -127,9 +151,21 @@ def get(name: str) -> FigureSpec:
         raise KeyError(f"unknown figure {name!r}; did you mean: {', '.join(close)}") from None
 
 
-def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> pd.DataFrame:
-    """The tidy data behind figure ``name``."""
+def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> Any:
+    """The data behind figure ``name``: a DuckDB relation (``.df()`` for pandas)."""
     return get(name).data(con, **kwargs)
+
+
+def as_frame(value: Any) -> pd.DataFrame:
+    """A pandas frame from a figure's data (a DuckDB relation, or already a frame)."""
+    import duckdb
+
+    return value.df() if isinstance(value, duckdb.DuckDBPyRelation) else value
+
+
+def frame(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> pd.DataFrame:
+    """Figure ``name``'s data as the pandas frame its plot function takes."""
+    return as_frame(data(name, con, **kwargs))
 
 
 def draw(
@@ -145,24 +181,13 @@ def draw(
     footnote saying so, so a figure from a synthetic or edited file cannot pass
     for the real one.
     """
-    from mltraces.figures import style
+    from mltraces.figures import render, style
 
     spec = get(name)
-    figure = spec.plot(spec.data(con, **kwargs))
     unverified = unverified_inputs(con, spec.inputs)
-    if unverified:
-        with style.context():
-            figure.text(  # above the figure: the tight bounding box grows to include it
-                0.0,
-                1.0,
-                "Drawn from unverified local files: " + ", ".join(unverified),
-                fontsize=6,
-                color="#aa0000",
-                ha="left",
-                va="bottom",
-            )
+    figure = render.plot(name, frame(name, con, **kwargs), unverified)
     if output_dir is not None:
-        style.save(figure, Path(output_dir) / spec.name)
+        style.save(figure, Path(output_dir) / spec.name, tight=bool(unverified))
     return figure
 
 
@@ -185,8 +210,17 @@ def show(
     return draw(name, con, output_dir, **kwargs)
 
 
-def skip_reason(spec: FigureSpec, missing: dict[str, str]) -> str:
-    """``needs acme.seren_jobs or acme.kalos_jobs: run `mltraces fetch ...` ...``."""
+def skip_reason(
+    spec: FigureSpec, missing: dict[str, str], local: Iterable[str] = ()
+) -> str:
+    """``needs acme.seren_jobs or acme.kalos_jobs: run `mltraces fetch ...` ...``.
+
+    Tables in ``local`` were given as local files: the reason then says that
+    file could not be used, instead of suggesting ``--local``.
+    """
+    given = [t for t in missing if t in set(local)]
+    if given:
+        return "; ".join(f"the local file for {t} could not be used: {missing[t]}" for t in given)
     required = [t for t in spec.tables if t in missing]
     either = " or ".join(t for t in spec.any_of if t in missing)
     needed = ", ".join([*required, *([either] if either else [])])
@@ -275,30 +309,66 @@ def render_all(
     sources: Iterable[str] | str | None = None,
     output_dir: str | os.PathLike[str] = "figures",
     names: Iterable[str] | None = None,
+    *,
+    processes: int | None = None,
+    local: Iterable[str] = (),
+    progress: bool | None = None,
 ) -> list[Rendered]:
     """Draw every figure of ``sources`` (default: all) into ``output_dir`` as PNG and PDF.
 
     A figure whose tables are unavailable is skipped with a message that says
-    which files to fetch; the others are still drawn.
+    which files to fetch (or which ``local`` file failed); the others are still
+    drawn. Data is computed here, in figure order; plotting and saving run in
+    ``processes`` worker processes (default: one per core; 1 draws in this
+    process). ``progress`` shows a bar (default: when stderr is a terminal and
+    the run lasts over 2 s). Results come back in figure order.
     """
-    specs = registry(sources)
-    if names is not None:
-        specs = {n: get(n) for n in names}
-    results: list[Rendered] = []
+    from mltraces.figures import render
+
+    specs = registry(sources) if names is None else {n: get(n) for n in names}
+    count = render.workers(processes) if len(specs) > 1 else 1
+    results: dict[str, Rendered] = {}
     known: dict[str, str | None] = {}
-    for spec in specs.values():
-        missing = missing_inputs(con, spec, known)
-        if missing:
-            reason = skip_reason(spec, missing)
-            log.info("skipped %s: %s", spec.name, reason)
-            results.append(Rendered(spec.name, skipped=reason))
-            continue
-        figure = draw(spec.name, con, output_dir)
-        paths = tuple(Path(output_dir) / f"{spec.name}.{fmt}" for fmt in ("png", "pdf"))
-        log.info("wrote %s", ", ".join(map(str, paths)))
-        results.append(Rendered(spec.name, paths=paths))
-        del figure
-    return results
+    bar = _progress(len(specs), progress)
+    executor = render.pool(count) if count > 1 else None
+    try:
+        pending = {}
+        for spec in specs.values():
+            missing = missing_inputs(con, spec, known)
+            if missing:
+                results[spec.name] = Rendered(spec.name, skipped=skip_reason(spec, missing, local))
+                log.info("skipped %s: %s", spec.name, results[spec.name].skipped)
+                bar.update()
+                continue
+            task = (spec.name, frame(spec.name, con), unverified_inputs(con, spec.inputs),
+                    str(output_dir))
+            if executor is None:
+                results[spec.name] = _written(spec.name, render.render(*task))
+                bar.update()
+            else:
+                pending[spec.name] = executor.submit(render.render, *task)
+        for name, future in pending.items():
+            results[name] = _written(name, future.result())
+            bar.update()
+    finally:
+        bar.close()
+        if executor is not None:
+            executor.shutdown()
+    return [results[name] for name in specs]
+
+
+def _written(name: str, paths: Sequence[Path]) -> Rendered:
+    log.info("wrote %s", ", ".join(map(str, paths)))
+    return Rendered(name, paths=tuple(paths))
+
+
+def _progress(total: int, show: bool | None) -> Any:
+    """A tqdm bar on stderr that appears after 2 s on a terminal (or as ``show`` says)."""
+    from tqdm import tqdm
+
+    disable = not sys.stderr.isatty() if show is None else not show
+    return tqdm(total=total, desc="figures", unit="fig", delay=2.0, disable=disable,
+                file=sys.stderr, leave=False)
 
 
 def output_dir_from_env() -> Path | None:
@@ -312,11 +382,13 @@ __all__ = [
     "OUTPUT_ENV",
     "FigureSpec",
     "Rendered",
+    "as_frame",
     "available",
     "data",
     "draw",
     "fetch_hint",
     "figure_sources",
+    "frame",
     "get",
     "missing_inputs",
     "output_dir_from_env",

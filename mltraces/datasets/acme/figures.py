@@ -1,31 +1,41 @@
 """AcmeTrace (NSDI'24) figures: LLM development on the Seren and Kalos clusters.
 
+Numbered as in the paper where they reproduce one of its figures (Fig. 2 to
+Fig. 8); the AcmeTrace repository's ``analysis.ipynb`` draws the same figures
+into ``figure/*.pdf``, named in each title for cross-checking. Figures that the
+repository draws but we could not match to a paper number carry that file's
+name instead, and the rest are marked as our own analysis.
+
 Two kinds of inputs:
 
 - the job traces (``acme.seren_jobs``, ``acme.kalos_jobs``): durations, queueing,
   GPU counts, final states and job types. As in the paper, *GPU jobs* are the
   rows with ``gpu_num > 0``; GPU time is the ``gpu_time`` column (duration ×
   GPUs). ``duration`` is used as published: on Kalos it runs from submission
-  to end (queueing included), on Seren from start to end.
-- the processed utilization curves (``acme.util_cdf``, from ``util_pkl``): the
-  authors' CDFs of GPU/CPU/memory utilization, temperature, power and
-  InfiniBand traffic, drawn as published.
+  to end (queueing included), on Seren from start to end. The released Seren
+  trace is filtered (818,327 of the 1,031,550 jobs the paper counts), so its
+  numbers cannot equal the paper's; the published ones are printed beside ours.
+- the processed utilization curves (``acme.util_cdf``, from ``util_pkl``) and
+  ``cluster_summary.csv``: the authors' own numbers, drawn as published.
 
-Job-trace figures draw whichever of Seren and Kalos is available.
+Job-trace figures draw whichever of Seren and Kalos is available. The prior
+traces the paper compares with (Philly, Helios, PAI job traces) are not part
+of the release: only their utilization curves are drawn.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from mltraces.figures import style
-from mltraces.figures.sql import cdf_from_points_sql, ecdf
+from mltraces.figures import store, style
+from mltraces.figures.sql import cdf_from_points_sql, ecdf_sql, values_sql
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+
+#: The paper these figures come from, as titles and listings name it.
+PAPER = "AcmeTrace (NSDI'24)"
 
 JOB_TABLES = {"Seren": "acme.seren_jobs", "Kalos": "acme.kalos_jobs"}
 JOB_COLUMNS = (
@@ -39,9 +49,24 @@ JOB_COLUMNS = (
     "gpu_time",
 )
 STATES = ("COMPLETED", "CANCELLED", "FAILED", "RUNNING")
+STATE_LABELS = {"COMPLETED": "Completed", "CANCELLED": "Canceled", "FAILED": "Failed",
+                "RUNNING": "Running"}
 #: Job types in the paper's order (MLLM exists on Seren only; CPU jobs have no GPUs).
-TYPES = ("Pretrain", "SFT", "MLLM", "Eval", "Debug", "Other", "CPU")
-TYPE_COLORS = dict(zip(TYPES, (*style.PALETTE[:6], "#999999"), strict=False))
+TYPES = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other", "CPU")
+TYPE_COLORS = dict(zip(TYPES, (style.PALETTE[0], style.PALETTE[1], style.PALETTE[2],
+                               style.PALETTE[4], style.PALETTE[5], style.PALETTE[3], "#999999"),
+                       strict=True))
+#: Published Fig. 5 shares (%) of GPU jobs by type, as printed on the paper's treemaps.
+PAPER_FIG5 = {
+    ("Seren", "jobs"): {"Eval": 64.9, "SFT": 14.9, "Other": 14.6, "MLLM": 2.9, "Debug": 1.9,
+                        "Pretrain": 0.9},
+    ("Seren", "GPU time"): {"Pretrain": 69.5, "MLLM": 8.6, "Other": 7.6, "SFT": 6.4,
+                            "Eval": 6.2, "Debug": 1.7},
+    ("Kalos", "jobs"): {"Eval": 92.8, "Pretrain": 3.2, "Debug": 2.7, "Other": 1.3},
+    ("Kalos", "GPU time"): {"Pretrain": 95.5, "Other": 2.5, "Debug": 1.6, "Eval": 0.4},
+}
+#: Seren's server power panel: the GPU and CPU node curves of server_power.pkl.
+A100_TDP_W = 400
 
 
 class NoJobTraceError(LookupError):
@@ -71,218 +96,82 @@ def jobs_sql(con: duckdb.DuckDBPyConnection, gpu_only: bool = True) -> str:
 
 
 def _clusters(data: pd.DataFrame) -> list[str]:
-    return [c for c in ("Seren", "Kalos", "Philly", "PAI") if c in set(data["cluster"])]
+    return [c for c in ("Seren", "Kalos", "Philly", "Helios", "PAI") if c in set(data["cluster"])]
 
 
-# --------------------------------------------------------------------------- durations
+def _cdf_steps(ax: Any, data: pd.DataFrame, key: str = "cluster") -> None:
+    """One step CDF per cluster in its fixed colour (0 s drawn at 1 s on log axes)."""
+    for cluster in _clusters(data):
+        part = data[data[key] == cluster]
+        ax.step(part["x"].clip(lower=1), 100 * part["cdf"], where="post",
+                color=style.color(cluster), label=cluster)
 
 
-def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """CDF of GPU job duration per cluster. Columns: cluster, x (s), cdf."""
-    return ecdf(con, jobs_sql(con), "duration", by=["cluster"])
+# --------------------------------------------------------------------------- Fig. 2
+
+
+def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """CDF of GPU job duration per cluster (Fig. 2(a)). Columns: cluster, x (s), cdf."""
+    return store.query(con, ecdf_sql(jobs_sql(con), "duration", by=["cluster"]))
 
 
 @style.styled
 def plot_duration_cdf(data: pd.DataFrame) -> Any:
-    """One CDF line per cluster on a log time axis."""
-    fig, ax = style.subplots(width="column", height=2.2)
-    for cluster in _clusters(data):
-        part = data[data["cluster"] == cluster]
-        ax.step(
-            part["x"].clip(lower=1),
-            100 * part["cdf"],
-            where="post",
-            color=style.color(cluster),
-            label=cluster,
-        )
+    """Fig. 2(a): one CDF line per cluster on a log time axis."""
+    fig, ax = style.subplots(width="column", height=2.4)
+    _cdf_steps(ax, data)
     style.duration_axis(ax)
     style.cdf_axis(ax)
-    ax.set_xlabel("GPU job duration")
+    ax.set_xlabel("(a) GPU job duration")
     ax.legend(loc="lower right")
+    ax.set_title("AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
+                 "Philly, Helios, PAI job traces are not released", fontsize=6.5)
     return fig
 
 
-# --------------------------------------------------------------------------- util_pkl curves
-
-
-def util_curves(
-    con: duckdb.DuckDBPyConnection, series: list[str], files: list[str] | None = None
-) -> pd.DataFrame:
-    """Curves of ``acme.util_cdf`` by series name (optionally from some files only).
+def util_curves_sql(series: list[str], files: list[str] | None = None) -> str:
+    """SQL: curves of ``acme.util_cdf`` by series (optionally from some files only).
 
     Columns: source_file, cluster, series, metric, unit, x, y (percent).
     """
     names = ", ".join(f"'{s}'" for s in series)
     where = f"AND source_file IN ({', '.join(repr(f) for f in files)})" if files else ""
-    return con.sql(f"""
+    return f"""
         SELECT source_file, cluster, series, metric, unit, x, y
         FROM acme.util_cdf
         WHERE series IN ({names}) {where}
         ORDER BY source_file, series, point
-    """).df()
+    """
 
 
-def gpu_util_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """GPU utilization CDFs: Seren, Kalos (``util_gpu_kalos.pkl``, as the paper), Philly, PAI."""
+def gpu_util_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """GPU utilization CDFs (Fig. 2(b)): Seren, Kalos (``util_gpu_kalos.pkl``), Philly, PAI."""
     files = ["util_gpu_seren.pkl", "util_gpu_kalos.pkl", "util_gpu_philly.pkl", "util_gpu_pai.pkl"]
-    return util_curves(con, ["gpu_util"], files)
+    return store.query(con, util_curves_sql(["gpu_util"], files))
 
 
 @style.styled
 def plot_gpu_util(data: pd.DataFrame) -> Any:
-    """GPU utilization CDF per cluster; Seren and Kalos solid, the older traces dashed."""
-    fig, ax = style.subplots(width="column", height=2.2)
+    """Fig. 2(b): GPU utilization CDF per cluster; Seren and Kalos solid, older traces dashed."""
+    fig, ax = style.subplots(width="column", height=2.4)
     for cluster in _clusters(data):
         part = data[data["cluster"] == cluster]
-        dashed = cluster in ("Philly", "PAI")
-        ax.plot(
-            part["x"],
-            part["y"],
-            color=style.color(cluster),
-            ls="--" if dashed else "-",
-            label=cluster,
-        )
+        ax.plot(part["x"], part["y"], color=style.color(cluster),
+                ls="--" if cluster in ("Philly", "PAI") else "-", label=cluster)
     ax.set_xlim(0, 100)
+    ax.set_xticks([0, 25, 50, 75, 100])
     style.cdf_axis(ax)
-    ax.set_xlabel("GPU utilization (%)")
+    ax.set_xlabel("(b) GPU utilization (%)")
+    ax.set_title("AcmeTrace Fig. 2(b) (figure/cdf_job_duration_util.pdf)", fontsize=6.5)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=4)
     return fig
 
 
-RESOURCE_SERIES = {
-    "gpu": (
-        ("sm_active", "SM activity"),
-        ("sm_occupancy", "SM occupancy"),
-        ("gpu_memory_used", "GPU memory"),
-    ),
-    "host": (("cpu_util", "CPU"), ("host_memory_used", "Host memory")),
-    "ib": (("ib_send", "IB send"), ("ib_receive", "IB receive")),
-}
+# --------------------------------------------------------------------------- Fig. 3
 
 
-def resource_util_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """SM activity, SM occupancy, GPU memory, CPU, host memory and InfiniBand CDFs.
-
-    Seren's GPU curves come from ``util_gpu_seren.pkl`` and Kalos' from
-    ``util_gpu_kalos_full.pkl`` (the file with SM metrics). The occupancy curve
-    is identical to the tensor-activity one in both files, so only one is drawn.
-    InfiniBand rates (Seren only, unit undocumented) are normalised by their
-    maximum, as in the paper. Columns: panel, cluster, series, label, x, y.
-    """
-    import pandas as pd
-
-    files = [
-        "util_gpu_seren.pkl",
-        "util_gpu_kalos_full.pkl",
-        "util_cpu_mem_seren.pkl",
-        "util_cpu_mem_kalos.pkl",
-        "ib_seren.pkl",
-    ]
-    series = [s for group in RESOURCE_SERIES.values() for s, _ in group]
-    curves = util_curves(con, series, files)
-    labels = {s: (panel, label) for panel, group in RESOURCE_SERIES.items() for s, label in group}
-    curves["panel"] = [labels[s][0] for s in curves["series"]]
-    curves["label"] = [labels[s][1] for s in curves["series"]]
-    is_ib = curves["panel"] == "ib"
-    if is_ib.any():
-        peak = curves.loc[is_ib].groupby("series")["x"].transform("max")
-        curves.loc[is_ib, "x"] = 100 * curves.loc[is_ib, "x"] / peak
-    return pd.DataFrame(curves[["panel", "cluster", "series", "label", "x", "y"]])
-
-
-@style.styled
-def plot_resource_util(data: pd.DataFrame) -> Any:
-    """Three panels: GPU-side metrics, host CPU and memory, InfiniBand.
-
-    Colour is the metric (named in each panel's legend); line style is the
-    cluster (Seren solid, Kalos dashed; figure legend).
-    """
-    from matplotlib.lines import Line2D
-
-    fig, axes = style.subplots(1, 3, width="page", height=2.5, sharey=True)
-    titles = {"gpu": "GPU", "host": "Host", "ib": "InfiniBand (Seren; send ≈ receive)"}
-    xlabels = {"gpu": "Utilization (%)", "host": "Utilization (%)", "ib": "Rate (% of peak)"}
-    for ax, panel in zip(axes, ("gpu", "host", "ib"), strict=False):
-        rows = data[data["panel"] == panel]
-        handles = []
-        for k, (series, label) in enumerate(RESOURCE_SERIES[panel]):
-            for cluster in _clusters(rows):
-                part = rows[(rows["series"] == series) & (rows["cluster"] == cluster)]
-                ax.plot(
-                    part["x"],
-                    part["y"],
-                    color=style.PALETTE[k],
-                    ls="-" if cluster == "Seren" else "--",
-                )
-            handles.append(Line2D([], [], color=style.PALETTE[k], label=label))
-        ax.set_title(titles[panel])
-        ax.set_xlabel(xlabels[panel])
-        if panel != "host":
-            ax.set_xlim(0, 100)
-        ax.legend(handles=handles, loc="lower right")
-    style.cdf_axis(axes[0])
-    clusters = [
-        Line2D([], [], color="black", ls=ls, label=c)
-        for c, ls in (("Seren", "-"), ("Kalos", "--"))
-        if c in set(data["cluster"])
-    ]
-    fig.legend(handles=clusters, loc="outside lower center", ncols=2)
-    return fig
-
-
-def temperature_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """GPU core and memory temperature CDFs (August 2023), Seren and Kalos."""
-    return util_curves(con, ["gpu_temp", "gpu_memory_temp"])
-
-
-@style.styled
-def plot_temperature(data: pd.DataFrame) -> Any:
-    """Temperature CDFs: colour = cluster, solid = GPU core, dashed = GPU memory."""
-    fig, ax = style.subplots(width="column", height=2.2)
-    for cluster in _clusters(data):
-        for series, ls, what in (("gpu_temp", "-", "GPU"), ("gpu_memory_temp", "--", "memory")):
-            part = data[(data["cluster"] == cluster) & (data["series"] == series)]
-            ax.plot(
-                part["x"], part["y"], color=style.color(cluster), ls=ls, label=f"{cluster} {what}"
-            )
-    style.cdf_axis(ax)
-    ax.set_xlabel("Temperature (°C)")
-    ax.legend(loc="lower right")
-    return fig
-
-
-def power_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """GPU power (Seren, Kalos) and server power (GPU and CPU nodes of Seren) CDFs."""
-    return util_curves(con, ["gpu_power", "gpu_node_power", "cpu_node_power"])
-
-
-@style.styled
-def plot_power(data: pd.DataFrame) -> Any:
-    """Two panels: GPU power per cluster (A100 TDP marked) and server power by node kind."""
-    fig, (left, right) = style.subplots(1, 2, width="page", height=2.2, sharey=True)
-    gpu = data[data["series"] == "gpu_power"]
-    for cluster in _clusters(gpu):
-        part = gpu[gpu["cluster"] == cluster]
-        left.plot(part["x"], part["y"], color=style.color(cluster), label=cluster)
-    left.axvline(400, color="black", lw=0.8, ls=":", label="A100 TDP (400 W)")
-    left.set_xlabel("GPU power (W)")
-    left.legend(loc="lower right")
-    for k, (series, label) in enumerate(
-        (("gpu_node_power", "GPU servers"), ("cpu_node_power", "CPU servers"))
-    ):
-        part = data[data["series"] == series]
-        right.plot(part["x"], part["y"], color=style.PALETTE[k + 2], label=label)
-    right.set_xlabel("Server power (W)")
-    right.legend(loc="lower right")
-    style.cdf_axis(left)
-    return fig
-
-
-# --------------------------------------------------------------------------- GPU counts
-
-
-def gpu_count_cdf_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """CDF of GPUs per GPU job, weighted by jobs and by GPU time (one scan for both).
+def gpu_count_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """CDF of GPUs per GPU job, weighted by jobs and by GPU time (Fig. 3; one scan for both).
 
     Columns: cluster, measure ('jobs' or 'GPU time'), x (GPUs), cdf.
     """
@@ -294,103 +183,157 @@ def gpu_count_cdf_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         )
         UNPIVOT per ON "jobs", "GPU time" INTO NAME measure VALUE w
     """
-    frame = con.sql(cdf_from_points_sql(points, ["cluster", "measure"], steps=None)).df()
-    return frame.sort_values(["cluster", "measure"], ascending=[True, False], ignore_index=True)
+    cdf = cdf_from_points_sql(points, ["cluster", "measure"], steps=None)
+    return store.query(con, f"SELECT * FROM ({cdf}) ORDER BY cluster, measure DESC, x")
 
 
 @style.styled
 def plot_gpu_count_cdf(data: pd.DataFrame) -> Any:
-    """Two panels (by jobs, by GPU time), one step CDF per cluster on a log-2 axis."""
-    fig, axes = style.subplots(1, 2, width="page", height=2.2, sharey=True)
-    for ax, measure in zip(axes, ("jobs", "GPU time"), strict=False):
+    """Fig. 3: two panels (CDF of jobs, of GPU time), one step CDF per cluster, log-2 axis."""
+    fig, axes = style.subplots(1, 2, width="page", height=2.3, sharey=True)
+    for ax, measure, panel in zip(axes, ("jobs", "GPU time"), "ab", strict=False):
         for cluster in _clusters(data):
             part = data[(data["cluster"] == cluster) & (data["measure"] == measure)]
-            ax.step(
-                part["x"],
-                100 * part["cdf"],
-                where="post",
-                color=style.color(cluster),
-                label=cluster,
-            )
+            ax.step(part["x"], 100 * part["cdf"], where="post", color=style.color(cluster),
+                    label=cluster)
         style.log2_ticks(ax, list(data["x"]))
-        ax.set_xlabel("GPUs per job")
-        ax.set_title(f"By {measure}")
-    style.cdf_axis(axes[0])
+        ax.set_xlabel(f"({panel}) Number of GPUs")
+        style.cdf_axis(ax, f"CDF of {measure} (%)")
     axes[0].legend(loc="lower right")
+    fig.suptitle("AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf)")
     return fig
 
 
-# --------------------------------------------------------------------------- states and types
+# --------------------------------------------------------------------------- Fig. 4
 
 
-def states_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Final state shares of GPU jobs per cluster, by job count and by GPU time.
+def published_states_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Final states of GPU jobs by count and by GPU time, from ``cluster_summary.csv`` (Fig. 4).
 
+    Exactly the published rates (rounded to 3 decimals by the authors), in percent.
     Columns: cluster, state, measure ('jobs' or 'GPU time'), share (%).
     """
-    return _shares(con, "state")
+    return store.query(con, _published_states_sql())
 
 
-def types_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """Job type shares of GPU jobs per cluster, by job count and by GPU time.
-
-    Columns: cluster, type, measure ('jobs' or 'GPU time'), share (%).
+def _published_states_sql() -> str:
+    rates = ", ".join(
+        f"{p}_rate_gpu AS \"{s}|jobs\", {p}_rate_gpu_time AS \"{s}|GPU time\""
+        for p, s in (("complete", "COMPLETED"), ("cancel", "CANCELLED"), ("fail", "FAILED"))
+    )
+    return f"""
+        WITH wide AS (
+            SELECT id AS cluster, {rates} FROM acme.cluster_summary
+            WHERE id IN ('Seren', 'Kalos')
+        ),
+        long AS (UNPIVOT wide ON COLUMNS(* EXCLUDE (cluster)) INTO NAME key VALUE rate)
+        SELECT cluster, split_part(key, '|', 1) AS state, split_part(key, '|', 2) AS measure,
+               100 * rate AS share
+        FROM long
+        ORDER BY list_position(['Seren', 'Kalos'], cluster), measure DESC,
+                 list_position({list(STATES)}, state)
     """
-    return _shares(con, "type")
 
 
-def _shares(con: duckdb.DuckDBPyConnection, column: str) -> pd.DataFrame:
-    return con.sql(f"""
-        WITH per AS (
-            SELECT cluster, {column}, count(*) AS jobs, coalesce(sum(gpu_time), 0) AS gpu_time
-            FROM {jobs_sql(con)} GROUP BY ALL
-        )
-        SELECT cluster, {column}, 'jobs' AS measure,
-               100 * jobs / sum(jobs) OVER (PARTITION BY cluster) AS share
-        FROM per
-        UNION ALL
-        SELECT cluster, {column}, 'GPU time',
-               100 * gpu_time / sum(gpu_time) OVER (PARTITION BY cluster)
-        FROM per
-        ORDER BY cluster, measure DESC, {column}
-    """).df()
+def states_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Final state shares of GPU jobs recomputed from the job tables, with the published ones.
+
+    Columns: cluster, state, measure ('jobs' or 'GPU time'), share (%), paper (%,
+    from ``cluster_summary.csv``; NULL for RUNNING).
+    """
+    return _shares(con, "state", f"""
+        SELECT cluster, state AS p_state, measure AS p_measure, share AS paper
+        FROM ({_published_states_sql()})
+    """)
+
+
+def _bars_with_values(ax: Any, data: pd.DataFrame, measure: str, paper: bool) -> None:
+    """Fig. 4's grouped bars: one group per cluster, one bar per state, values on top."""
+    import numpy as np
+
+    clusters = _clusters(data)
+    states = [s for s in STATES if s in set(data["state"])]
+    x = np.arange(len(clusters))
+    width = 0.8 / len(states)
+    for k, state in enumerate(states):
+        rows = data[(data["measure"] == measure) & (data["state"] == state)]
+        rows = rows.set_index("cluster").reindex(clusters)
+        offset = x + (k - (len(states) - 1) / 2) * width
+        bars = ax.bar(offset, rows["share"], width, color=style.color(state),
+                      label=STATE_LABELS[state], edgecolor="black", linewidth=0.4)
+        ax.bar_label(bars, labels=[f"{v:.1f}" for v in rows["share"]], fontsize=6, padding=1)
+        if paper and "paper" in rows and rows["paper"].notna().any():
+            ax.scatter(offset, rows["paper"], marker="_", s=80, color="black", linewidths=1.3,
+                       zorder=3, label="Paper (cluster_summary.csv)" if k == 0 else None)
+    ax.set_xticks(x, clusters)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("Fraction (%)")
+    ax.grid(axis="x", visible=False)
+
+
+def _plot_states(data: pd.DataFrame, title: str, paper: bool) -> Any:
+    fig, axes = style.subplots(1, 2, width="page", height=2.4)
+    for ax, measure, label in zip(axes, ("jobs", "GPU time"), ("(a) Job count", "(b) GPU time"),
+                                  strict=True):
+        _bars_with_values(ax, data, measure, paper)
+        ax.set_xlabel(label)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
+    fig.suptitle(title)
+    return fig
+
+
+@style.styled
+def plot_published_states(data: pd.DataFrame) -> Any:
+    """Fig. 4 as published: final states of GPU jobs by count (a) and GPU time (b)."""
+    return _plot_states(data, "AcmeTrace Fig. 4 (figure/bar_job_state.pdf), from "
+                        "cluster_summary.csv as published", paper=False)
 
 
 @style.styled
 def plot_states(data: pd.DataFrame) -> Any:
-    """100 % stacked bars: final states per cluster, by jobs and by GPU time."""
-    fig, ax = style.subplots(width="column", height=2.0)
-    rows = [(c, m) for c in _clusters(data) for m in ("jobs", "GPU time")]
-    y = np.arange(len(rows))
-    states = [s for s in STATES if s in set(data["state"])]
-    left = np.zeros(len(rows))
-    for state in states:
-        values = np.array(
-            [
-                data[(data["cluster"] == c) & (data["measure"] == m) & (data["state"] == state)][
-                    "share"
-                ].sum()
-                for c, m in rows
-            ]
+    """Fig. 4 recomputed from the job traces, the published values as black ticks."""
+    return _plot_states(data, "AcmeTrace Fig. 4 recomputed from the released job traces "
+                        "(Seren's is filtered); black ticks: published", paper=True)
+
+
+# --------------------------------------------------------------------------- Fig. 5
+
+
+def types_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Job type shares of GPU jobs per cluster, by count and by GPU time (Fig. 5).
+
+    Columns: cluster, type, measure ('jobs' or 'GPU time'), share (%), paper (%,
+    as printed on the paper's treemaps).
+    """
+    paper = values_sql(
+        [(c, t, m, v) for (c, m), shares in PAPER_FIG5.items() for t, v in shares.items()],
+        ["cluster", "p_type", "p_measure", "paper"],
+    )
+    return _shares(con, "type", f"SELECT * FROM {paper}")
+
+
+def _shares(con: duckdb.DuckDBPyConnection, column: str, paper: str) -> duckdb.DuckDBPyRelation:
+    """Shares of GPU jobs and GPU time per ``column``, joined to published shares."""
+    return store.query(con, f"""
+        WITH per AS (
+            SELECT cluster, {column}, count(*) AS jobs, coalesce(sum(gpu_time), 0) AS gpu_time
+            FROM {jobs_sql(con)} GROUP BY ALL
+        ),
+        shares AS (
+            SELECT cluster, {column}, 'jobs' AS measure,
+                   100 * jobs / sum(jobs) OVER (PARTITION BY cluster) AS share
+            FROM per
+            UNION ALL
+            SELECT cluster, {column}, 'GPU time',
+                   100 * gpu_time / sum(gpu_time) OVER (PARTITION BY cluster)
+            FROM per
         )
-        bars = ax.barh(
-            y, values, left=left, color=style.color(state), label=state.title(), height=0.7
-        )
-        ax.bar_label(
-            bars,
-            labels=[f"{v:.0f}" if v >= 6 else "" for v in values],
-            label_type="center",
-            fontsize=6,
-            color="white",
-        )
-        left += values
-    ax.set_yticks(y, [f"{c}, by {m}" for c, m in rows])
-    ax.invert_yaxis()
-    ax.set_xlim(0, 100)
-    ax.set_xlabel("Share of the GPU jobs, or of their GPU time (%)")
-    ax.grid(axis="y", visible=False)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=len(states))
-    return fig
+        SELECT s.cluster, s.{column}, s.measure, s.share, p.paper
+        FROM shares s LEFT JOIN ({paper}) p
+          ON p.cluster = s.cluster AND p.p_{column} = s.{column} AND p.p_measure = s.measure
+        ORDER BY s.cluster, s.measure DESC, s.{column}
+    """)
 
 
 def squarify(
@@ -442,7 +385,7 @@ def _worst(row: list[float], short: float) -> float:
 
 @style.styled
 def plot_types(data: pd.DataFrame) -> Any:
-    """Treemaps of job types: one row per cluster, by jobs (left) and by GPU time (right)."""
+    """Fig. 5: treemaps of job types, one row per cluster, by count (left) and GPU time (right)."""
     from matplotlib.patches import Rectangle
 
     clusters = _clusters(data)
@@ -457,7 +400,9 @@ def plot_types(data: pd.DataFrame) -> Any:
             part = data[(data["cluster"] == cluster) & (data["measure"] == measure)]
             part = part[part["share"] > 0].sort_values("share", ascending=False)
             layout = squarify(list(part["share"]), 0, 0, width, height)
-            for kind, share, (x, y, w, h) in zip(part["type"], part["share"], layout, strict=False):
+            for kind, share, paper, (x, y, w, h) in zip(
+                part["type"], part["share"], part["paper"], layout, strict=False
+            ):
                 ax.add_patch(
                     Rectangle(
                         (x, y),
@@ -468,21 +413,28 @@ def plot_types(data: pd.DataFrame) -> Any:
                         linewidth=1.2,
                     )
                 )
-                _treemap_label(ax, kind, share, (x, y, w, h))
+                _treemap_label(ax, kind, share, paper, (x, y, w, h))
             ax.set_xlim(0, width)
             ax.set_ylim(0, height)
             ax.set_aspect("equal")
             ax.axis("off")
-            ax.set_title(f"{cluster}, by {measure}")
+            ax.set_title(f"{cluster}, by {'job count' if measure == 'jobs' else measure}")
     handles = [Rectangle((0, 0), 1, 1, color=TYPE_COLORS[t]) for t in present]
     fig.legend(handles, present, loc="outside lower center", ncols=len(present))
+    fig.suptitle("AcmeTrace Fig. 5 (figure/treemap_job_dist.pdf): GPU jobs by type; "
+                 "in brackets the paper's share")
     return fig
 
 
-def _treemap_label(ax: Any, kind: str, share: float, rect: tuple[float, ...]) -> None:
-    """Name and share where they fit, the share alone in smaller tiles, nothing in slivers."""
+def _treemap_label(
+    ax: Any, kind: str, share: float, paper: float | None, rect: tuple[float, ...]
+) -> None:
+    """Name, share and the paper's share where they fit, less in smaller tiles."""
     x, y, w, h = rect
-    if w >= 24 and h >= 14:
+    published = "" if paper is None or paper != paper else f"\n({paper:.1f}%)"
+    if w >= 24 and h >= 20:
+        text, size = f"{kind}\n{share:.1f}%{published}", 6.5
+    elif w >= 24 and h >= 14:
         text, size = f"{kind}\n{share:.1f}%", 6.5
     elif w >= 12 and h >= 6:
         text, size = f"{share:.0f}%", 5.5
@@ -500,13 +452,74 @@ def _treemap_label(ax: Any, kind: str, share: float, rect: tuple[float, ...]) ->
     )
 
 
-def type_gpu_count_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+# --------------------------------------------------------------------------- Fig. 6
+
+
+def type_duration_queue_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """CDFs of duration and of queueing delay per job type and cluster (Fig. 6; one scan).
+
+    Columns: cluster, type, metric ('duration' or 'queue'), x (s), cdf.
+    """
+    points = f"""
+        SELECT cluster, type, metric, x, count(*) AS w
+        FROM (
+            UNPIVOT (SELECT cluster, type, duration::DOUBLE AS duration,
+                            queue::DOUBLE AS queue FROM {jobs_sql(con)})
+            ON duration, queue INTO NAME metric VALUE x
+        )
+        GROUP BY ALL
+    """
+    cdf = cdf_from_points_sql(points, ["cluster", "type", "metric"], steps=500)
+    return store.query(con, f"SELECT * FROM ({cdf}) ORDER BY cluster, type, metric, x")
+
+
+@style.styled
+def plot_type_duration_queue(data: pd.DataFrame) -> Any:
+    """Fig. 6: rows = duration and queueing delay, columns = clusters, one line per type."""
+    clusters = _clusters(data)
+    fig, axes = style.subplots(
+        2, len(clusters), width="page", height=4.0, sharey=True, squeeze=False
+    )
+    for c, cluster in enumerate(clusters):
+        for r, (metric, label) in enumerate(
+            (("duration", "Job duration"), ("queue", "Queueing delay"))
+        ):
+            ax = axes[r, c]
+            rows = data[(data["cluster"] == cluster) & (data["metric"] == metric)]
+            for kind in [t for t in TYPES if t in set(rows["type"])]:
+                part = rows[rows["type"] == kind]
+                ax.step(
+                    part["x"].clip(lower=1),
+                    100 * part["cdf"],
+                    where="post",
+                    color=TYPE_COLORS[kind],
+                    label=kind,
+                )
+            style.duration_axis(ax)
+            style.cdf_axis(ax)
+            ax.set_xlabel(f"{label} (0 s drawn at 1 s)" if metric == "queue" else label)
+            ax.set_title(cluster)
+            if c > 0:
+                ax.set_ylabel("")
+    handles: dict[str, Any] = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=False):
+            handles.setdefault(label, handle)
+    kinds = [t for t in TYPES if t in handles]
+    fig.legend([handles[k] for k in kinds], kinds, loc="outside lower center", ncols=len(kinds))
+    fig.suptitle("AcmeTrace Fig. 6 (figure/cdf_job_duration_queue.pdf): GPU jobs per type")
+    return fig
+
+
+def type_gpu_count_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """GPUs per job by job type: the five-number summary of each (cluster, type) box.
+
+    The AcmeTrace repository draws these boxes in ``figure/box_gpu_num.pdf``.
 
     Whiskers are the 5th and 95th percentiles (outliers are not drawn).
     Columns: cluster, type, jobs, p05, q1, median, q3, p95, mean.
     """
-    return con.sql(f"""
+    return store.query(con, f"""
         WITH q AS (
             SELECT cluster, type, count(*) AS jobs, avg(gpu_num) AS mean,
                    quantile_cont(gpu_num, [0.05, 0.25, 0.5, 0.75, 0.95]) AS qs
@@ -515,7 +528,7 @@ def type_gpu_count_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         SELECT cluster, type, jobs, qs[1] AS p05, qs[2] AS q1, qs[3] AS median, qs[4] AS q3,
                qs[5] AS p95, mean
         FROM q ORDER BY cluster, type
-    """).df()
+    """)
 
 
 @style.styled
@@ -561,60 +574,186 @@ def plot_type_gpu_count(data: pd.DataFrame) -> Any:
         ax.set_title(cluster)
         style.log2_ticks(ax, list(data["p05"]) + list(data["p95"]), axis="y")
     axes[0, 0].set_ylabel("GPUs per job (box: quartiles,\nwhiskers: 5th–95th pct, ▲ mean)")
+    fig.suptitle("GPUs per GPU job by type (AcmeTrace figure/box_gpu_num.pdf; "
+                 "paper figure number not matched)")
     return fig
 
 
-def type_duration_queue_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """CDFs of duration and of queueing delay per job type and cluster (one scan).
+# --------------------------------------------------------------------------- Fig. 7
 
-    Columns: cluster, type, metric ('duration' or 'queue'), x (s), cdf.
+
+#: Fig. 7's panels as the paper groups them: (panel, series, label, files).
+RESOURCE_PANELS = {
+    "dcgm": (("sm_active", "SM activity"), ("sm_occupancy", "TC activity")),
+    "memory": (("host_memory_used", "CPU memory"), ("gpu_memory_used", "GPU memory")),
+    "cpu": (("cpu_util", "CPU"),),
+    "network": (("ib_send", "IB send"), ("ib_receive", "IB receive")),
+}
+RESOURCE_FILES = (
+    "util_gpu_seren.pkl",
+    "util_gpu_kalos_full.pkl",
+    "util_cpu_mem_seren.pkl",
+    "util_cpu_mem_kalos.pkl",
+    "ib_seren.pkl",
+)
+
+
+def resource_util_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Fig. 7's curves: DCGM activity, memory, CPU and network CDFs of Seren and Kalos.
+
+    Seren's GPU curves come from ``util_gpu_seren.pkl`` and Kalos' from
+    ``util_gpu_kalos_full.pkl`` (the file with SM metrics), as in the paper. The
+    curve the paper's legend calls *TC activity* is the fifth array of those
+    files, which ``acme.util_cdf`` names ``sm_occupancy``; in both files it is
+    identical to the tensor-activity curve. InfiniBand rates (Seren only, unit
+    undocumented) are normalised by each curve's maximum, as in the paper.
+    Columns: panel, cluster, series, label, x, y.
     """
-    points = f"""
-        SELECT cluster, type, metric, x, count(*) AS w
-        FROM (
-            UNPIVOT (SELECT cluster, type, duration::DOUBLE AS duration,
-                            queue::DOUBLE AS queue FROM {jobs_sql(con)})
-            ON duration, queue INTO NAME metric VALUE x
-        )
-        GROUP BY ALL
-    """
-    return con.sql(cdf_from_points_sql(points, ["cluster", "type", "metric"], steps=500)).df()
+    labels = values_sql(
+        [(panel, series, label) for panel, group in RESOURCE_PANELS.items()
+         for series, label in group],
+        ["panel", "series", "label"],
+        alias="l",
+    )
+    files = ", ".join(f"'{f}'" for f in RESOURCE_FILES)
+    return store.query(con, f"""
+        SELECT l.panel, u.cluster, u.series, l.label,
+               CASE WHEN l.panel = 'network'
+                    THEN 100 * u.x / max(u.x) OVER (PARTITION BY u.source_file, u.series)
+                    ELSE u.x END AS x,
+               u.y
+        FROM acme.util_cdf u JOIN {labels} USING (series)
+        WHERE u.source_file IN ({files})
+        ORDER BY list_position({list(RESOURCE_PANELS)}, l.panel), u.cluster DESC, u.series,
+                 u.point
+    """)
 
 
 @style.styled
-def plot_type_duration_queue(data: pd.DataFrame) -> Any:
-    """A grid: rows = duration and queueing delay, columns = clusters, one line per type."""
-    clusters = _clusters(data)
-    fig, axes = style.subplots(
-        2, len(clusters), width="page", height=4.0, sharey=True, squeeze=False
-    )
-    for c, cluster in enumerate(clusters):
-        for r, (metric, label) in enumerate(
-            (("duration", "Job duration"), ("queue", "Queueing delay"))
-        ):
-            ax = axes[r, c]
-            rows = data[(data["cluster"] == cluster) & (data["metric"] == metric)]
-            for kind in [t for t in TYPES if t in set(rows["type"])]:
-                part = rows[rows["type"] == kind]
-                ax.step(
-                    part["x"].clip(lower=1),
-                    100 * part["cdf"],
-                    where="post",
-                    color=TYPE_COLORS[kind],
-                    label=kind,
-                )
-            style.duration_axis(ax)
-            style.cdf_axis(ax)
-            ax.set_xlabel(f"{label} (0 s drawn at 1 s)" if metric == "queue" else label)
-            ax.set_title(cluster)
-            if c > 0:
-                ax.set_ylabel("")
-    handles: dict[str, Any] = {}
-    for ax in axes.flat:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=False):
-            handles.setdefault(label, handle)
-    kinds = [t for t in TYPES if t in handles]
-    fig.legend([handles[k] for k in kinds], kinds, loc="outside lower center", ncols=len(kinds))
+def plot_resource_util(data: pd.DataFrame) -> Any:
+    """Fig. 7: four panels as the paper groups them; colour = cluster, line style = metric."""
+    from matplotlib.lines import Line2D
+
+    fig, axes = style.subplots(2, 2, width="page", height=4.3)
+    styles = ("--", ":")
+    titles = {
+        "dcgm": "(a) GPU DCGM metric (%)",
+        "memory": "(b) Memory footprint (%)",
+        "cpu": "(c) CPU utilization (%), clipped at 100 as published",
+        "network": "(d) Network (% of each curve's peak; Seren)",
+    }
+    for ax, panel in zip(axes.flat, RESOURCE_PANELS, strict=True):
+        rows = data[data["panel"] == panel]
+        for cluster in _clusters(rows):
+            for (series, _label), ls in zip(RESOURCE_PANELS[panel], styles, strict=False):
+                part = rows[(rows["series"] == series) & (rows["cluster"] == cluster)]
+                if panel == "network":  # send and receive nearly coincide: both visible
+                    ls = "-" if series == "ib_send" else (0, (1.5, 1.5))
+                    color = style.color("Seren") if series == "ib_send" else "black"
+                    ax.plot(part["x"], part["y"], ls=ls, color=color,
+                            lw=2.4 if series == "ib_send" else 1.2)
+                else:
+                    ax.plot(part["x"], part["y"], ls="-" if panel == "cpu" else ls,
+                            color=style.color(cluster))
+        ax.set_xlim(0, 100)
+        ax.set_xticks([0, 25, 50, 75, 100])
+        ax.set_xlabel(titles[panel])
+        style.cdf_axis(ax)
+        if panel == "network":
+            ax.legend(handles=[Line2D([], [], color=style.color("Seren"), lw=2.4, label="IB send"),
+                               Line2D([], [], color="black", lw=1.2, ls=(0, (1.5, 1.5)),
+                                      label="IB receive")], loc="lower right")
+        elif len(RESOURCE_PANELS[panel]) > 1:
+            pairs = zip(RESOURCE_PANELS[panel], styles, strict=False)
+            ax.legend(handles=[Line2D([], [], color="black", ls=ls, label=label)
+                               for (_s, label), ls in pairs], loc="lower right")
+    clusters = [Line2D([], [], color=style.color(c), lw=3, label=c)
+                for c in ("Seren", "Kalos") if c in set(data["cluster"])]
+    fig.legend(handles=clusters, loc="outside lower center", ncols=2)
+    fig.suptitle("AcmeTrace Fig. 7 (figure/cdf_resource_util.pdf), from the released curves")
+    return fig
+
+
+# --------------------------------------------------------------------------- Fig. 8
+
+
+def power_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Fig. 8's curves: GPU power (Seren, Kalos) and the power of Seren's GPU and CPU servers.
+
+    ``server_power.pkl`` holds Seren's servers only (its IPMI data), so the
+    server curves are Seren's whatever the table's cluster column says.
+    """
+    return store.query(con, util_curves_sql(["gpu_power", "gpu_node_power", "cpu_node_power"]))
+
+
+@style.styled
+def plot_power(data: pd.DataFrame) -> Any:
+    """Fig. 8: (a) GPU power per cluster with the A100 TDP, (b) server power in Seren."""
+    fig, (left, right) = style.subplots(1, 2, width="page", height=2.4, sharey=True)
+    gpu = data[data["series"] == "gpu_power"]
+    for cluster in _clusters(gpu):
+        part = gpu[gpu["cluster"] == cluster]
+        left.plot(part["x"], part["y"], color=style.color(cluster), ls="--", label=cluster)
+    left.axvline(A100_TDP_W, color="gray", lw=0.9, ls="--", label=f"A100 TDP ({A100_TDP_W} W)")
+    left.set_xlim(0, None)
+    left.set_xlabel("(a) GPU power (W)")
+    left.legend(loc="lower right")
+    for series, label, ls in (("gpu_node_power", "GPU node", "--"),
+                              ("cpu_node_power", "CPU node", ":")):
+        part = data[data["series"] == series]
+        right.plot(part["x"], part["y"], color=style.color("Seren"), ls=ls, label=label)
+    right.set_xlim(0, None)
+    right.set_xlabel("(b) Server power in Seren (W)")
+    right.legend(loc="lower right")
+    style.cdf_axis(left)
+    fig.suptitle("AcmeTrace Fig. 8 (figure/cdf_power.pdf), from the released curves")
+    return fig
+
+
+# --------------------------------------------------------------------------- repository figures
+
+
+def temperature_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """GPU core and memory temperature CDFs (August 2023), Seren and Kalos."""
+    return store.query(con, util_curves_sql(["gpu_temp", "gpu_memory_temp"]))
+
+
+@style.styled
+def plot_temperature(data: pd.DataFrame) -> Any:
+    """Temperature CDFs: colour = cluster, solid = GPU core, dotted = GPU memory."""
+    fig, ax = style.subplots(width="column", height=2.4)
+    for cluster in _clusters(data):
+        for series, ls, what in (("gpu_temp", "-", "GPU"), ("gpu_memory_temp", ":", "GPU mem.")):
+            part = data[(data["cluster"] == cluster) & (data["series"] == series)]
+            ax.plot(part["x"], part["y"], color=style.color(cluster), ls=ls,
+                    label=f"{cluster} {what}")
+    ax.set_xlim(20, 85)
+    style.cdf_axis(ax)
+    ax.set_xlabel("Temperature (°C)")
+    ax.legend(loc="lower right")
+    ax.set_title("AcmeTrace figure/cdf_temperature.pdf\n(paper figure number not matched)",
+                 fontsize=6.5)
+    return fig
+
+
+def cpu_duration_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """CDF of CPU job duration (``gpu_num = 0``) per cluster. Columns: cluster, x (s), cdf."""
+    cpu = jobs_sql(con, gpu_only=False)
+    return store.query(con, ecdf_sql(f"(SELECT * FROM {cpu} WHERE gpu_num = 0)", "duration",
+                                     by=["cluster"]))
+
+
+@style.styled
+def plot_cpu_duration_cdf(data: pd.DataFrame) -> Any:
+    """CPU job duration CDF per cluster (the repository's cdf_job_jobtime, panel b)."""
+    fig, ax = style.subplots(width="column", height=2.4)
+    _cdf_steps(ax, data)
+    style.duration_axis(ax)
+    style.cdf_axis(ax, "Fraction of jobs (%)")
+    ax.set_xlabel("(b) CPU job duration")
+    ax.legend(loc="lower right")
+    ax.set_title("AcmeTrace figure/cdf_job_jobtime.pdf, panel (b);\n"
+                 "Helios' job trace is not released", fontsize=6.5)
     return fig
 
 
@@ -640,41 +779,11 @@ SUMMARY_COLUMNS = {
     "cancel_rate_gpu_time": "Cancelled (share of GPU time)",
     "fail_rate_gpu_time": "Failed (share of GPU time)",
 }
-#: Every statistic of cluster_summary.csv, in the file's column order.
-SUMMARY_STATISTICS = (
-    "job_num",
-    "cpu_job_num",
-    "gpu_job_num",
-    "avg_run_time_gpu",
-    "avg_que_time_gpu",
-    "avg_gpu_num",
-    "med_run_time_gpu",
-    "med_que_time_gpu",
-    "med_gpu_num",
-    "max_run_time_gpu",
-    "max_gpu",
-    "complete_rate_gpu",
-    "cancel_rate_gpu",
-    "fail_rate_gpu",
-    "complete_gpu_time",
-    "cancel_gpu_time",
-    "fail_gpu_time",
-    "complete_rate_gpu_time",
-    "cancel_rate_gpu_time",
-    "fail_rate_gpu_time",
-    "avg_run_time_cpu",
-    "avg_que_time_cpu",
-    "med_run_time_cpu",
-    "med_que_time_cpu",
-    "complete_rate_cpu",
-    "cancel_rate_cpu",
-    "fail_rate_cpu",
-)
 
 
-def cluster_summary_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def cluster_summary_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """``cluster_summary.csv`` as published: one row per cluster."""
-    return con.sql("SELECT * FROM acme.cluster_summary").df()
+    return store.query(con, "SELECT * FROM acme.cluster_summary")
 
 
 def _summary_cell(column: str, value: Any) -> str:
@@ -707,80 +816,23 @@ def plot_cluster_summary(data: pd.DataFrame) -> Any:
     )
 
 
-def summary_check_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def summary_check_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """``cluster_summary.csv`` vs the same statistics recomputed from the job tables.
 
-    Definitions (those that reproduce the published columns): GPU jobs have
-    gpu_num > 0 and CPU jobs gpu_num = 0; run time is ``duration``, queueing
-    ``queue``; state rates are shares of jobs; GPU-time rates are shares of the
-    GPU time of COMPLETED + CANCELLED + FAILED jobs. Seren's published counts
-    predate the authors' filtering (1,031,550 vs 818,327 released rows), so its
-    count-based rows are expected to differ.
+    The statistics and their definitions are :mod:`mltraces.datasets.acme.summary`'s
+    (the one place they are computed). Seren's published counts predate the
+    authors' filtering (1,031,550 vs 818,327 released rows), so its rows are
+    expected to differ.
 
     Columns: cluster, statistic, published, recomputed, relative_difference.
     """
-    relation = jobs_sql(con, gpu_only=False)
-    states = "('COMPLETED', 'CANCELLED', 'FAILED')"
-    recomputed = f"""
-        SELECT cluster AS id,
-            count(*)::DOUBLE AS job_num,
-            count(*) FILTER (WHERE gpu_num = 0)::DOUBLE AS cpu_job_num,
-            count(*) FILTER (WHERE gpu_num > 0)::DOUBLE AS gpu_job_num,
-            avg(duration) FILTER (WHERE gpu_num > 0) AS avg_run_time_gpu,
-            avg(queue) FILTER (WHERE gpu_num > 0) AS avg_que_time_gpu,
-            avg(gpu_num) FILTER (WHERE gpu_num > 0) AS avg_gpu_num,
-            median(duration) FILTER (WHERE gpu_num > 0) AS med_run_time_gpu,
-            median(queue) FILTER (WHERE gpu_num > 0) AS med_que_time_gpu,
-            median(gpu_num) FILTER (WHERE gpu_num > 0) AS med_gpu_num,
-            max(duration) FILTER (WHERE gpu_num > 0)::DOUBLE AS max_run_time_gpu,
-            max(gpu_num)::DOUBLE AS max_gpu,
-            {_rate("gpu_num > 0", "COMPLETED")} AS complete_rate_gpu,
-            {_rate("gpu_num > 0", "CANCELLED")} AS cancel_rate_gpu,
-            {_rate("gpu_num > 0", "FAILED")} AS fail_rate_gpu,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'COMPLETED') AS complete_gpu_time,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'CANCELLED') AS cancel_gpu_time,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'FAILED') AS fail_gpu_time,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'COMPLETED')
-                / sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state IN {states})
-                AS complete_rate_gpu_time,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'CANCELLED')
-                / sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state IN {states})
-                AS cancel_rate_gpu_time,
-            sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state = 'FAILED')
-                / sum(gpu_time) FILTER (WHERE gpu_num > 0 AND state IN {states})
-                AS fail_rate_gpu_time,
-            avg(duration) FILTER (WHERE gpu_num = 0) AS avg_run_time_cpu,
-            avg(queue) FILTER (WHERE gpu_num = 0) AS avg_que_time_cpu,
-            median(duration) FILTER (WHERE gpu_num = 0) AS med_run_time_cpu,
-            median(queue) FILTER (WHERE gpu_num = 0) AS med_que_time_cpu,
-            {_rate("gpu_num = 0", "COMPLETED")} AS complete_rate_cpu,
-            {_rate("gpu_num = 0", "CANCELLED")} AS cancel_rate_cpu,
-            {_rate("gpu_num = 0", "FAILED")} AS fail_rate_cpu
-        FROM {relation} GROUP BY cluster
-    """
-    return con.sql(f"""
-        WITH mine AS ({recomputed}),
-        mine_long AS (UNPIVOT mine ON COLUMNS(* EXCLUDE (id)) INTO NAME statistic VALUE value),
-        published AS (
-            SELECT * FROM acme.cluster_summary WHERE id IN (SELECT id FROM mine)
-        ),
-        published_long AS (
-            UNPIVOT (SELECT id, COLUMNS(* EXCLUDE (id))::DOUBLE FROM published)
-            ON COLUMNS(* EXCLUDE (id)) INTO NAME statistic VALUE value
-        )
-        SELECT m.id AS cluster, m.statistic, p.value AS published, m.value AS recomputed,
-               (m.value - p.value) / nullif(abs(p.value), 0) AS relative_difference
-        FROM mine_long m LEFT JOIN published_long p USING (id, statistic)
-        ORDER BY list_position(['Seren', 'Kalos'], m.id),
-                 list_position({list(SUMMARY_STATISTICS)}, m.statistic)
-    """).df()
+    from mltraces.datasets.acme.summary import comparison_sql
+    from mltraces.figures import available
 
-
-def _rate(where: str, state: str) -> str:
-    return (
-        f"(count(*) FILTER (WHERE {where} AND state = '{state}'))::DOUBLE"
-        f" / nullif(count(*) FILTER (WHERE {where}), 0)"
-    )
+    tables = {c: t for c, t in JOB_TABLES.items() if t in available(con, [t])}
+    if not tables:
+        jobs_sql(con)  # raises NoJobTraceError naming what to fetch
+    return store.query(con, comparison_sql(tables))
 
 
 @style.styled
@@ -799,98 +851,68 @@ def plot_summary_check(data: pd.DataFrame) -> Any:
         rows.append(row)
     header = ["Statistic"] + [f"{c} {w}" for c in clusters for w in ("published", "recomputed")]
     return style.table_figure(
-        rows, header, title="cluster_summary.csv vs the job tables", width=7.0
+        rows, header, title=f"cluster_summary.csv vs the job tables ({OWN})", width=7.0
     )
 
 
 # --------------------------------------------------------------------------- registry
 
 
+OWN = "our own analysis"
+
+
 def _spec(
-    name: str, title: str, data: Any, plot: Any, tables: tuple[str, ...] = (), jobs: bool = False
+    name: str,
+    title: str,
+    data: Any,
+    plot: Any,
+    tables: tuple[str, ...] = (),
+    jobs: bool = False,
+    figure: str = "",
 ) -> Any:
     from mltraces.figures import FigureSpec
 
     any_of = tuple(JOB_TABLES.values()) if jobs else ()
-    return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of)
+    return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of, figure=figure,
+                      paper=PAPER)
 
 
 _UTIL = ("acme.util_cdf",)
+_SUMMARY = ("acme.cluster_summary",)
 
 FIGURES = (
-    _spec(
-        "acme_gpu_util",
-        "GPU utilization CDF: Seren, Kalos, Philly, PAI",
-        gpu_util_data,
-        plot_gpu_util,
-        _UTIL,
-    ),
-    _spec(
-        "acme_resource_util",
-        "SM activity, SM occupancy, GPU memory, CPU, host memory and InfiniBand CDFs",
-        resource_util_data,
-        plot_resource_util,
-        _UTIL,
-    ),
-    _spec(
-        "acme_temperature",
-        "GPU core and memory temperature CDFs",
-        temperature_data,
-        plot_temperature,
-        _UTIL,
-    ),
-    _spec("acme_power", "GPU power and server power CDFs", power_data, plot_power, _UTIL),
-    _spec(
-        "acme_cluster_summary",
-        "Table: cluster_summary.csv as published",
-        cluster_summary_data,
-        plot_cluster_summary,
-        ("acme.cluster_summary",),
-    ),
-    _spec(
-        "acme_duration_cdf", "GPU job duration CDF", duration_cdf_data, plot_duration_cdf, jobs=True
-    ),
-    _spec(
-        "acme_gpu_count_cdf",
-        "GPUs per job CDF, by jobs and by GPU time",
-        gpu_count_cdf_data,
-        plot_gpu_count_cdf,
-        jobs=True,
-    ),
-    _spec(
-        "acme_states",
-        "Final job states by jobs and by GPU time",
-        states_data,
-        plot_states,
-        jobs=True,
-    ),
-    _spec(
-        "acme_job_types",
-        "Job types by jobs and by GPU time (treemaps)",
-        types_data,
-        plot_types,
-        jobs=True,
-    ),
-    _spec(
-        "acme_type_gpu_count",
-        "GPUs per job by job type (boxes)",
-        type_gpu_count_data,
-        plot_type_gpu_count,
-        jobs=True,
-    ),
-    _spec(
-        "acme_type_duration_queue",
-        "Duration and queueing delay CDFs per job type",
-        type_duration_queue_data,
-        plot_type_duration_queue,
-        jobs=True,
-    ),
-    _spec(
-        "acme_summary_check",
-        "Table: cluster_summary.csv vs recomputed from the job tables",
-        summary_check_data,
-        plot_summary_check,
-        ("acme.cluster_summary",),
-        jobs=True,
-    ),
+    _spec("acme_fig2a", "AcmeTrace Fig. 2(a): GPU job duration CDF, Seren and Kalos",
+          duration_cdf_data, plot_duration_cdf, jobs=True, figure="Fig. 2(a)"),
+    _spec("acme_fig2b", "AcmeTrace Fig. 2(b): GPU utilization CDF, Seren, Kalos, Philly, PAI",
+          gpu_util_data, plot_gpu_util, _UTIL, figure="Fig. 2(b)"),
+    _spec("acme_fig3", "AcmeTrace Fig. 3: CDF of GPUs per job, by jobs and by GPU time",
+          gpu_count_cdf_data, plot_gpu_count_cdf, jobs=True, figure="Fig. 3"),
+    _spec("acme_fig4", "AcmeTrace Fig. 4: final job states by count and GPU time, from "
+          "cluster_summary.csv as published", published_states_data, plot_published_states,
+          _SUMMARY, figure="Fig. 4"),
+    _spec("acme_fig4_recomputed", "AcmeTrace Fig. 4 recomputed from the job traces, published "
+          "values marked", states_data, plot_states, _SUMMARY, jobs=True,
+          figure="Fig. 4 recomputed from the job traces (our companion)"),
+    _spec("acme_fig5", "AcmeTrace Fig. 5: job types by count and GPU time (treemaps), "
+          "published shares beside ours", types_data, plot_types, jobs=True, figure="Fig. 5"),
+    _spec("acme_fig6", "AcmeTrace Fig. 6: duration and queueing delay CDFs per job type",
+          type_duration_queue_data, plot_type_duration_queue, jobs=True, figure="Fig. 6"),
+    _spec("acme_fig7", "AcmeTrace Fig. 7: resource utilization CDFs (DCGM activity, memory, "
+          "CPU, network)", resource_util_data, plot_resource_util, _UTIL, figure="Fig. 7"),
+    _spec("acme_fig8", "AcmeTrace Fig. 8: GPU power and Seren's server power CDFs",
+          power_data, plot_power, _UTIL, figure="Fig. 8"),
+    _spec("acme_temperature", "GPU core and memory temperature CDFs (repository figure "
+          "cdf_temperature.pdf)", temperature_data, plot_temperature, _UTIL,
+          figure="repository figure cdf_temperature.pdf"),
+    _spec("acme_cpu_duration", "CPU job duration CDF (repository figure cdf_job_jobtime.pdf, "
+          "panel b)", cpu_duration_cdf_data, plot_cpu_duration_cdf, jobs=True,
+          figure="repository figure cdf_job_jobtime.pdf, panel (b)"),
+    _spec("acme_type_gpu_count", "GPUs per job by job type, boxes (repository figure "
+          "box_gpu_num.pdf)", type_gpu_count_data, plot_type_gpu_count, jobs=True,
+          figure="repository figure box_gpu_num.pdf"),
+    _spec("acme_cluster_summary", "Table: cluster_summary.csv as published",
+          cluster_summary_data, plot_cluster_summary, _SUMMARY,
+          figure="cluster_summary.csv as published"),
+    _spec("acme_summary_check", f"Table: cluster_summary.csv vs recomputed from the job tables "
+          f"({OWN})", summary_check_data, plot_summary_check, _SUMMARY, jobs=True),
 )

@@ -15,8 +15,14 @@ Definitions (the published table states none; these reproduce its structure):
   is the mean of the two middle values (as pandas' ``median``).
 - ``*_rate_gpu`` and ``*_rate_cpu`` are shares of the class's jobs in a final
   state; ``*_gpu_time`` sums ``gpu_time`` of GPU jobs in that state and
-  ``*_rate_gpu_time`` divides it by the GPU time of all GPU jobs (any state).
+  ``*_rate_gpu_time`` divides it by the GPU time of all GPU jobs. Jobs still
+  RUNNING at the end of the trace have no ``gpu_time``, so that total is the
+  GPU time of COMPLETED + CANCELLED + FAILED jobs and the three published
+  GPU-time rates add up to 1, as they do in ``cluster_summary.csv``.
 - Values are not rounded (the published rates are rounded to 3 decimals).
+
+This module is the one place these statistics are computed: the figures'
+``acme_summary_check`` table uses :func:`comparison_sql`.
 """
 
 from __future__ import annotations
@@ -81,6 +87,33 @@ def _summary_sql(table: str, cluster: str) -> str:
     return f"SELECT {sql_literal(cluster)} AS id, {', '.join(parts)} FROM {table}"
 
 
+def summary_sql(tables: Mapping[str, str]) -> str:
+    """SQL: one row per cluster (``id``) of ``tables`` ({cluster: job table}), every column."""
+    return " UNION ALL ".join(_summary_sql(table, cluster) for cluster, table in tables.items())
+
+
+def comparison_sql(tables: Mapping[str, str]) -> str:
+    """SQL: published vs recomputed, long form (cluster, statistic, published, recomputed,
+    relative_difference), clusters and statistics in the published table's order."""
+    columns = ", ".join(f"{c}::DOUBLE AS {c}" for c in SUMMARY_COLUMNS)
+    order = ", ".join(sql_literal(c) for c in SUMMARY_COLUMNS)
+    clusters = ", ".join(sql_literal(c) for c in tables)
+    return f"""
+        WITH mine AS (SELECT id, {columns} FROM ({summary_sql(tables)})),
+        mine_long AS (UNPIVOT mine ON COLUMNS(* EXCLUDE (id)) INTO NAME statistic VALUE value),
+        published AS (
+            SELECT id, {columns} FROM acme.cluster_summary WHERE id IN ({clusters})
+        ),
+        published_long AS (
+            UNPIVOT published ON COLUMNS(* EXCLUDE (id)) INTO NAME statistic VALUE value
+        )
+        SELECT m.id AS cluster, m.statistic, p.value AS published, m.value AS recomputed,
+               (m.value - p.value) / nullif(abs(p.value), 0) AS relative_difference
+        FROM mine_long m LEFT JOIN published_long p USING (id, statistic)
+        ORDER BY list_position([{clusters}], m.id), list_position([{order}], m.statistic)
+    """
+
+
 def cluster_summary(
     con: duckdb.DuckDBPyConnection | None = None,
     clusters: Iterable[str] = ("Seren", "Kalos"),
@@ -106,8 +139,7 @@ def cluster_summary(
         from mltraces.catalog import connect
 
         con = connect(tables=[JOB_TABLES[c] for c in clusters], local=local, strict=True)
-    query = " UNION ALL ".join(_summary_sql(JOB_TABLES[c], c) for c in clusters)
-    frame = con.sql(query).df().set_index("id")
+    frame = con.sql(summary_sql({c: JOB_TABLES[c] for c in clusters})).df().set_index("id")
     return frame[SUMMARY_COLUMNS]
 
 

@@ -1,27 +1,43 @@
-"""Microsoft ITP / ElasticFlow (ASPLOS'23) figures: ten clusters, two months of jobs.
+"""Microsoft ITP traces, as released with ElasticFlow (ASPLOS'23): its Fig. 7(b) and our analysis.
 
 The raw traces (``itp.jobs``) give each job's submission time and duration in
 seconds from its cluster's trace start, and its GPU count; ElasticFlow's
 release (``itp.elasticflow_jobs``) adds a model, a batch size and a deadline
 drawn as submission + U[0.5, 1.5] × duration. GPU time is duration × GPUs.
+
+Only one ElasticFlow figure can be drawn from the released traces alone: the
+submitted curve of Fig. 7(b), from the 195-job testbed trace
+(``itp.testbed_jobs``). Its other figures are scheduling results (testbed runs
+or simulations). Every other figure here is our own characterisation of the
+traces; the cluster table prints the published totals (from the source's
+``published`` facts) beside ours.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from mltraces.figures import style
-from mltraces.figures.sql import ecdf
+from mltraces.figures import store, style
+from mltraces.figures.sql import ecdf_sql
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-#: Published totals of the raw traces (ElasticFlow's repository).
-PUBLISHED_JOBS = 69_351
-PUBLISHED_GPU_HOURS = 1_632_719.7
+#: The paper these figures come from, as titles and listings name it.
+PAPER = "ElasticFlow (ASPLOS'23)"
+
+OWN = "our characterisation, not a paper figure"
+#: ElasticFlow Fig. 7(b) counts submissions per 10 minutes over 48 hours.
+FIG7B_BIN_MINUTES = 10
+FIG7B_HOURS = 48
+
+
+def published() -> dict[str, Any]:
+    """The published facts of the ITP release (jobs, GPU hours, clusters), from its source.json."""
+    from mltraces.registry import get_source
+
+    return dict(get_source("itp").published)
 
 
 def _cluster_label(cluster: str) -> str:
@@ -35,20 +51,22 @@ def _cluster_label(cluster: str) -> str:
 def clusters_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Per-cluster jobs, GPU hours and GPU counts, with a final ``total`` row.
 
-    The total reproduces the published 69,351 jobs and 1,632,719.7 GPU hours
-    (sum of duration × num_gpu / 3600). Columns: cluster, jobs, gpu_hours,
-    share_of_gpu_hours (%), median_duration_h, max_gpus, days (first submission
-    to last end).
+    The total reproduces the published jobs and GPU hours (:func:`published`;
+    GPU hours = sum of duration × num_gpu / 3600, summed in integer seconds so
+    the result does not depend on summation order). Columns: cluster, jobs,
+    gpu_hours, share_of_gpu_hours (%), median_duration_h, max_gpus, days (first
+    submission to last end).
     """
-    return con.sql("""
+    return store.query(con, """
         WITH per AS (
-            SELECT cluster, count(*) AS jobs, sum(gpu_hours) AS gpu_hours,
+            SELECT cluster, count(*) AS jobs, sum(duration * num_gpu) / 3600 AS gpu_hours,
                    median(duration) / 3600 AS median_duration_h, max(num_gpu) AS max_gpus,
                    (max(submission_time + duration) - min(submission_time)) / 86400 AS days
             FROM itp.jobs GROUP BY cluster
         ),
         total AS (
-            SELECT 'total' AS cluster, count(*), sum(gpu_hours), median(duration) / 3600,
+            SELECT 'total' AS cluster, count(*), sum(duration * num_gpu) / 3600,
+                   median(duration) / 3600,
                    max(num_gpu), NULL::DOUBLE
             FROM itp.jobs
         ),
@@ -57,19 +75,24 @@ def clusters_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
                100 * gpu_hours / (SELECT sum(gpu_hours) FROM per) AS share_of_gpu_hours,
                median_duration_h, max_gpus, days
         FROM rows ORDER BY cluster = 'total', cluster
-    """).df()
+    """)
 
 
 def totals_text(data: pd.DataFrame) -> str:
-    """The reproduced totals as the README writes them: ``69,351 jobs, 1,632,719.7 GPU hours``."""
+    """The reproduced totals as text, in the form the README prints the published ones."""
     total = data[data["cluster"] == "total"].iloc[0]
     return f"{int(total['jobs']):,} jobs, {total['gpu_hours']:,.1f} GPU hours"
 
 
+def published_text() -> str:
+    """The published totals (from the source's ``published`` block) as text."""
+    facts = published()
+    return f"{int(facts['jobs']):,} jobs, {float(facts['gpu_hours']):,.1f} GPU hours"
+
+
 def totals_report(con: duckdb.DuckDBPyConnection) -> str:
     """Reproduced totals next to the published ones."""
-    published = f"{PUBLISHED_JOBS:,} jobs, {PUBLISHED_GPU_HOURS:,.1f} GPU hours"
-    return f"reproduced: {totals_text(clusters_data(con))}\npublished:  {published}"
+    return f"reproduced: {totals_text(clusters_data(con).df())}\npublished:  {published_text()}"
 
 
 @style.styled
@@ -99,8 +122,9 @@ def plot_clusters(data: pd.DataFrame) -> Any:
     return style.table_figure(
         rows,
         columns,
-        title=f"Microsoft ITP raw traces: {totals_text(data)}",
-        width=5.0,
+        title=f"ITP raw traces ({OWN})\nours: {totals_text(data)}; published: "
+        f"{published_text()}",
+        width=6.0,
         highlight_last=True,
         col_widths=[0.15, 0.12, 0.18, 0.11, 0.18, 0.14, 0.12],
     )
@@ -109,13 +133,10 @@ def plot_clusters(data: pd.DataFrame) -> Any:
 # --------------------------------------------------------------------------- CDFs
 
 
-def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """CDF of job duration per cluster (and all clusters). Columns: cluster, x (s), cdf."""
-    per = ecdf(con, "itp.jobs", "duration", by=["cluster"])
-    every = ecdf(con, "itp.jobs", "duration").assign(cluster="all")
-    import pandas as pd
-
-    return pd.concat([per, every], ignore_index=True)[["cluster", "x", "cdf"]]
+    both = "(SELECT cluster, duration FROM itp.jobs UNION ALL SELECT 'all', duration FROM itp.jobs)"
+    return store.query(con, ecdf_sql(both, "duration", by=["cluster"]))
 
 
 @style.styled
@@ -128,6 +149,7 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     style.duration_axis(ax)
     style.cdf_axis(ax)
     ax.set_xlabel("Job duration")
+    ax.set_title(f"Job duration per cluster\n({OWN})", fontsize=7)
     ax.legend(ncols=2, loc="upper left", fontsize=6, handlelength=1.2)
     return fig
 
@@ -163,21 +185,23 @@ def gpu_count_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
 
     Columns: num_gpu, measure ('jobs' or 'GPU time'), share (%).
     """
-    return con.sql("""
+    return store.query(con, """
         WITH per AS (
-            SELECT num_gpu, count(*) AS jobs, sum(gpu_hours) AS gpu_time
+            SELECT num_gpu, count(*) AS jobs, sum(duration * num_gpu) AS gpu_time
             FROM itp.jobs GROUP BY num_gpu
         )
         SELECT num_gpu, 'jobs' AS measure, 100 * jobs / sum(jobs) OVER () AS share FROM per
         UNION ALL
         SELECT num_gpu, 'GPU time', 100 * gpu_time / sum(gpu_time) OVER () FROM per
         ORDER BY measure DESC, num_gpu
-    """).df()
+    """)
 
 
 @style.styled
 def plot_gpu_count(data: pd.DataFrame) -> Any:
     """Grouped bars: how many jobs, and how much GPU time, each GPU count accounts for."""
+    import numpy as np
+
     fig, ax = style.subplots(width="column", height=2.2)
     counts = sorted(data["num_gpu"].unique())
     x = np.arange(len(counts))
@@ -195,6 +219,7 @@ def plot_gpu_count(data: pd.DataFrame) -> Any:
     ax.set_xticks(x, [str(c) for c in counts])
     ax.set_xlabel("GPUs per job")
     ax.set_ylabel("Share (%)")
+    ax.set_title(f"GPUs per job\n({OWN})", fontsize=7)
     ax.legend(loc="upper right")
     return fig
 
@@ -204,16 +229,17 @@ def plot_gpu_count(data: pd.DataFrame) -> Any:
 
 def submissions_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     """Jobs submitted per day of the trace, per cluster. Columns: cluster, day, jobs."""
-    return con.sql("""
+    return store.query(con, """
         SELECT cluster, (submission_time // 86400)::INTEGER AS day, count(*) AS jobs
         FROM itp.jobs GROUP BY ALL ORDER BY cluster, day
-    """).df()
+    """)
 
 
 @style.styled
 def plot_submissions(data: pd.DataFrame) -> Any:
     """Total submissions per day (top) and a cluster × day heat map (bottom)."""
     import matplotlib as mpl
+    import numpy as np
 
     clusters = sorted(data["cluster"].unique())
     days = np.arange(int(data["day"].max()) + 1)
@@ -238,7 +264,8 @@ def plot_submissions(data: pd.DataFrame) -> Any:
     bottom.set_yticks(range(len(clusters)), [_cluster_label(c) for c in clusters])
     bottom.grid(False)
     bottom.set_xlabel("Day of the trace (from 2021-03-04)")
-    fig.colorbar(image, ax=bottom, pad=0.01, label="Jobs submitted")
+    fig.colorbar(image, ax=bottom, pad=0.01, label="Jobs submitted per day")
+    fig.suptitle(f"Submissions per day over the two months, all clusters and per cluster ({OWN})")
     return fig
 
 
@@ -251,7 +278,9 @@ def deadline_slack_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     ElasticFlow draws it from U[0.5, 1.5]; a straight CDF from 0.5 to 1.5 in every
     cluster is what to look for. Columns: cluster, x, cdf.
     """
-    return ecdf(con, "itp.elasticflow_jobs", "deadline_factor", by=["cluster"], steps=200)
+    return store.query(
+        con, ecdf_sql("itp.elasticflow_jobs", "deadline_factor", by=["cluster"], steps=200)
+    )
 
 
 @style.styled
@@ -262,6 +291,7 @@ def plot_deadline_slack(data: pd.DataFrame) -> Any:
     ax.plot([0.5, 1.5], [0, 100], color="black", ls="--", lw=0.9, label="U[0.5, 1.5]")
     style.cdf_axis(ax)
     ax.set_xlabel("Deadline slack: (deadline − submission) / duration")
+    ax.set_title(f"ElasticFlow's deadlines\n({OWN})", fontsize=7)
     ax.legend(ncols=2, fontsize=6, loc="upper left", handlelength=1.2)
     return fig
 
@@ -272,12 +302,12 @@ def model_mix_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
     Columns: cluster ('all' included), model_name, measure ('jobs' or
     'GPU time'), share (%).
     """
-    return con.sql("""
+    return store.query(con, """
         WITH per AS (
-            SELECT cluster, model_name, count(*) AS jobs, sum(gpu_hours) AS gpu_time
+            SELECT cluster, model_name, count(*) AS jobs, sum(duration * num_gpu) AS gpu_time
             FROM itp.elasticflow_jobs GROUP BY ALL
             UNION ALL
-            SELECT 'all', model_name, count(*), sum(gpu_hours)
+            SELECT 'all', model_name, count(*), sum(duration * num_gpu)
             FROM itp.elasticflow_jobs GROUP BY ALL
         )
         SELECT cluster, model_name, 'jobs' AS measure,
@@ -286,12 +316,14 @@ def model_mix_data(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
         SELECT cluster, model_name, 'GPU time',
                100 * gpu_time / sum(gpu_time) OVER (PARTITION BY cluster) FROM per
         ORDER BY measure DESC, cluster, model_name
-    """).df()
+    """)
 
 
 @style.styled
 def plot_model_mix(data: pd.DataFrame) -> Any:
     """100 % stacked bars per cluster: the model mix by jobs (left) and GPU time (right)."""
+    import numpy as np
+
     fig, axes = style.subplots(1, 2, width="page", height=2.5, sharey=True)
     models = sorted(data["model_name"].unique())
     colors = style.colors(models)
@@ -312,46 +344,76 @@ def plot_model_mix(data: pd.DataFrame) -> Any:
     axes[0].set_yticks(y, [_cluster_label(c) if c != "all" else "all" for c in clusters])
     axes[0].invert_yaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(models))
+    fig.suptitle(f"ElasticFlow's model annotations per cluster ({OWN})")
     return fig
 
 
-def _spec(name: str, title: str, data: Any, plot: Any, table: str = "itp.jobs") -> Any:
+# --------------------------------------------------------------------------- ElasticFlow Fig. 7(b)
+
+
+def testbed_submissions_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """Jobs of the 195-job testbed trace submitted per 10 minutes (ElasticFlow Fig. 7(b)).
+
+    As in the paper's plotting script: submission times relative to the first
+    job, binned into 10-minute steps over 48 hours, empty bins included.
+    Columns: bin (index), hour (start of the bin), jobs.
+    """
+    step = FIG7B_BIN_MINUTES * 60
+    bins = FIG7B_HOURS * 60 // FIG7B_BIN_MINUTES
+    return store.query(con, f"""
+        WITH t AS (
+            SELECT (submission_time - min(submission_time) OVER ()) // {step} AS bin
+            FROM itp.testbed_jobs
+        ),
+        counts AS (SELECT bin, count(*) AS jobs FROM t GROUP BY bin)
+        SELECT b.bin, b.bin * {step} / 3600 AS hour, coalesce(c.jobs, 0) AS jobs
+        FROM range({bins}) AS b(bin) LEFT JOIN counts c USING (bin)
+        ORDER BY b.bin
+    """)
+
+
+@style.styled
+def plot_testbed_submissions(data: pd.DataFrame) -> Any:
+    """ElasticFlow Fig. 7(b), submitted curve: jobs per 10 minutes over the 48-hour trace."""
+    fig, ax = style.subplots(width="page", height=2.2)
+    ax.plot(data["hour"], data["jobs"], color=style.PALETTE[3], lw=1.2,
+            drawstyle="steps-post", label="# job submission (testbed trace)")
+    ax.set_xlim(0, FIG7B_HOURS)
+    ax.set_xticks(range(0, FIG7B_HOURS + 1, 12))
+    ax.set_ylim(0, max(25, int(data["jobs"].max()) + 2))
+    ax.set_xlabel("Time (hour)")
+    ax.set_ylabel(f"Jobs per {FIG7B_BIN_MINUTES} min")
+    ax.legend(loc="upper right")
+    ax.set_title(
+        f"ElasticFlow Fig. 7(b), submitted curve: {int(data['jobs'].sum())} jobs, at most "
+        f"{int(data['jobs'].max())} in {FIG7B_BIN_MINUTES} min (the accepted curve needs the "
+        "testbed run)"
+    )
+    return fig
+
+
+def _spec(name: str, title: str, data: Any, plot: Any, table: str = "itp.jobs",
+          figure: str = "") -> Any:
     from mltraces.figures import FigureSpec
 
-    return FigureSpec(name, "itp", title, (table,), data, plot)
+    return FigureSpec(name, "itp", title, (table,), data, plot, figure=figure, paper=PAPER)
 
 
 FIGURES = (
-    _spec(
-        "itp_clusters",
-        "Table: jobs and GPU hours per cluster (69,351 jobs, 1,632,719.7 GPU hours)",
-        clusters_data,
-        plot_clusters,
-    ),
-    _spec(
-        "itp_duration_cdf", "CDF of job duration per cluster", duration_cdf_data, plot_duration_cdf
-    ),
-    _spec(
-        "itp_gpu_count",
-        "GPUs per job: share of jobs and of GPU time",
-        gpu_count_data,
-        plot_gpu_count,
-    ),
-    _spec(
-        "itp_submissions", "Jobs submitted per day, per cluster", submissions_data, plot_submissions
-    ),
-    _spec(
-        "itp_deadline_slack",
-        "ElasticFlow deadline slack (deadline − submission) / duration per cluster",
-        deadline_slack_data,
-        plot_deadline_slack,
-        "itp.elasticflow_jobs",
-    ),
-    _spec(
-        "itp_model_mix",
-        "ElasticFlow model mix per cluster, by jobs and by GPU time",
-        model_mix_data,
-        plot_model_mix,
-        "itp.elasticflow_jobs",
-    ),
+    _spec("elasticflow_fig7b", "ElasticFlow Fig. 7(b), submitted curve: the 195-job testbed "
+          "trace's submissions per 10 minutes", testbed_submissions_data,
+          plot_testbed_submissions, "itp.testbed_jobs", figure="Fig. 7(b), submitted curve"),
+    _spec("itp_clusters", f"Table: jobs and GPU hours per cluster, published totals beside ours "
+          f"({OWN})", clusters_data, plot_clusters),
+    _spec("itp_duration_cdf", f"CDF of job duration per cluster ({OWN})", duration_cdf_data,
+          plot_duration_cdf),
+    _spec("itp_gpu_count", f"GPUs per job: share of jobs and of GPU time ({OWN})",
+          gpu_count_data, plot_gpu_count),
+    _spec("itp_submissions", f"Jobs submitted per day, per cluster ({OWN})", submissions_data,
+          plot_submissions),
+    _spec("itp_deadline_slack", f"ElasticFlow deadline slack (deadline − submission) / duration "
+          f"per cluster ({OWN})", deadline_slack_data, plot_deadline_slack,
+          "itp.elasticflow_jobs"),
+    _spec("itp_model_mix", f"ElasticFlow model mix per cluster, by jobs and by GPU time ({OWN})",
+          model_mix_data, plot_model_mix, "itp.elasticflow_jobs"),
 )
