@@ -26,6 +26,7 @@ from mltraces import catalog
 from mltraces.catalog import connect, convert, describe_table, materialize
 from mltraces.datasets.acme import summary as acme
 from mltraces.errors import OfflineError
+from mltraces.registry import get_source
 from mltraces.schema import all_schemas, get_schema
 
 ZEUS_DIR = ("raw.githubusercontent.com/ml-energy/zeus/75a8b9398034eb9baf74ca0a830c2c31bcce52cd/"
@@ -72,15 +73,18 @@ def test_columns_carry_descriptions_and_units(real_catalog) -> None:  # noqa: F8
 
 # --------------------------------------------------------------------------- ITP numbers
 
+ITP = get_source("itp").published  # the published totals: clusters, jobs, GPU hours
+ITP_ROWS = get_source("itp").expected_rows
+
 
 def test_itp_jobs_reproduce_the_published_totals(real_catalog) -> None:  # noqa: F811
     [(jobs, clusters, gpu_hours)] = rows(
         real_catalog.con, "SELECT count(*), count(DISTINCT cluster), sum(gpu_hours) FROM itp.jobs")
     print(f"itp.jobs: {jobs:,} jobs, {clusters} clusters, {gpu_hours:,.1f} GPU hours")
-    assert (jobs, clusters) == (69_351, 10)
-    assert round(gpu_hours, 1) == 1_632_719.7
-    assert scalar(real_catalog.con,
-                  "SELECT round(sum(duration * num_gpu) / 3600, 1) FROM itp.jobs") == 1_632_719.7
+    assert (jobs, clusters) == (ITP["jobs"], ITP["clusters"])
+    assert round(gpu_hours, 1) == ITP["gpu_hours"]
+    direct = "SELECT round(sum(duration * num_gpu) / 3600, 1) FROM itp.jobs"
+    assert scalar(real_catalog.con, direct) == ITP["gpu_hours"]
 
 
 def test_elasticflow_deadlines_follow_the_generator(real_catalog) -> None:  # noqa: F811
@@ -96,8 +100,8 @@ def test_elasticflow_deadlines_follow_the_generator(real_catalog) -> None:  # no
     [(low, high)] = rows(con, "SELECT min(deadline_factor), max(deadline_factor) "
                               "FROM itp.elasticflow_jobs")
     assert 0.499 < low < 0.5 and 1.49 < high <= 1.5
-    assert scalar(con, "SELECT count(*) FROM itp.elasticflow_jobs") == 69_351
-    assert scalar(con, "SELECT count(*) FROM itp.testbed_jobs") == 195
+    assert scalar(con, "SELECT count(*) FROM itp.elasticflow_jobs") == ITP["jobs"]
+    assert scalar(con, "SELECT count(*) FROM itp.testbed_jobs") == ITP_ROWS["itp.testbed_jobs"]
 
 
 def test_elasticflow_jobs_are_the_raw_jobs(real_catalog) -> None:  # noqa: F811
@@ -461,7 +465,7 @@ def test_cli_sql_formats(http_mirror, isolated_cache, tmp_path, capsys) -> None:
 
     assert main(["sql", "SELECT count(*) AS n, count(DISTINCT cluster) AS c FROM itp.jobs",
                  "--format", "csv"]) == 0
-    assert capsys.readouterr().out == "n,c\n69351,10\n"
+    assert capsys.readouterr().out == f"n,c\n{ITP['jobs']},{ITP['clusters']}\n"
     parquets = (isolated_cache / catalog.TABLES_DIR).glob("*.parquet")
     built = sorted(p.name.split("-")[0] for p in parquets)
     assert built == ["itp.jobs"]  # only the table the query names was set up
@@ -631,7 +635,7 @@ def test_warm_connect_with_the_network_down_needs_no_network(http_mirror, monkey
     connect(["zeus.train", "itp.jobs"], strict=True)
     monkeypatch.setenv("MLTRACES_MIRROR", "http://127.0.0.1:9")  # nothing listens there
     con = connect(["zeus.train", "itp.jobs"], strict=True)
-    assert scalar(con, "SELECT count(*) FROM itp.jobs") == 69_351
+    assert scalar(con, "SELECT count(*) FROM itp.jobs") == ITP["jobs"]
 
 
 # --------------------------------------------------------------------------- CLI wording
