@@ -563,11 +563,30 @@ def test_rendering_reproduces_the_committed_files_byte_for_byte(
 def test_worker_processes_write_the_same_bytes(real_con, tmp_path: Path) -> None:
     names = ["itp_gpu_count", "acme_fig8"]
     pooled = figures.render_all(real_con, output_dir=tmp_path / "pool", names=names,
-                                processes=2)
+                                processes=2, redraw=True)
     inline = figures.render_all(real_con, output_dir=tmp_path / "inline", names=names,
-                                processes=1)
+                                processes=1, redraw=True)
     for a, b in zip(pooled, inline, strict=True):
         assert [p.read_bytes() for p in a.paths] == [p.read_bytes() for p in b.paths]
+
+
+@pytest.mark.upstream
+def test_unchanged_figures_are_copied_from_the_render_cache(
+    real_con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mltraces.figures import render
+
+    name = "elasticflow_fig7b"
+    [first] = figures.render_all(real_con, output_dir=tmp_path / "a", names=[name], processes=1)
+    monkeypatch.setattr(render, "render", lambda *a: pytest.fail("drew an unchanged figure"))
+    [again] = figures.render_all(real_con, output_dir=tmp_path / "b", names=[name], processes=1)
+    assert [p.read_bytes() for p in again.paths] == [p.read_bytes() for p in first.paths]
+    frame = figures.frame(name, real_con)
+    assert render.render_key(name, frame, []) != render.render_key(name, frame.head(3), [])
+    assert render.render_key(name, frame, []) != render.render_key(name, frame, ["itp.jobs"])
+    with pytest.raises(pytest.fail.Exception, match="drew an unchanged figure"):
+        figures.render_all(real_con, output_dir=tmp_path / "c", names=[name], processes=1,
+                           redraw=True)
 
 
 def test_cli_fails_when_a_local_file_is_wrong(

@@ -8,8 +8,6 @@ import sys
 from mltraces.commands.common import add_table_options, local_overrides, open_catalog
 from mltraces.figures import figure_sources  # the package's top imports only the stdlib
 
-HELP = "draw the papers' figures (PNG + PDF)"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -34,6 +32,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-j", "--processes", type=int, default=None, metavar="N",
         help="render with N worker processes (default: one per core)",
+    )
+    parser.add_argument(
+        "--redraw", action="store_true",
+        help="draw every figure, even those whose data and code are unchanged since the last run",
     )
     add_table_options(parser)
 
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         broken = {t: p for t in local if (p := figures.table_problem(con, t))}
         results = figures.render_all(
-            con, output_dir=args.output, names=list(specs), processes=args.processes, local=local
+            con, output_dir=args.output, names=list(specs), processes=args.processes,
+            local=local, redraw=args.redraw,
         )
     finally:
         con.close()

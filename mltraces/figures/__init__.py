@@ -313,15 +313,19 @@ def render_all(
     processes: int | None = None,
     local: Iterable[str] = (),
     progress: bool | None = None,
+    redraw: bool = False,
 ) -> list[Rendered]:
     """Draw every figure of ``sources`` (default: all) into ``output_dir`` as PNG and PDF.
 
     A figure whose tables are unavailable is skipped with a message that says
     which files to fetch (or which ``local`` file failed); the others are still
-    drawn. Data is computed here, in figure order; plotting and saving run in
+    drawn. Data is computed here, in figure order; a figure whose data and
+    drawing code are unchanged since it was last rendered is copied from the
+    render cache (:mod:`.render`); the others are plotted and saved in
     ``processes`` worker processes (default: one per core; 1 draws in this
     process). ``progress`` shows a bar (default: when stderr is a terminal and
-    the run lasts over 2 s). Results come back in figure order.
+    the run lasts over 2 s). ``redraw`` draws every figure even when the render
+    cache holds it. Results come back in figure order.
     """
     from mltraces.figures import render
 
@@ -342,19 +346,32 @@ def render_all(
                 continue
             task = (spec.name, frame(spec.name, con), unverified_inputs(con, spec.inputs),
                     str(output_dir))
-            if executor is None:
-                results[spec.name] = _written(spec.name, render.render(*task))
+            key = render.render_key(*task[:3])
+            reused = None if redraw else render.reuse(spec.name, key, str(output_dir))
+            if reused is not None:  # same data, same code: the same bytes as last time
+                results[spec.name] = _written(spec.name, reused)
+                bar.update()
+            elif executor is None:
+                results[spec.name] = _kept(spec.name, key, render.render(*task))
                 bar.update()
             else:
-                pending[spec.name] = executor.submit(render.render, *task)
-        for name, future in pending.items():
-            results[name] = _written(name, future.result())
+                pending[spec.name] = (key, executor.submit(render.render, *task))
+        for name, (key, future) in pending.items():
+            results[name] = _kept(name, key, future.result())
             bar.update()
     finally:
         bar.close()
         if executor is not None:
             executor.shutdown()
     return [results[name] for name in specs]
+
+
+def _kept(name: str, key: str, paths: Sequence[Path]) -> Rendered:
+    """A fresh render, also stored in the render cache under its key."""
+    from mltraces.figures import render
+
+    render.keep(name, key, list(paths))
+    return _written(name, paths)
 
 
 def _written(name: str, paths: Sequence[Path]) -> Rendered:

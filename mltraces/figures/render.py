@@ -11,9 +11,15 @@ and never inherits the main process's DuckDB threads.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import multiprocessing
 import os
+import pickle
+import shutil
+import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +62,86 @@ def render(name: str, frame: pd.DataFrame, unverified: list[str], output_dir: st
 
     return style.save(plot(name, frame, unverified), Path(output_dir) / name,
                       tight=bool(unverified))
+
+
+# --------------------------------------------------------------------------- render cache
+#
+# Renders are byte-stable: the same data drawn by the same code with the same
+# libraries gives the same bytes. So a rendered figure is derived data like any
+# other, kept under ``<cache>/renders/<name>/<key>/`` with the key hashing the
+# data frame, the unverified note, the figure's plotting module, the shared style
+# and render code, and the matplotlib/seaborn versions. A warm figure run copies
+# unchanged figures instead of drawing them again; anything else changes the key.
+
+RENDERS = "renders"
+FORMATS = ("png", "pdf")
+
+
+def render_key(name: str, frame: pd.DataFrame, unverified: list[str]) -> str:
+    """What a render of ``name`` depends on, as one sha256."""
+    from mltraces.figures import get
+
+    digest = hashlib.sha256()
+    digest.update(pickle.dumps((name, sorted(unverified), FORMATS), protocol=5))
+    digest.update(pickle.dumps(frame, protocol=5))
+    digest.update(_code_fingerprint(get(name).plot.__module__).encode())
+    return digest.hexdigest()
+
+
+@cache
+def _code_fingerprint(module: str) -> str:
+    """The plotting module's source, the shared style and render code, the libraries' versions."""
+    digest = hashlib.sha256()
+    for name in (module, "mltraces.figures.style", __name__):
+        source = getattr(sys.modules.get(name), "__file__", None)
+        digest.update(Path(source).read_bytes() if source else name.encode())
+    for package in ("matplotlib", "seaborn", "numpy", "pandas"):
+        try:
+            digest.update(importlib.metadata.version(package).encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(package.encode())
+    return digest.hexdigest()
+
+
+def _entry(name: str, key: str) -> Path:
+    from mltraces import config
+
+    return config.cache_dir() / RENDERS / name / key
+
+
+def reuse(name: str, key: str, output_dir: str) -> list[Path] | None:
+    """Copy a cached render of ``name`` into ``output_dir`` (unchanged files are left alone)."""
+    entry = _entry(name, key)
+    cached = [entry / f"{name}.{fmt}" for fmt in FORMATS]
+    if not all(path.is_file() for path in cached):
+        return None
+    written = []
+    for source in cached:
+        target = Path(output_dir) / source.name
+        if not (target.is_file() and target.read_bytes() == source.read_bytes()):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, target)
+        written.append(target)
+    return written
+
+
+def keep(name: str, key: str, paths: list[Path]) -> None:
+    """Store a fresh render under its key; older renders of the same figure go."""
+    entry = _entry(name, key)
+    folder = entry.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    staging = folder / f".{key}.{os.getpid()}.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir()
+    for path in paths:
+        shutil.copyfile(path, staging / path.name)
+    shutil.rmtree(entry, ignore_errors=True)
+    os.replace(staging, entry)
+    for other in folder.iterdir():
+        if other != entry:
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def workers(count: int | None = None) -> int:
