@@ -19,6 +19,8 @@ from mltraces.scheduling.profiles import plain_cap
 from mltraces.scheduling.results import Recorder
 from mltraces.scheduling.timeline import align, compact_range, set_step
 
+INF = math.inf
+
 
 @dataclass(frozen=True)
 class JobModel:
@@ -167,10 +169,25 @@ class _EdfRun:
                 self.end[j] = finish
             self.left[j] -= done
 
-    def plan(self, order: list[int], now: float) -> dict[int, tuple[int, int]]:
+    def plan(self, order: list[int], now: float) -> dict[int, tuple[int, float]]:
+        """Plan ``order`` (deadline order) on a fresh timeline; (GPUs now, planned end).
+
+        Once no GPU is free now, every later job gets none now, and its planned end
+        cannot come before the next event (the GPUs it waits for come back at the
+        slot boundary after some running job's end, which is an event itself), so
+        it would be re-planned before that end mattered: such jobs are not planned
+        and get an end placeholder of +inf. This changes no outcome and keeps
+        congested clusters (hundreds of waiting jobs) fast.
+        """
         total, slot, left, models = self.setup.gpus, self.setup.slot, self.left, self.models
         times, free = [now], [total]
-        return {j: plan_edf(times, free, left[j], models[j], total, slot) for j in order}
+        plans = {}
+        for j in order:
+            if not free[0]:
+                plans[j] = (0, INF)
+            else:
+                plans[j] = plan_edf(times, free, left[j], models[j], total, slot)
+        return plans
 
     def apply(self, plans: dict[int, tuple[int, int]], now: float) -> None:
         for j in self.runnable:

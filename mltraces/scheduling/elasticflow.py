@@ -29,7 +29,7 @@ from mltraces.scheduling.events import EventQueue
 from mltraces.scheduling.placement import NodeSets
 from mltraces.scheduling.profiles import elasticflow_cap
 from mltraces.scheduling.results import Recorder
-from mltraces.scheduling.timeline import align, compact, set_step, step_index
+from mltraces.scheduling.timeline import align, compact, set_step, step_index, value_at
 
 INF = math.inf
 PENDING, RUNNING, DONE, DECLINED = 1, 2, 3, 4
@@ -334,18 +334,32 @@ def gpu_time(steps: list[tuple[float, int]], end: float) -> float:
     return total
 
 
+@dataclass(frozen=True)
 class ElasticFlow:
-    """Deadline-aware admission control and elastic scaling (the artifact's ``ef-accessctrl``)."""
+    """Deadline-aware admission control and elastic scaling (the artifact's ``ef-accessctrl``).
 
-    name = "elasticflow"
+    Attributes:
+        repricing: ``"all"`` re-prices every job after each scaling step, as the
+            artifact does (exact, and what makes it slow); ``"chosen"`` re-prices
+            only the job that just grew and ranks the rest by their last price
+            (much faster on large clusters; outcomes can differ slightly).
+    """
+
+    repricing: str = "all"
+    name: str = "elasticflow"
+
+    def __post_init__(self) -> None:
+        if self.repricing not in ("all", "chosen"):
+            raise ValueError(f"repricing must be 'all' or 'chosen', got {self.repricing!r}")
 
     def simulate(self, setup: Setup) -> Recorder:
-        return _ElasticFlowRun(setup).run()
+        return _ElasticFlowRun(setup, self.repricing == "all").run()
 
 
 class _ElasticFlowRun:
-    def __init__(self, setup: Setup) -> None:
+    def __init__(self, setup: Setup, reprice_all: bool = True) -> None:
         self.setup = setup
+        self.reprice_all = reprice_all
         self.jobs = setup.jobs
         self.total = setup.gpus
         self.models = scaling_models(setup)
@@ -496,13 +510,18 @@ class _ElasticFlowRun:
 
     # -- handing out free GPUs --------------------------------------------------------
     def scale_up(self, now: float) -> None:
-        """Give free GPUs one scaling step at a time to the job with the best offer."""
+        """Give free GPUs one scaling step at a time to the job with the best offer.
+
+        As in the reference, every job is priced again after each step; a price
+        whose inputs the step provably left unchanged is reused (see :meth:`keep`).
+        """
         runnable, gpus, models = self.runnable, self.gpus, self.models
         for j in runnable:
             self.next_level[j] = models[j].next_level(gpus[j])
         spare = self.total - sum(gpus[j] for j in runnable)
         if spare == 0:
             return
+        self.reusable: dict[int, list] = {}
         for j in runnable:
             self.price(j, spare, now)
         runnable.sort(key=self.marginal.__getitem__, reverse=True)
@@ -514,6 +533,9 @@ class _ElasticFlowRun:
                 if step > spare or step == 0:
                     continue
                 plan = self.offer[j]
+                if plan is None:  # priced without a plan (idle job) or on an older timeline
+                    plan, _, _ = self.make_offer(j, now)
+                before = self.times, self.free
                 self.times, self.free = plan.times, plan.free
                 self.alloc[j] = plan.alloc
                 gpus[j] = self.next_level[j]
@@ -524,18 +546,26 @@ class _ElasticFlowRun:
                 spare -= step
                 grew = True
                 self.next_level[j] = models[j].next_level(gpus[j])
+                self.reusable.pop(j, None)
+                self.keep(*before, now)
+                chosen = j
                 break
+            if not self.reprice_all and grew:
+                if self.next_level[chosen] > gpus[chosen]:
+                    self.price(chosen, spare, now)
+                for j in runnable:
+                    self.offer[j] = None  # every offer's timeline is stale now
+                runnable.sort(key=self.marginal.__getitem__, reverse=True)
+                continue
             for j in runnable:
                 if self.next_level[j] > gpus[j]:
+                    if j in self.reusable and self.next_level[j] - gpus[j] <= spare:
+                        continue
                     self.price(j, spare, now)
             runnable.sort(key=self.marginal.__getitem__, reverse=True)
 
-    def price(self, j: int, spare: int, now: float) -> None:
-        """The GPU-time per added GPU of scaling ``j`` one step now (+inf for idle jobs)."""
-        level, gpus = self.next_level[j], self.gpus[j]
-        if level - gpus > spare or level == gpus:
-            self.marginal[j] = -INF
-            return
+    def make_offer(self, j: int, now: float) -> tuple[Plan, list[float], list[int]]:
+        """Plan ``j`` one scaling step up on the timeline with its own GPUs handed back."""
         times, free = self.times[:], self.free[:]
         end, total = self.end[j], self.total
         if step_index(times, end) < 0:
@@ -552,15 +582,69 @@ class _ElasticFlowRun:
             before = held
         times, free = compact(times, free)
         plan = self.planner.plan(
-            times, free, now, self.left[j], self.deadline[j], self.models[j], assign=level
+            times,
+            free,
+            now,
+            self.left[j],
+            self.deadline[j],
+            self.models[j],
+            assign=self.next_level[j],
         )
         self.offer[j] = plan
+        return plan, times, free
+
+    def price(self, j: int, spare: int, now: float) -> None:
+        """The GPU-time per added GPU of scaling ``j`` one step now (+inf for idle jobs)."""
+        level, gpus = self.next_level[j], self.gpus[j]
+        self.reusable.pop(j, None)
+        self.offer[j] = None
+        if level - gpus > spare or level == gpus:
+            self.marginal[j] = -INF
+            return
         if gpus == 0:
-            self.marginal[j] = INF
-        else:
-            self.marginal[j] = (gpu_time(plan.alloc, plan.end) - gpu_time(self.alloc[j], end)) / (
-                level - gpus
-            )
+            self.marginal[j] = INF  # idle jobs come first; plan them only when chosen
+            return
+        plan, times, free = self.make_offer(j, now)
+        self.marginal[j] = (
+            gpu_time(plan.alloc, plan.end) - gpu_time(self.alloc[j], self.end[j])
+        ) / (level - gpus)
+        # the price reads the timeline only from its first step after now, up to the
+        # first step at or after its deadline slot and its end (if the deadline slot
+        # comes earlier, it reads more): note that window and the jump at its start
+        aligned = align(now, self.deadline[j], self.setup.slot)
+        if len(times) > 1 and aligned >= times[1]:
+            k = bisect.bisect_left(times, max(aligned, plan.end))
+            horizon = times[k] if k < len(times) else INF
+            self.reusable[j] = [times[1], horizon, free[1] - free[0]]
+
+    def keep(self, old_t: list[float], old_f: list[int], now: float) -> None:
+        """Drop the reusable prices that the timeline change old → current can affect.
+
+        A job's price reads the timeline (with its own GPUs handed back) on a
+        window from its first step after now, ``f``, to a horizon ``h``. It is
+        unchanged if the change is a constant before ``f``, nothing on [f, h], and
+        ``f`` is still a step.
+        """
+        if not self.reusable:
+            return
+        new_t, new_f, total = self.times, self.free, self.total
+        keys = sorted(set(old_t) | set(new_t))
+        delta = [value_at(new_t, new_f, k, total) - value_at(old_t, old_f, k, total) for k in keys]
+        first = delta[0]
+        change = next((keys[i] for i in range(1, len(keys)) if delta[i] != first), INF)
+        next_change = [INF] * len(keys)  # next key after i where the change is nonzero
+        upcoming = INF
+        for i in range(len(keys) - 1, -1, -1):
+            next_change[i] = upcoming
+            if delta[i]:
+                upcoming = keys[i]
+        for j, (step, horizon, jump) in list(self.reusable.items()):
+            i = bisect.bisect_right(keys, step) - 1
+            if change >= step and not delta[i] and next_change[i] > horizon and jump != first:
+                self.reusable[j][2] = jump - first
+                self.offer[j] = None  # its plan's timeline is stale; re-plan if chosen
+            else:
+                del self.reusable[j]
 
     # -- placement and overhead -------------------------------------------------------
     def place(self, now: float) -> None:
