@@ -107,18 +107,22 @@ class _TiresiasRun:
     def account(self, now: float) -> None:
         """Credit running jobs with the seconds since the last check; demote."""
         last_queue = len(self.queues) - 1
+        status, last_check, overhead = self.status, self.last_check, self.overhead
+        total, executed, queue, gpus = self.total, self.executed, self.queue, self.gpus
         for j in self.runnable:
-            if self.status[j] == RUNNING:
-                gained = max(int(now - self.last_check[j]) - self.overhead[j], 0)
-                self.total[j] = int(self.total[j] + gained)
-                self.executed[j] = int(self.executed[j] + gained)
-                self.overhead[j] = 0
-                q = self.queue[j]
-                if q < last_queue and int(self.executed[j] * self.gpus[j]) >= self.limits[q]:
-                    self.queue[j] = q + 1
+            if status[j] == RUNNING:
+                gained = int(now - last_check[j]) - overhead[j]
+                if gained < 0:
+                    gained = 0
+                total[j] = int(total[j] + gained)
+                executed[j] = int(executed[j] + gained)
+                overhead[j] = 0
+                q = queue[j]
+                if q < last_queue and int(executed[j] * gpus[j]) >= self.limits[q]:
+                    queue[j] = q + 1
                     self.queues[q + 1].append(j)
                     self.queues[q].remove(j)
-            self.last_check[j] = now
+            last_check[j] = now
 
     def schedule(self, now: float) -> None:
         setup, status = self.setup, self.status
@@ -146,30 +150,40 @@ class _TiresiasRun:
 
     def next_end(self, now: float, slot: float) -> tuple[float, list[int]]:
         """The earliest planned end (at least a slot away) and the jobs ending then."""
-        setup, first, jobs = self.setup, math.inf, []
+        setup, first, ending = self.setup, math.inf, []
+        status, total, end, gpus = self.status, self.total, self.end, self.gpus
+        restart, soon = self.restart, now + slot
         for j in self.runnable:
-            if self.status[j] != RUNNING:
+            if status[j] != RUNNING:
                 continue
-            remaining = self.jobs[j].duration - self.total[j]
-            if self.restart:
-                self.overhead[j] = setup.overhead.cost(self.gpus[j], setup.gpus, restart=True)
+            remaining = self.jobs[j].duration - total[j]
+            if restart:
+                self.overhead[j] = setup.overhead.cost(gpus[j], setup.gpus, restart=True)
                 remaining += self.overhead[j]
-            end = int(now + remaining)
-            when = max(now + slot, end)
+            at = int(now + remaining)
+            when = soon if soon > at else at
             if when < first:
-                first, jobs = when, [j]
-                self.end[j] = end
+                first, ending = when, [j]
+                end[j] = at
             elif when == first:
-                self.end[j] = end
-                jobs.append(j)
-        return first, jobs
+                end[j] = at
+                ending.append(j)
+        return first, ending
 
     def next_demotion(self, now: float) -> float:
         """When the next running job is due for demotion (the reference's estimate)."""
         jump, last_queue = math.inf, len(self.queues) - 1
+        status, queue, executed, gpus, limits = (
+            self.status,
+            self.queue,
+            self.executed,
+            self.gpus,
+            self.limits,
+        )
         for j in self.runnable:
-            q = self.queue[j]
-            if self.status[j] == RUNNING and q < last_queue:
-                at = int(math.ceil((self.limits[q] - self.executed[j]) / self.gpus[j]) + now)
-                jump = min(jump, at)
+            q = queue[j]
+            if status[j] == RUNNING and q < last_queue:
+                at = int(math.ceil((limits[q] - executed[j]) / gpus[j]) + now)
+                if at < jump:
+                    jump = at
         return jump
