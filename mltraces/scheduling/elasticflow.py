@@ -44,6 +44,11 @@ class ScalingModel:
     cap: int
     fit: tuple[int, ...]  # fit[x]: the largest level <= x GPUs (0: none)
 
+    @property
+    def top(self) -> int:
+        """The highest scaling level."""
+        return self.levels[-1]
+
     def next_level(self, gpus: int) -> int:
         """The next scaling step above ``gpus`` (``gpus`` itself at the top)."""
         for n in self.levels:
@@ -521,6 +526,9 @@ class _ElasticFlowRun:
         spare = self.total - sum(gpus[j] for j in runnable)
         if spare == 0:
             return
+        if not self.reprice_all and spare >= sum(models[j].top - gpus[j] for j in runnable):
+            self.fill_up(now)
+            return
         self.reusable: dict[int, list] = {}
         for j in runnable:
             self.price(j, spare, now)
@@ -563,6 +571,31 @@ class _ElasticFlowRun:
                         continue
                     self.price(j, spare, now)
             runnable.sort(key=self.marginal.__getitem__, reverse=True)
+
+    def fill_up(self, now: float) -> None:
+        """Enough spare GPUs for every job's top level: scale each there in one step.
+
+        Idle jobs first (as the artifact's +inf price puts them), then by deadline;
+        each is planned once at its top level on the timeline as it stands. The
+        artifact reaches the same counts one level at a time in price order, so
+        only the planned ends of this round can differ.
+        """
+        runnable, gpus, models = self.runnable, self.gpus, self.models
+        order = [j for j in runnable if not gpus[j]] + [j for j in runnable if gpus[j]]
+        for j in order:
+            top = models[j].top
+            if top <= gpus[j]:
+                continue
+            self.next_level[j] = top
+            plan, _, _ = self.make_offer(j, now)
+            self.times, self.free = plan.times, plan.free
+            self.alloc[j] = plan.alloc
+            gpus[j] = top
+            old_end, self.end[j], self.real_end[j] = self.end[j], plan.end, plan.real_end
+            if self.status[j] == PENDING:
+                self.start(j, now)
+            self.events.move_end(j, old_end, plan.end)
+        runnable.sort(key=lambda j: -INF if gpus[j] == 0 else 0)
 
     def make_offer(self, j: int, now: float) -> tuple[Plan, list[float], list[int]]:
         """Plan ``j`` one scaling step up on the timeline with its own GPUs handed back."""
