@@ -11,7 +11,7 @@ both wall times and their ratio. Then times the whole Fig. 8(b) sweep of ours
 
     python benchmarks/bench_schedule.py [--traces cluster10,philly_103959]
         [--policies edf,gandiva,tiresias,themis,elasticflow] [--timeout 1500]
-        [--no-reference] [--no-sweep] [--workers 2]
+        [--no-reference] [--no-sweep] [--workers 2] [--ef-repricing chosen|all]
 
 Reference seconds are the wall time of one ``scheduler.py`` process (including
 its imports); ours, the time of one replay in this process (inputs loaded).
@@ -43,6 +43,7 @@ from mltraces.scheduling import (  # noqa: E402
     PUBLISHED_FIG8B,
     Case,
     ClusterSpec,
+    ElasticFlow,
     fig8b_cases,
     load_profiles,
     run_case,
@@ -193,6 +194,11 @@ def case_for(trace: str, frame: pd.DataFrame, profiles) -> Case:
     return Case.build(trace, frame, spec, profiles)
 
 
+def ours(policy: str, args):
+    """Our policy object for a name (ElasticFlow with the chosen repricing)."""
+    return ElasticFlow(repricing=args.ef_repricing) if policy == "elasticflow" else policy
+
+
 def compare(args, traces, profiles) -> None:
     python = scheduler = None
     if not args.no_reference:
@@ -207,7 +213,7 @@ def compare(args, traces, profiles) -> None:
         case = case_for(trace, traces[trace], profiles)
         for policy in args.policies:
             start = time.perf_counter()
-            outcome = run_case(case, policy)
+            outcome = run_case(case, ours(policy, args))
             ours_s = time.perf_counter() - start
             ref = ref_s = jobs = None
             if python is not None:
@@ -238,7 +244,7 @@ def fig8b_sweep(args, profiles) -> None:
     )
     start = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:
-        result = sweep(cases, FIG8B_POLICIES, pool)
+        result = sweep(cases, [ours(p, args) for p in FIG8B_POLICIES], pool)
     elapsed = time.perf_counter() - start
     table = result.ratios().reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES))
     published = pd.DataFrame(PUBLISHED_FIG8B).reindex(
@@ -272,6 +278,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-reference", action="store_true", help="time ours only")
     parser.add_argument("--no-sweep", action="store_true", help="skip the Fig. 8(b) sweep")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--ef-repricing",
+        choices=("all", "chosen"),
+        default="chosen",
+        help="ElasticFlow: re-price every job after each scaling step as the "
+        "artifact does ('all', exact) or only the one that grew ('chosen')",
+    )
     args = parser.parse_args(argv)
     args.traces = [t.strip() for t in args.traces.split(",") if t.strip()]
     args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
