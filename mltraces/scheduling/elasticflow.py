@@ -456,9 +456,10 @@ class _ElasticFlowRun:
         for j in self.runnable:
             self.placed[j] = False
         old_end = {j: self.end[j] for j in self.runnable}
-        plans = None
+        deadline = self.deadline.__getitem__
         if event.starts:
-            ok, plans, timeline = self.estimate(self.runnable + event.starts, now)
+            order = sorted(self.runnable + event.starts, key=deadline)
+            ok, plans, timeline = self.estimate(order, now, stop_on_miss=True)
             if ok:
                 for j in event.starts:
                     old_end[j] = 0
@@ -469,9 +470,18 @@ class _ElasticFlowRun:
                 for j in event.starts:
                     self.status[j] = DECLINED
                     self.rec.reject(j)
-                plans = None
-        if plans is None:
-            _, plans, timeline = self.estimate(self.runnable, now)
+                # without the arrivals, the plans before the first of them are the same
+                arriving = set(event.starts)
+                kept = []
+                for j in order:
+                    if j in arriving or j not in plans:
+                        break
+                    kept.append(j)
+                _, plans, timeline = self.estimate(
+                    sorted(self.runnable, key=deadline), now, reuse=kept, plans=plans
+                )
+        else:
+            _, plans, timeline = self.estimate(sorted(self.runnable, key=deadline), now)
         self.runnable.sort(key=self.deadline.__getitem__)
         self.times, self.free = timeline
         for j in self.runnable:
@@ -482,18 +492,36 @@ class _ElasticFlowRun:
             self.end[j] = plan.end
             self.real_end[j] = plan.real_end
 
-    def estimate(self, jobs: list[int], now: float):
-        """Plan ``jobs`` in deadline order on an empty timeline; all meet their deadlines?"""
+    def estimate(
+        self,
+        order: list[int],
+        now: float,
+        *,
+        stop_on_miss: bool = False,
+        reuse: list[int] = (),
+        plans: dict | None = None,
+    ):
+        """Plan ``order`` (deadline order) on an empty timeline; do all meet their deadlines?
+
+        ``stop_on_miss`` stops at the first miss (the answer is known then; the
+        artifact plans the rest but discards them). ``reuse`` names a prefix of
+        ``order`` already planned, in ``plans``, on the same empty timeline.
+        """
         times, free = [now], [self.total]
-        plans, ok = {}, True
+        done = {j: plans[j] for j in reuse} if reuse else {}
+        if reuse:
+            times, free = done[reuse[-1]].times, done[reuse[-1]].free
+        ok = True
         plan_one, left, deadline, models = self.planner.plan, self.left, self.deadline, self.models
-        for j in sorted(jobs, key=deadline.__getitem__):
+        for j in order[len(done) :]:
             plan = plan_one(times, free, now, left[j], deadline[j], models[j])
             times, free = plan.times, plan.free
-            plans[j] = plan
+            done[j] = plan
             if plan.real_end > deadline[j]:
                 ok = False
-        return ok, plans, (times, free)
+                if stop_on_miss:
+                    break
+        return ok, done, (times, free)
 
     def finish(self, j: int, now: float) -> None:
         self.runnable.remove(j)
