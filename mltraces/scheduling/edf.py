@@ -108,23 +108,30 @@ class EDF:
 
 
 class _EdfRun:
+    """The event loop. Only jobs that were planned at this event or the last one are
+    touched: the rest (waiting, no GPUs, end placeholder) would not change."""
+
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
         self.jobs = setup.jobs
         self.models = job_models(setup, lambda job, curve: plain_cap(curve))
         self.rec = Recorder(self.jobs)
         n = len(self.jobs)
+        self.deadline = [j.deadline for j in self.jobs]
         self.left = [float(j.iterations) for j in self.jobs]
         self.gpus = [0] * n
         self.end = [0] * n
         self.running = [False] * n
+        self.done = [False] * n
         self.runnable: list[int] = []
+        self.planned: list[int] = []  # jobs given a real plan at the last event
         self.events = EventQueue()
         for job in self.jobs:
             self.events.add_start(job.index, job.submit_time)
 
     def run(self) -> Recorder:
         events, slot = self.events, self.setup.slot
+        deadline = self.deadline.__getitem__
         now, step = events.first_time(), 0
         while events:
             self.progress(now, step)
@@ -133,15 +140,16 @@ class _EdfRun:
                 if self.running[j]:
                     self.runnable.remove(j)
                     self.running[j] = False
+                    self.done[j] = True
+                    self.gpus[j] = 0
                     self.rec.finished(j, self.end[j], event_time)
             if event.starts:
-                order = sorted(self.runnable + event.starts, key=self.deadline)
-                plans = self.plan(order, event_time)
+                order = sorted(self.runnable + event.starts, key=deadline)
                 self.runnable.extend(event.starts)
             else:
-                self.runnable.sort(key=self.deadline)
-                plans = self.plan(self.runnable, event_time)
-            self.apply(plans, event_time)
+                self.runnable.sort(key=deadline)
+                order = self.runnable
+            self.apply(self.plan(order, event_time), event_time)
             events.pop_first()
             if not events:
                 break
@@ -150,24 +158,22 @@ class _EdfRun:
             step, now = nxt - now, nxt
         return self.rec
 
-    def deadline(self, j: int) -> float:
-        return self.jobs[j].deadline
-
     def progress(self, now: float, step: float) -> None:
         """Advance running jobs by ``step`` seconds; a job ahead of its plan ends now."""
-        for j in self.runnable:
-            gpus = self.gpus[j]
+        gpus_of, end, left = self.gpus, self.end, self.left
+        for j in self.planned:
+            gpus = gpus_of[j]
             if not gpus:
                 continue
-            run = step - (now - self.end[j] if now > self.end[j] else 0)
+            run = step - (now - end[j] if now > end[j] else 0)
             rate = self.models[j].speed[gpus]
             done = run * rate
-            if self.left[j] <= done and self.end[j] > now:
-                finish = now - step + math.ceil(self.left[j] / rate)
-                done = (self.end[j] - now + step) * rate
-                self.events.move_end(j, self.end[j], now)
-                self.end[j] = finish
-            self.left[j] -= done
+            if left[j] <= done and end[j] > now:
+                finish = now - step + math.ceil(left[j] / rate)
+                done = (end[j] - now + step) * rate
+                self.events.move_end(j, end[j], now)
+                end[j] = finish
+            left[j] -= done
 
     def plan(self, order: list[int], now: float) -> dict[int, tuple[int, float]]:
         """Plan ``order`` (deadline order) on a fresh timeline; (GPUs now, planned end).
@@ -176,27 +182,32 @@ class _EdfRun:
         cannot come before the next event (the GPUs it waits for come back at the
         slot boundary after some running job's end, which is an event itself), so
         it would be re-planned before that end mattered: such jobs are not planned
-        and get an end placeholder of +inf. This changes no outcome and keeps
-        congested clusters (hundreds of waiting jobs) fast.
+        (their end is a +inf placeholder). This changes no outcome and keeps
+        congested clusters (thousands of waiting jobs) fast.
         """
         total, slot, left, models = self.setup.gpus, self.setup.slot, self.left, self.models
         times, free = [now], [total]
         plans = {}
         for j in order:
             if not free[0]:
-                plans[j] = (0, INF)
-            else:
-                plans[j] = plan_edf(times, free, left[j], models[j], total, slot)
+                break
+            plans[j] = plan_edf(times, free, left[j], models[j], total, slot)
         return plans
 
-    def apply(self, plans: dict[int, tuple[int, int]], now: float) -> None:
-        for j in self.runnable:
-            gpus, end = plans[j]
-            old_end, self.end[j] = self.end[j], end
-            self.gpus[j] = gpus
-            if self.running[j]:
-                self.events.move_end(j, old_end, end)
-            elif gpus:
-                self.running[j] = True
-                self.events.add_end(j, end)
-            self.rec.set_gpus(j, now, gpus)
+    def apply(self, plans: dict[int, tuple[int, float]], now: float) -> None:
+        for j in self.planned:
+            if j not in plans and not self.done[j]:
+                self._set(j, 0, INF, now)
+        for j, (gpus, end) in plans.items():
+            self._set(j, gpus, end, now)
+        self.planned = list(plans)
+
+    def _set(self, j: int, gpus: int, end: float, now: float) -> None:
+        old_end, self.end[j] = self.end[j], end
+        self.gpus[j] = gpus
+        if self.running[j]:
+            self.events.move_end(j, old_end, end)
+        elif gpus:
+            self.running[j] = True
+            self.events.add_end(j, end)
+        self.rec.set_gpus(j, now, gpus)
