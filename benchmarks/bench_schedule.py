@@ -15,6 +15,8 @@ both wall times and their ratio. Then times the whole Fig. 8(b) sweep of ours
 
 Reference seconds are the wall time of one ``scheduler.py`` process (including
 its imports); ours, the time of one replay in this process (inputs loaded).
+CPU seconds are printed too (the reference's from the OS's child accounting):
+on a machine shared with other work they are the fairer comparison.
 A reference run that exceeds ``--timeout`` is reported as "did not finish".
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -138,44 +141,36 @@ def prepare_reference(traces: dict[str, pd.DataFrame]) -> tuple[Path, Path]:
     return python, scheduler
 
 
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_reference(
     python: Path, scheduler: Path, trace: str, policy: str, timeout: float
-) -> tuple[float | None, float, pd.DataFrame | None]:
-    """(ratio or None if it did not finish, seconds, per-job log) of one artifact run."""
+) -> tuple[float | None, float, float, pd.DataFrame | None]:
+    """(ratio or None if it did not finish, wall s, CPU s, per-job log) of one artifact run."""
     schedule = ARTIFACT_NAMES[policy]
     log = WORK / "logs" / f"{schedule}_{trace}"
     shutil.rmtree(log, ignore_errors=True)
     log.mkdir(parents=True)
     command = [
-        str(python),
-        "scheduler.py",
-        f"--cluster_spec=cluster_specs/{CLUSTERS[trace]}.csv",
-        "--print",
-        f"--scheme={'gandiva' if schedule == 'gandiva' else 'elastic'}",
-        f"--trace_file=../traces_for_ElasticFlow/{trace}.csv",
-        f"--schedule={schedule}",
-        f"--log_path={log}",
-        "--simulation=True",
-        "--scheduling_slot=60",
-        "--gpu_type=A100",
-    ]
-    start = time.perf_counter()
+        str(python), "scheduler.py", f"--cluster_spec=cluster_specs/{CLUSTERS[trace]}.csv",
+        "--print", f"--scheme={'gandiva' if schedule == 'gandiva' else 'elastic'}",
+        f"--trace_file=../traces_for_ElasticFlow/{trace}.csv", f"--schedule={schedule}",
+        f"--log_path={log}", "--simulation=True", "--scheduling_slot=60", "--gpu_type=A100",
+    ]  # fmt: skip
+    start, cpu = time.perf_counter(), children_cpu()
     try:
         with open(log / "stdout.txt", "wb") as out:
-            subprocess.run(
-                command,
-                cwd=scheduler,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                timeout=timeout,
-                check=True,
-            )
+            subprocess.run(command, cwd=scheduler, stdout=out, stderr=subprocess.STDOUT,
+                           timeout=timeout, check=True)  # fmt: skip
     except subprocess.TimeoutExpired:
-        return None, time.perf_counter() - start, None
-    seconds = time.perf_counter() - start
+        return None, time.perf_counter() - start, children_cpu() - cpu, None
+    seconds, cpu = time.perf_counter() - start, children_cpu() - cpu
     ratio = float(pd.read_csv(log / "final_result.csv")["ddl_satis_ratio"].iloc[-1])
     jobs = pd.read_csv(log / "job.csv", dtype={"job_id": str})
-    return ratio, seconds, jobs
+    return ratio, seconds, cpu, jobs
 
 
 def job_differences(ours: pd.DataFrame, reference: pd.DataFrame | None, policy: str) -> str:
@@ -212,22 +207,27 @@ def compare(args, traces, profiles) -> None:
     for trace in args.traces:
         case = case_for(trace, traces[trace], profiles)
         for policy in args.policies:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             outcome = run_case(case, ours(policy, args))
-            ours_s = time.perf_counter() - start
-            ref = ref_s = jobs = None
+            ours_s, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
+            ref = ref_s = ref_cpu = jobs = None
             if python is not None:
-                ref, ref_s, jobs = run_reference(python, scheduler, trace, policy, args.timeout)
+                ref, ref_s, ref_cpu, jobs = run_reference(
+                    python, scheduler, trace, policy, args.timeout
+                )
             published = PUBLISHED_FIG8B.get(policy, {}).get(trace)
             differ = job_differences(outcome.job_frame(), jobs, policy)
             ref_text = f"{ref:9.4f}" if ref is not None else f"{'DNF' if ref_s else '-':>9}"
             diff = f"{outcome.ratio - ref:+7.4f}" if ref is not None else f"{'-':>7}"
             pub = f"{published:9.3f}" if published is not None else f"{'-':>9}"
-            ref_time = f"{ref_s:8.1f}" if ref_s else f"{'-':>8}"
-            speed = f"{ref_s / ours_s:7.0f}×" if ref_s else f"{'-':>8}"
+            ref_time = f"{ref_s:7.1f}" if ref_s else f"{'-':>7}"
+            speed = f"{ref_s / ours_s:5.0f}×" if ref_s else f"{'-':>6}"
+            ref_cpu_text = f"{ref_cpu:7.1f}" if ref_cpu else f"{'-':>7}"
+            speed_cpu = f"{ref_cpu / ours_cpu:5.0f}×" if ref_cpu else f"{'-':>6}"
             print(
                 f"{trace:14} {policy:11} {ref_text} {outcome.ratio:7.4f} {diff} {pub} "
-                f"{differ:>5} {ref_time} {ours_s:7.2f} {speed}",
+                f"{differ:>5} {ref_time} {ours_s:7.2f} {speed} {ref_cpu_text} "
+                f"{ours_cpu:8.2f} {speed_cpu}",
                 flush=True,
             )
             if ref is None and ref_s:
