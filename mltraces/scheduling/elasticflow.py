@@ -587,10 +587,10 @@ class _ElasticFlowRun:
                 chosen = j
                 break
             if not self.reprice_all and grew:
-                if self.next_level[chosen] > gpus[chosen]:
-                    self.price(chosen, spare, now)
                 for j in runnable:
-                    self.offer[j] = None  # every offer's timeline is stale now
+                    self.offer[j] = None  # every other offer's timeline is stale now
+                if self.next_level[chosen] > gpus[chosen]:
+                    self.price(chosen, spare, now)  # on the current timeline
                 runnable.sort(key=self.marginal.__getitem__, reverse=True)
                 continue
             for j in runnable:
