@@ -136,6 +136,18 @@ def test_elasticflow_scales_a_job_up_to_the_free_gpus() -> None:
     assert result.utilisation[["time", "allocated_gpus"]].values.tolist() == [[0, 8], [120, 0]]
 
 
+def test_elasticflow_repricing_modes() -> None:
+    jobs = mixed_trace(30, 3)
+    exact = schedule(jobs, "n2g8", profiles(), ElasticFlow())
+    fast = schedule(jobs, "n2g8", profiles(), ElasticFlow(repricing="chosen"))
+    assert exact.summary.loc[0, "jobs"] == fast.summary.loc[0, "jobs"] == 30
+    assert (
+        abs(exact.summary.loc[0, "ddl_satis_ratio"] - fast.summary.loc[0, "ddl_satis_ratio"]) < 0.2
+    )
+    with pytest.raises(ValueError, match="repricing"):
+        ElasticFlow(repricing="some")
+
+
 def test_elasticflow_gives_freed_gpus_to_the_job_still_running() -> None:
     jobs = itp([("short", 0, 400, 1_000, 1), ("long", 0, 4_000, 10_000, 1)])
     result = schedule(jobs, "n1g8", profiles(), "elasticflow", overhead=NO_OVERHEAD)
