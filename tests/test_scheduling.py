@@ -219,6 +219,19 @@ def test_themis_shares_match_the_worked_example() -> None:
     assert worst == pytest.approx(1.4657, abs=1e-3)
 
 
+def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
+    pytest.importorskip("ecos", reason="ecos is not installed (pip install '.[themis]')")
+    from mltraces.scheduling.themis import ecos_shares, fair_shares
+
+    elapsed = np.array([60.0, 60.0, 0.0, 30.0])
+    left, speed = np.array([540.0, 900.0, 600.0, 300.0]), np.array([1.0, 2.0, 1.0, 1.0])
+    isolated, g = np.array([600.0, 500.0, 600.0, 320.0]), np.array([1.0, 2.0, 1.0, 1.0])
+    exact = ecos_shares(elapsed, left, speed, isolated, g, 3)
+    ours = fair_shares(elapsed, left / speed, isolated, g, 3.0)
+    assert g @ exact == pytest.approx(3.0, abs=1e-6)  # the budget binds: one optimum
+    np.testing.assert_allclose(exact, ours, atol=1e-6)
+
+
 # -- baselines and duration-only (AcmeTrace) jobs ------------------------------------------
 def acme_frame() -> pd.DataFrame:
     """A synthetic table in the AcmeTrace job format (three GPU jobs, one CPU job)."""
