@@ -255,11 +255,13 @@ def fig8b_sweep(args, profiles) -> None:
         print(table)
         print("published:")
         print(published)
-        seconds = result.summary.pivot_table(
-            index="trace", columns="policy", values="seconds", sort=False
-        )
-        print("seconds per replay:")
-        print(seconds.reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES)).round(1))
+        for column in ("seconds", "cpu_seconds"):
+            per = result.summary.pivot_table(
+                index="trace", columns="policy", values=column, sort=False
+            )
+            print(f"{column} per replay:")
+            print(per.reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES)).round(1))
+    print(f"sum of CPU seconds over the replays: {result.summary['cpu_seconds'].sum():.0f}")
     print(f"whole sweep: {elapsed:.1f} s wall on {args.workers} workers (goal: under 600 s)")
 
 

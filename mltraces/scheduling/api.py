@@ -100,9 +100,10 @@ def run_case(case: Case, policy: str | Policy) -> Outcome:
     """Replay one case under one policy (a module-level function, so executors can ship it)."""
     policy = get_policy(policy)
     setup = case.setup()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     recorder = policy.simulate(setup)
     outcome = recorder.outcome(policy.name, setup.gpus, time.perf_counter() - start)
+    outcome.cpu_seconds = time.process_time() - cpu
     outcome.trace, outcome.cluster = case.trace, case.cluster.name
     return outcome
 

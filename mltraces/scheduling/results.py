@@ -112,6 +112,7 @@ class Outcome:
     allocated: list[int]
     cluster_gpus: int
     seconds: float = NAN
+    cpu_seconds: float = NAN
     trace: str = ""
     cluster: str = ""
 
@@ -170,6 +171,7 @@ class Outcome:
             "gpu_seconds": float(sum(self.gpu_seconds)),
             "mean_utilisation": busy / (self.cluster_gpus * makespan) if makespan > 0 else NAN,
             "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
         }
 
     def utilisation_frame(self) -> pd.DataFrame:
@@ -205,7 +207,7 @@ class ScheduleResult:
         summary: One row per replay: jobs, admitted, finished, deadline_met,
             ddl_satis_ratio (met / all jobs, rejected ones included), mean/median
             JCT, mean queueing delay, makespan, GPU-seconds, mean utilisation,
-            and the replay's wall time in seconds.
+            and the replay's wall and CPU time in seconds.
         utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
             GPUs held from that time until the next row.
     """
