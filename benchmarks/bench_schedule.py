@@ -200,7 +200,8 @@ def compare(args, traces, profiles) -> None:
         python, scheduler = prepare_reference(traces)
     header = (
         f"{'trace':14} {'policy':11} {'reference':>9} {'ours':>7} {'diff':>7} "
-        f"{'published':>9} {'jobs≠':>5} {'ref s':>8} {'ours s':>7} {'speed-up':>8}"
+        f"{'published':>9} {'jobs≠':>5} {'ref s':>7} {'ours s':>7} {'ratio':>6} "
+        f"{'ref cpu':>7} {'ours cpu':>8} {'ratio':>6}"
     )
     print(header)
     print("-" * len(header))
