@@ -17,6 +17,23 @@ elasticflow    admission control + elastic scaling                  ``ef-accessc
 fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
 =============  ===================================================  ==========================
 
+Chronus (also in Fig. 8(b)) is a separate code base that the artifact does not
+include here, so it is not replayed; its published values are in
+:data:`PUBLISHED_FIG8B`. ``ElasticFlow(repricing="chosen")`` is a faster
+approximation of the artifact's ElasticFlow for large traces (see
+:mod:`.elasticflow`); Themis solves the artifact's own conic program with ECOS
+when the ``ecos`` package is installed (``pip install 'mltraces[themis]'``),
+else an analytic optimum that can rank jobs differently when the optimum is
+not unique (:mod:`.themis`).
+
+What the per-job table counts, as the artifact does: a job is finished at the
+end its policy records (EDF: its last planned end; ElasticFlow: the plan's
+unaligned end, with GPUs held to the next slot boundary; Gandiva, Tiresias,
+Themis: when its trace duration or iterations are done), and meets its
+deadline when that end is no later than the deadline. The deadline
+satisfactory ratio is jobs meeting their deadline over all jobs, declined
+ones included.
+
 Public API::
 
     schedule(jobs, cluster, throughputs=None, policies="edf", *, trace_name="trace",
@@ -26,6 +43,8 @@ Public API::
     fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
     FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
+    EDF(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
+    ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
