@@ -356,8 +356,8 @@ ALL = "edf,gandiva,tiresias,themis,elasticflow,fifo,sjf"
 
 
 def test_replays_are_deterministic() -> None:
-    first = schedule(mixed_trace(), "n2g8", profiles(), ALL)
-    second = schedule(mixed_trace(), "n2g8", profiles(), ALL)
+    first = schedule(mixed_trace(20), "n2g8", profiles(), ALL)
+    second = schedule(mixed_trace(20), "n2g8", profiles(), ALL)
     pd.testing.assert_frame_equal(first.jobs, second.jobs)
     pd.testing.assert_frame_equal(first.utilisation, second.utilisation)
     ratios = first.summary.set_index("policy")["ddl_satis_ratio"]
