@@ -39,6 +39,8 @@ REFERENCE = {
         "edf": 0.7769230769230769,
         "gandiva": 0.33076923076923076,
         "tiresias": 0.47692307692307695,
+        # the artifact's Themis did not finish within 50 min on the shared machine; the
+        # 197 of 260 jobs it completed ended at exactly our times; this is our ratio
         "themis": 0.47307692307692306,
         "elasticflow": 0.9615384615384616,
     },
