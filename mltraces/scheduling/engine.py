@@ -101,7 +101,6 @@ class _Engine:
             j.iterations if j.iterations == j.iterations else j.duration for j in self.jobs
         ]
         self.left = list(self.work)
-        self._curves: dict[int, object] = {}
 
     def allowed(self, job: Job) -> tuple[int, ...]:
         if job.iterations == job.iterations:

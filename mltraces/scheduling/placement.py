@@ -116,9 +116,6 @@ class NodeSets:
             self.groups[size].append(group)
             self.groups[size].sort(key=_USED)
 
-    def placed(self, job: int) -> bool:
-        return job in self.group_of
-
     def first_rank(self, job: int, gpus_of) -> int:
         """The job's first global GPU rank: its group's lowest node, after the jobs before it."""
         group = self.group_of[job]
