@@ -637,32 +637,37 @@ class _ElasticFlowRun:
 
     def make_offer(self, j: int, now: float) -> tuple[Plan, list[float], list[int]]:
         """Plan ``j`` one scaling step up on the timeline with its own GPUs handed back."""
-        times, free = self.times[:], self.free[:]
-        end, total = self.end[j], self.total
-        if step_index(times, end) < 0:
-            set_step(times, free, end, free[bisect.bisect_left(times, end) - 1])
-        before = 0
-        for at, held in self.alloc[j]:
-            if step_index(times, at) < 0:
-                i = bisect.bisect_right(times, at)
-                set_step(times, free, at, free[i - 1] if i else total)
-            for k in range(bisect.bisect_left(times, at), len(times)):
-                if times[k] >= end:
-                    break
-                free[k] += held - before
-            before = held
-        times, free = compact(times, free)
+        times, free = self.released(j)
         plan = self.planner.plan(
-            times,
-            free,
-            now,
-            self.left[j],
-            self.deadline[j],
-            self.models[j],
+            times, free, now, self.left[j], self.deadline[j], self.models[j],
             assign=self.next_level[j],
-        )
+        )  # fmt: skip
         self.offer[j] = plan
         return plan, times, free
+
+    def released(self, j: int) -> tuple[list[float], list[int]]:
+        """The cluster timeline plus job ``j``'s own allocation until its planned end."""
+        steps, end, total = self.alloc[j], self.end[j], self.total
+        keys = sorted({*self.times, *(t for t, _ in steps), end})
+        times, free = self.times, self.free
+        out_t: list[float] = []
+        out_f: list[int] = []
+        i = a = 0
+        n, m = len(times), len(steps)
+        base, held, last = total, 0, -1
+        for k in keys:
+            while i < n and times[i] <= k:
+                base = free[i]
+                i += 1
+            while a < m and steps[a][0] <= k:
+                held = steps[a][1]
+                a += 1
+            value = base + held if k < end else base
+            if value != last:
+                out_t.append(k)
+                out_f.append(value)
+                last = value
+        return out_t, out_f
 
     def price(self, j: int, spare: int, now: float) -> None:
         """The GPU-time per added GPU of scaling ``j`` one step now (+inf for idle jobs)."""
