@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
@@ -47,10 +47,10 @@ from mltraces.scheduling import (  # noqa: E402
     Case,
     ClusterSpec,
     ElasticFlow,
+    ScheduleResult,
     fig8b_cases,
     load_profiles,
     run_case,
-    sweep,
 )
 
 WORK = REPO / "benchmarks" / "_work" / "schedule"
@@ -244,9 +244,22 @@ def fig8b_sweep(args, profiles) -> None:
         flush=True,
     )
     start = time.perf_counter()
-    with ProcessPoolExecutor(args.workers) as pool:
-        result = sweep(cases, [ours(p, args) for p in FIG8B_POLICIES], pool)
+    policies = [ours(p, args) for p in FIG8B_POLICIES]
+    pairs = sorted(((c, p) for c in cases for p in policies), key=lambda cp: -len(cp[0].jobs))
+    outcomes = []
+    with ProcessPoolExecutor(args.workers) as pool:  # what sweep() does, reporting as it goes
+        futures = [pool.submit(run_case, case, policy) for case, policy in pairs]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            print(
+                f"  {time.perf_counter() - start:7.1f} s  {outcome.trace:14} {outcome.policy:11} "
+                f"ratio {outcome.ratio:.4f}  ({outcome.seconds:.1f} s, "
+                f"{outcome.cpu_seconds:.1f} s CPU)",
+                flush=True,
+            )
     elapsed = time.perf_counter() - start
+    result = ScheduleResult(outcomes)
     table = result.ratios().reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES))
     published = pd.DataFrame(PUBLISHED_FIG8B).reindex(
         index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES)
