@@ -52,6 +52,7 @@ from mltraces.scheduling import (  # noqa: E402
     load_profiles,
     run_case,
 )
+from mltraces.scheduling.api import expected_cost  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "schedule"
 SHARED = REPO.parent / "shared"
@@ -245,7 +246,7 @@ def fig8b_sweep(args, profiles) -> None:
     )
     start = time.perf_counter()
     policies = [ours(p, args) for p in FIG8B_POLICIES]
-    pairs = sorted(((c, p) for c in cases for p in policies), key=lambda cp: -len(cp[0].jobs))
+    pairs = sorted(((c, p) for c in cases for p in policies), key=lambda cp: -expected_cost(*cp))
     outcomes = []
     with ProcessPoolExecutor(args.workers) as pool:  # what sweep() does, reporting as it goes
         futures = [pool.submit(run_case, case, policy) for case, policy in pairs]

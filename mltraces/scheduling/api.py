@@ -140,6 +140,11 @@ def schedule(
     return ScheduleResult([run_case(case, p) for p in resolve_policies(policies)])
 
 
+def expected_cost(case: Case, policy: Policy) -> float:
+    """A rough relative cost of one replay, to start the slow ones first."""
+    return len(case.jobs) * (20.0 if policy.name == "elasticflow" else 1.0)
+
+
 def sweep(
     cases: Sequence[Case],
     policies: str | Policy | Iterable[str | Policy] = "all",
@@ -165,8 +170,8 @@ def sweep(
     if own:
         executor = ProcessPoolExecutor(max_workers=max_workers or os.cpu_count() or 1)
     try:
-        # the biggest replays first, so that a pool is not left waiting on one at the end
-        order = sorted(range(len(pairs)), key=lambda k: -len(pairs[k][0].jobs))
+        # the costliest replays first, so that a pool is not left waiting on one at the end
+        order = sorted(range(len(pairs)), key=lambda k: -expected_cost(*pairs[k]))
         futures = {k: executor.submit(run_case, *pairs[k]) for k in order}
         return ScheduleResult([futures[k].result() for k in range(len(pairs))])
     finally:
