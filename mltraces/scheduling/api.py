@@ -140,9 +140,10 @@ def schedule(
     return ScheduleResult([run_case(case, p) for p in resolve_policies(policies)])
 
 
-def expected_cost(case: Case, policy: Policy) -> float:
+def expected_cost(case: Case, policy: str | Policy) -> float:
     """A rough relative cost of one replay, to start the slow ones first."""
-    return len(case.jobs) * (20.0 if policy.name == "elasticflow" else 1.0)
+    name = policy if isinstance(policy, str) else policy.name
+    return len(case.jobs) * (20.0 if name in ("elasticflow", "ef-accessctrl") else 1.0)
 
 
 def sweep(
