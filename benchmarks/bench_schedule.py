@@ -1,0 +1,319 @@
+"""Faithfulness and speed of ``mltraces.scheduling`` against the ElasticFlow artifact's scheduler.
+
+Builds a throwaway virtual environment under ``benchmarks/_work/`` with the
+reference's dependencies, unpacks ``../shared/reference/ElasticFlow-scheduler.tar.gz``
+there, regenerates its gRPC stubs (``make rpc``), copies the trace CSVs in,
+and runs the reference and ours on the same inputs. Prints, per (trace,
+policy): the reference's deadline satisfactory ratio, ours, the difference,
+the published value, how many jobs' outcomes (deadline met or not) differ,
+both wall times and their ratio. Then times the whole Fig. 8(b) sweep of ours
+(11 traces × 5 policies) on a process pool.
+
+    python benchmarks/bench_schedule.py [--traces cluster10,philly_103959]
+        [--policies edf,gandiva,tiresias,themis,elasticflow] [--timeout 1500]
+        [--no-reference] [--no-sweep] [--workers 2] [--ef-repricing chosen|all]
+
+Reference seconds are the wall time of one ``scheduler.py`` process (including
+its imports); ours, the time of one replay in this process (inputs loaded).
+CPU seconds are printed too (the reference's from the OS's child accounting):
+on a machine shared with other work they are the fairer comparison.
+A reference run that exceeds ``--timeout`` is reported as "did not finish".
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from mltraces.scheduling import (  # noqa: E402
+    FIG8B_CLUSTERS,
+    FIG8B_POLICIES,
+    FIG8B_TRACES,
+    PUBLISHED_FIG8B,
+    Case,
+    ClusterSpec,
+    ElasticFlow,
+    ScheduleResult,
+    fig8b_cases,
+    load_profiles,
+    run_case,
+)
+from mltraces.scheduling.api import expected_cost  # noqa: E402
+
+WORK = REPO / "benchmarks" / "_work" / "schedule"
+SHARED = REPO.parent / "shared"
+REFERENCE_TAR = SHARED / "reference" / "ElasticFlow-scheduler.tar.gz"
+ARTIFACT = (
+    SHARED
+    / "upstream/raw.githubusercontent.com/gudiandian/ElasticFlow"
+    / "b3f5ea4c9fa92107b0e0e2ba7c06900f4a0ec03a/ElasticFlow"
+)
+ITP_TAR = (
+    SHARED
+    / "upstream/raw.githubusercontent.com/microsoft/elasticflow-traces"
+    / "277ed24d0e908c31a1c98145819e2e3853d8ac00/data/elasticflow-traces.tar.gz"
+)
+REFERENCE_DEPS = [
+    "numpy",
+    "pandas",
+    "grpcio",
+    "grpcio-tools",
+    "protobuf",
+    "psutil",
+    "six",
+    "pyyaml",
+    "cvxpy",
+    "ecos",
+]
+#: our policy name -> the artifact's --schedule
+ARTIFACT_NAMES = {
+    "edf": "edf",
+    "gandiva": "gandiva",
+    "tiresias": "dlas-gpu",
+    "themis": "themis",
+    "elasticflow": "ef-accessctrl",
+}
+CLUSTERS = {**FIG8B_CLUSTERS, "195job": "n16g8"}  # the testbed trace on 16 × 8 GPUs
+
+
+def read_traces(names: list[str]) -> dict[str, pd.DataFrame]:
+    """Job tables straight from the upstream files (ITP tarball, the artifact's Philly CSV)."""
+    traces = {}
+    with tarfile.open(ITP_TAR) as archive:
+        for member in archive.getmembers():
+            stem = Path(member.name).stem
+            if stem in names:
+                traces[stem] = pd.read_csv(
+                    io.BytesIO(archive.extractfile(member).read()), dtype={"job_id": str}
+                )
+    if "philly_103959" in names:
+        traces["philly_103959"] = pd.read_csv(
+            ARTIFACT / "traces_for_ElasticFlow" / "philly_103959.csv", dtype={"job_id": str}
+        )
+    missing = sorted(set(names) - set(traces))
+    if missing:
+        raise SystemExit(f"unknown traces {missing}; choose from {', '.join(CLUSTERS)}")
+    return traces
+
+
+# -- the reference -------------------------------------------------------------------------
+def prepare_reference(traces: dict[str, pd.DataFrame]) -> tuple[Path, Path]:
+    """The reference's venv python and its scheduler folder (built once, reused)."""
+    venv = WORK / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"building the reference environment in {venv} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *REFERENCE_DEPS], check=True
+        )
+    root = WORK / "reference"
+    scheduler = next(root.glob("*/ElasticFlow/scheduler"), None) if root.exists() else None
+    if scheduler is None:
+        root.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(REFERENCE_TAR) as archive:
+            archive.extractall(root, filter="data")
+        scheduler = next(root.glob("*/ElasticFlow/scheduler"))
+        env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+        subprocess.run(["make", "rpc"], cwd=scheduler, env=env, check=True, capture_output=True)
+    folder = scheduler.parent / "traces_for_ElasticFlow"
+    with tarfile.open(ITP_TAR) as archive:  # byte-for-byte copies of the upstream CSVs
+        for member in archive.getmembers():
+            if Path(member.name).stem in traces:
+                (folder / Path(member.name).name).write_bytes(archive.extractfile(member).read())
+    if "philly_103959" in traces:
+        shutil.copyfile(
+            ARTIFACT / "traces_for_ElasticFlow" / "philly_103959.csv", folder / "philly_103959.csv"
+        )
+    return python, scheduler
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_reference(
+    python: Path, scheduler: Path, trace: str, policy: str, timeout: float
+) -> tuple[float | None, float, float, pd.DataFrame | None]:
+    """(ratio or None if it did not finish, wall s, CPU s, per-job log) of one artifact run."""
+    schedule = ARTIFACT_NAMES[policy]
+    log = WORK / "logs" / f"{schedule}_{trace}"
+    shutil.rmtree(log, ignore_errors=True)
+    log.mkdir(parents=True)
+    command = [
+        str(python), "scheduler.py", f"--cluster_spec=cluster_specs/{CLUSTERS[trace]}.csv",
+        "--print", f"--scheme={'gandiva' if schedule == 'gandiva' else 'elastic'}",
+        f"--trace_file=../traces_for_ElasticFlow/{trace}.csv", f"--schedule={schedule}",
+        f"--log_path={log}", "--simulation=True", "--scheduling_slot=60", "--gpu_type=A100",
+    ]  # fmt: skip
+    start, cpu = time.perf_counter(), children_cpu()
+    try:
+        with open(log / "stdout.txt", "wb") as out:
+            subprocess.run(command, cwd=scheduler, stdout=out, stderr=subprocess.STDOUT,
+                           timeout=timeout, check=True)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - start, children_cpu() - cpu, None
+    seconds, cpu = time.perf_counter() - start, children_cpu() - cpu
+    ratio = float(pd.read_csv(log / "final_result.csv")["ddl_satis_ratio"].iloc[-1])
+    jobs = pd.read_csv(log / "job.csv", dtype={"job_id": str})
+    return ratio, seconds, cpu, jobs
+
+
+def job_differences(ours: pd.DataFrame, reference: pd.DataFrame | None, policy: str) -> str:
+    """Jobs whose deadline outcome differs (the artifact logs ends, not ElasticFlow's test)."""
+    if reference is None or policy == "elasticflow":
+        return "-"
+    met = reference.assign(ref_met=reference["end_time"] <= reference["ddl"])
+    merged = ours.merge(met[["job_id", "ref_met"]], on="job_id", how="left")
+    merged["ref_met"] = merged["ref_met"].fillna(False).astype(bool)
+    return str(int((merged["deadline_met"] != merged["ref_met"]).sum()))
+
+
+# -- ours ------------------------------------------------------------------------------------
+def case_for(trace: str, frame: pd.DataFrame, profiles) -> Case:
+    spec = ClusterSpec.from_csv(ARTIFACT / "scheduler" / "cluster_specs" / f"{CLUSTERS[trace]}.csv")
+    return Case.build(trace, frame, spec, profiles)
+
+
+def ours(policy: str, args):
+    """Our policy object for a name (ElasticFlow with the chosen repricing)."""
+    return ElasticFlow(repricing=args.ef_repricing) if policy == "elasticflow" else policy
+
+
+def compare(args, traces, profiles) -> None:
+    python = scheduler = None
+    if not args.no_reference:
+        python, scheduler = prepare_reference(traces)
+    header = (
+        f"{'trace':14} {'policy':11} {'reference':>9} {'ours':>7} {'diff':>7} "
+        f"{'published':>9} {'jobs≠':>5} {'ref s':>7} {'ours s':>7} {'ratio':>6} "
+        f"{'ref cpu':>7} {'ours cpu':>8} {'ratio':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    for trace in args.traces:
+        case = case_for(trace, traces[trace], profiles)
+        for policy in args.policies:
+            start, cpu = time.perf_counter(), time.process_time()
+            outcome = run_case(case, ours(policy, args))
+            ours_s, ours_cpu = time.perf_counter() - start, time.process_time() - cpu
+            ref = ref_s = ref_cpu = jobs = None
+            if python is not None:
+                ref, ref_s, ref_cpu, jobs = run_reference(
+                    python, scheduler, trace, policy, args.timeout
+                )
+            published = PUBLISHED_FIG8B.get(policy, {}).get(trace)
+            differ = job_differences(outcome.job_frame(), jobs, policy)
+            ref_text = f"{ref:9.4f}" if ref is not None else f"{'DNF' if ref_s else '-':>9}"
+            diff = f"{outcome.ratio - ref:+7.4f}" if ref is not None else f"{'-':>7}"
+            pub = f"{published:9.3f}" if published is not None else f"{'-':>9}"
+            ref_time = f"{ref_s:7.1f}" if ref_s else f"{'-':>7}"
+            speed = f"{ref_s / ours_s:5.0f}×" if ref_s else f"{'-':>6}"
+            ref_cpu_text = f"{ref_cpu:7.1f}" if ref_cpu else f"{'-':>7}"
+            speed_cpu = f"{ref_cpu / ours_cpu:5.0f}×" if ref_cpu else f"{'-':>6}"
+            print(
+                f"{trace:14} {policy:11} {ref_text} {outcome.ratio:7.4f} {diff} {pub} "
+                f"{differ:>5} {ref_time} {ours_s:7.2f} {speed} {ref_cpu_text} "
+                f"{ours_cpu:8.2f} {speed_cpu}",
+                flush=True,
+            )
+            if ref is None and ref_s:
+                print(f"{'':14} {policy:11} reference did not finish in {args.timeout:.0f} s")
+
+
+def fig8b_sweep(args, profiles) -> None:
+    traces = read_traces(list(FIG8B_TRACES))
+    cases = fig8b_cases(traces, profiles)
+    print(
+        f"\nFig. 8(b) sweep: {len(cases)} traces × {len(FIG8B_POLICIES)} policies on "
+        f"{args.workers} worker processes ...",
+        flush=True,
+    )
+    start = time.perf_counter()
+    policies = [ours(p, args) for p in FIG8B_POLICIES]
+    pairs = sorted(((c, p) for c in cases for p in policies), key=lambda cp: -expected_cost(*cp))
+    outcomes = []
+    with ProcessPoolExecutor(args.workers) as pool:  # what sweep() does, reporting as it goes
+        futures = [pool.submit(run_case, case, policy) for case, policy in pairs]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            print(
+                f"  {time.perf_counter() - start:7.1f} s  {outcome.trace:14} {outcome.policy:11} "
+                f"ratio {outcome.ratio:.4f}  ({outcome.seconds:.1f} s, "
+                f"{outcome.cpu_seconds:.1f} s CPU)",
+                flush=True,
+            )
+    elapsed = time.perf_counter() - start
+    result = ScheduleResult(outcomes)
+    table = result.ratios().reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES))
+    published = pd.DataFrame(PUBLISHED_FIG8B).reindex(
+        index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES)
+    )
+    with pd.option_context("display.width", 160, "display.precision", 3):
+        print("ours:")
+        print(table)
+        print("published:")
+        print(published)
+        for column in ("seconds", "cpu_seconds"):
+            per = result.summary.pivot_table(
+                index="trace", columns="policy", values=column, sort=False
+            )
+            print(f"{column} per replay:")
+            print(per.reindex(index=list(FIG8B_TRACES), columns=list(FIG8B_POLICIES)).round(1))
+    print(f"sum of CPU seconds over the replays: {result.summary['cpu_seconds'].sum():.0f}")
+    print(f"whole sweep: {elapsed:.1f} s wall on {args.workers} workers (goal: under 600 s)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--traces", default="cluster10", help=f"comma-separated, from {', '.join(CLUSTERS)}"
+    )
+    parser.add_argument("--policies", default=",".join(FIG8B_POLICIES))
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1500.0,
+        help="seconds per reference run before it counts as not finished",
+    )
+    parser.add_argument("--no-reference", action="store_true", help="time ours only")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the Fig. 8(b) sweep")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument(
+        "--ef-repricing",
+        choices=("all", "chosen"),
+        default="chosen",
+        help="ElasticFlow: re-price every job after each scaling step as the "
+        "artifact does ('all', exact) or only the one that grew ('chosen')",
+    )
+    args = parser.parse_args(argv)
+    args.traces = [t.strip() for t in args.traces.split(",") if t.strip()]
+    args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = sorted(set(args.policies) - set(ARTIFACT_NAMES))
+    if unknown:
+        raise SystemExit(f"unknown policies {unknown}; choose from {', '.join(ARTIFACT_NAMES)}")
+    profiles = load_profiles(ARTIFACT / "scheduler" / "throughputs_A100")
+    if args.traces:
+        compare(args, read_traces(args.traces), profiles)
+    if not args.no_sweep:
+        fig8b_sweep(args, profiles)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Replay GPU-cluster traces through deadline-aware schedulers (ElasticFlow's evaluation).
+
+A trace-driven simulator of a GPU cluster (nodes × GPUs from a cluster spec)
+running jobs (arrival, work in iterations or seconds, requested GPUs,
+optional deadline) under a scheduling policy. The ElasticFlow artifact's
+policies are reproduced round by round — same slots, same planning, same
+overheads — so their per-job outcomes match the artifact's simulator:
+
+=============  ===================================================  ==========================
+name           policy                                               artifact ``--schedule``
+=============  ===================================================  ==========================
+edf            earliest deadline first, elastic                     ``edf``
+gandiva        node sets with time slicing, rigid                   ``gandiva``
+tiresias       2D-LAS on GPU-time, preemptive, rigid                ``dlas-gpu``
+themis         finish-time fairness in 60 s leases, rigid           ``themis``
+elasticflow    admission control + elastic scaling                  ``ef-accessctrl``
+fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
+=============  ===================================================  ==========================
+
+Chronus (also in Fig. 8(b)) is a separate code base that the artifact does not
+include here, so it is not replayed; its published values are in
+:data:`PUBLISHED_FIG8B`. ``ElasticFlow(repricing="chosen")`` is a faster
+approximation of the artifact's ElasticFlow for large traces (see
+:mod:`.elasticflow`); Themis solves the artifact's own conic program with ECOS
+(a dependency of mltraces); should ``ecos`` be missing it falls back to an
+analytic optimum that can rank jobs differently when the optimum is not unique
+(:mod:`.themis`).
+
+What the per-job table counts, as the artifact does: a job is finished at the
+end its policy records (EDF: its last planned end; ElasticFlow: the plan's
+unaligned end, with GPUs held to the next slot boundary; Gandiva, Tiresias,
+Themis: when its trace duration or iterations are done), and meets its
+deadline when that end is no later than the deadline. The deadline
+satisfactory ratio is jobs meeting their deadline over all jobs, declined
+ones included.
+
+Public API::
+
+    schedule(jobs, cluster, throughputs=None, policies="edf", *, trace_name="trace",
+             slot=60, overhead=None) -> ScheduleResult
+    sweep(cases, policies="all", executor=None, *, max_workers=None) -> ScheduleResult
+    Case.build(trace, jobs, cluster, throughputs=None, *, slot=60, overhead=Overhead())
+    fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
+    FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
+    ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
+    EDF(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
+    ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
+    Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
+    (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
+    ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
+    Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, Overhead
+
+Inputs stay plain: job tables as pandas/pyarrow in the ITP, artifact (Philly)
+or AcmeTrace format (:mod:`.jobs`), the artifact's throughput folder and
+cluster-spec CSVs. Pandas is used only at these edges; the replays run on
+plain Python data.
+
+>>> from mltraces.scheduling import schedule                          # doctest: +SKIP
+>>> result = schedule("cluster10.csv", "n32g8", "throughputs_A100", "edf,elasticflow")
+>>> result.summary[["policy", "ddl_satis_ratio", "mean_jct"]]          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from mltraces.scheduling.api import (
+    ALIASES,
+    POLICIES,
+    Case,
+    get_policy,
+    resolve_policies,
+    run_case,
+    schedule,
+    sweep,
+)
+from mltraces.scheduling.base import Policy, Setup
+from mltraces.scheduling.cluster import ClusterSpec
+from mltraces.scheduling.edf import EDF
+from mltraces.scheduling.elasticflow import ElasticFlow
+from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
+from mltraces.scheduling.errors import SchedulingError
+from mltraces.scheduling.fig8b import (
+    FIG8B_CLUSTERS,
+    FIG8B_POLICIES,
+    FIG8B_TRACES,
+    PUBLISHED_FIG8B,
+    fig8b_cases,
+    published_frame,
+)
+from mltraces.scheduling.gandiva import Gandiva
+from mltraces.scheduling.jobs import COLUMNS, Job, Jobs, as_jobs, read_jobs_csv
+from mltraces.scheduling.overhead import Overhead
+from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
+from mltraces.scheduling.results import Outcome, Recorder, ScheduleResult
+from mltraces.scheduling.themis import Themis
+from mltraces.scheduling.tiresias import Tiresias
+
+__all__ = [
+    "ALIASES",
+    "COLUMNS",
+    "EDF",
+    "FIFO",
+    "FIG8B_CLUSTERS",
+    "FIG8B_POLICIES",
+    "FIG8B_TRACES",
+    "POLICIES",
+    "PUBLISHED_FIG8B",
+    "SJF",
+    "AllocationPolicy",
+    "Case",
+    "ClusterSpec",
+    "Curve",
+    "ElasticFlow",
+    "Gandiva",
+    "Job",
+    "Jobs",
+    "Outcome",
+    "Overhead",
+    "Policy",
+    "Profiles",
+    "Recorder",
+    "ScheduleResult",
+    "SchedulingError",
+    "Setup",
+    "Themis",
+    "Tiresias",
+    "View",
+    "as_jobs",
+    "fig8b_cases",
+    "get_policy",
+    "load_profiles",
+    "published_frame",
+    "read_jobs_csv",
+    "resolve_policies",
+    "run_case",
+    "schedule",
+    "sweep",
+]

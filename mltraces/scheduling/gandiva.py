@@ -1,0 +1,288 @@
+"""Gandiva: node sets per job size, time slicing inside a set, rigid GPU counts.
+
+Nodes are grouped into *node sets*, each serving jobs of one GPU count; a set
+of ``k`` nodes runs ``8·k / n`` jobs of ``n`` GPUs at once (at least one) and
+time-slices the rest. A new job joins the least-loaded set of its size while
+it has room, else opens a set on free nodes, else is squeezed into the
+least-loaded set (over capacity), else waits. Every round, sets grow or shrink
+towards each size's share of the GPU demand. Work is the trace's duration in
+seconds; every running job pays the restart overhead each round.
+
+Mirrors the artifact's ``--schedule=gandiva --scheme=gandiva``, including its
+bookkeeping: a set's load counts every job it ever took until it is emptied or
+rebalanced, the rotation of time slices happens only on rounds whose time is a
+multiple of 60 s, and retrying waiting jobs skips the one after each start.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+
+from mltraces.scheduling.base import Setup
+from mltraces.scheduling.events import EventQueue
+from mltraces.scheduling.results import Recorder
+
+#: job sizes that get node sets, in the reference's order
+SET_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)
+_LOAD = operator.attrgetter("load")
+
+
+@dataclass
+class NodeSet:
+    """Nodes serving jobs of one size; the first ``concurrency`` jobs run."""
+
+    nodes: list[int]
+    capacity: int
+    load: int = 0
+    jobs: list[int] = field(default_factory=list)
+
+    @property
+    def concurrency(self) -> int:
+        return min(len(self.jobs), self.capacity)
+
+
+class Gandiva:
+    """Gandiva-style time slicing on node sets (the artifact's ``gandiva``)."""
+
+    name = "gandiva"
+
+    def simulate(self, setup: Setup) -> Recorder:
+        return _GandivaRun(setup).run()
+
+
+class _GandivaRun:
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.jobs = setup.jobs
+        self.per_node = setup.cluster.gpus_per_node
+        self.rec = Recorder(self.jobs)
+        n = len(self.jobs)
+        self.executed = [0.0] * n
+        self.duration = [j.duration for j in self.jobs]
+        self.overhead = [0.0] * n
+        self.free_nodes = list(range(setup.cluster.nodes))
+        self.sets: dict[int, list[NodeSet]] = {size: [] for size in SET_SIZES}
+        self.running: list[int] = []
+        self.pending: list[int] = []
+        self.waited: list[int] = []  # jobs that ever waited, in order
+        self.events = EventQueue()
+        for job in self.jobs:
+            if job.num_gpu not in self.sets or job.num_gpu > setup.gpus:
+                self.rec.reject(job.index)  # the reference exits on such a job
+            else:
+                self.events.add_start(job.index, job.submit_time)
+        self.rounds = 0
+
+    def run(self) -> Recorder:
+        events, slot = self.events, self.setup.slot
+        if not events:
+            return self.rec
+        now, step = events.first_time(), 0
+        while events or self.pending or self.running:
+            if not events and step:
+                quiet = self.quiet_rounds(now, step)
+                if quiet:
+                    self.skip(quiet, step)
+                    now += quiet * step
+            self.rebalance()
+            released = self.execute(now, step)
+            for j in self.waited:  # the reference clears these jobs' pending overhead
+                self.overhead[j] = 0
+            event = events.at(now)
+            if event is not None:
+                for j in event.starts:
+                    if self.place(j):
+                        self.running.append(j)
+                        self.rec.started(j, now)
+                    else:
+                        self.pending.append(j)
+                        self.waited.append(j)
+                events.remove(now)
+            if released:
+                self.retry_pending(now)
+            if not events:
+                step, now = slot, now + slot
+                continue
+            restart = self.setup.overhead.is_restart(self.rounds)
+            self.rounds += 1
+            cost, total = self.setup.overhead.cost, self.setup.gpus
+            for j in self.running:
+                self.overhead[j] = cost(self.jobs[j].num_gpu, total, restart=restart)
+            events.merge_slot(now, slot)
+            nxt = events.first_time()
+            step, now = nxt - now, nxt
+        return self.rec
+
+    def retry_pending(self, now: float) -> None:
+        """Place waiting jobs in order; like the reference, skip the one after each start."""
+        pending, i = self.pending, 0
+        while i < len(pending):
+            j = pending[i]
+            if self.place(j):
+                del pending[i]
+                self.running.append(j)
+                self.rec.started(j, now)
+            i += 1
+
+    def place(self, j: int) -> bool:
+        """Put job ``j`` in a node set of its size; False when it has to wait."""
+        size = self.jobs[j].num_gpu
+        sets = self.sets[size]
+        if sets:
+            best = sets.pop(0)
+            sets.append(best)
+            if best.load + 1 < best.capacity:
+                self._join(sets, best, j)
+                return True
+        span = math.ceil(size / self.per_node)
+        if span <= len(self.free_nodes):
+            nodes, self.free_nodes = self.free_nodes[:span], self.free_nodes[span:]
+            new = NodeSet(nodes, int(span * self.per_node / size))
+            sets.append(new)
+            self._join(sets, new, j)
+            return True
+        if sets:  # over capacity: time-slice in the least-loaded set
+            crowded = sets.pop(0)
+            sets.append(crowded)
+            self._join(sets, crowded, j)
+            return True
+        return False
+
+    @staticmethod
+    def _join(sets: list[NodeSet], node_set: NodeSet, j: int) -> None:
+        node_set.load += 1
+        node_set.jobs.append(j)
+        sets.sort(key=_LOAD)
+
+    def execute(self, now: float, step: float) -> bool:
+        """Credit the jobs that ran in the last ``step`` seconds; end the finished ones."""
+        rotate = int(now % 60) == 0
+        released = False
+        busy = 0
+        executed, overhead, duration = self.executed, self.overhead, self.duration
+        charged = self.rec.gpu_seconds
+        for size, sets in self.sets.items():
+            if not sets:
+                continue
+            emptied = []
+            for node_set in sets:
+                jobs = node_set.jobs
+                slots = min(len(jobs), node_set.capacity)
+                ended = []
+                for j in jobs[:slots]:
+                    lost = overhead[j]
+                    if step > lost:
+                        executed[j] += step - lost
+                    overhead[j] = 0
+                    charged[j] += size * step
+                    if executed[j] >= duration[j]:
+                        ended.append(j)
+                        self.rec.finished(j, now - (executed[j] - duration[j]), now)
+                busy += size * slots
+                if rotate and len(jobs) > slots:
+                    jobs[:] = jobs[slots:] + jobs[:slots]
+                for j in ended:
+                    self.running.remove(j)
+                    jobs.remove(j)
+                if not jobs:
+                    self.free_nodes.extend(node_set.nodes)
+                    emptied.append(node_set)
+                    released = True
+            for node_set in emptied:
+                sets.remove(node_set)
+        if step:
+            self.rec.mark(now - step, busy)
+        return released
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share."""
+        demand = {
+            size: sum(len(s.jobs) for s in sets) * size for size, sets in self.sets.items() if sets
+        }
+        total = sum(demand.values())
+        out = []
+        for size, wanted in demand.items():
+            if wanted:
+                target = min(math.floor(wanted / total * self.setup.gpus), wanted)
+                held = sum(len(s.nodes) for s in self.sets[size]) * self.per_node
+                out.append((size, target - held))
+        return out
+
+    def rebalance(self) -> None:
+        """Grow or shrink each size's node sets towards its share of the GPU demand."""
+        for size, gap in self.gaps():
+            if gap > 0:
+                self._expand(size, self.sets[size], math.ceil(gap / size))
+            elif gap < 0:
+                self._shrink(self.sets[size], math.ceil(-gap / size))
+
+    def quiet_rounds(self, now: float, step: float) -> int:
+        """How many coming rounds change nothing but progress (no arrivals left).
+
+        True when no node set would be resized or re-dealt, no time slice
+        rotates, and the running jobs paid their overhead: then the same jobs
+        gain ``step`` seconds a round until the first of them completes.
+        """
+        if self.events or any(
+            gap > 0 or (gap < 0 and len(self.sets[size]) > 1) for size, gap in self.gaps()
+        ):
+            return 0
+        rotate = int(now % 60) == 0
+        rounds = math.inf
+        for sets in self.sets.values():
+            for node_set in sets:
+                slots = node_set.concurrency
+                if rotate and len(node_set.jobs) > slots:
+                    return 0
+                for j in node_set.jobs[:slots]:
+                    if self.overhead[j]:
+                        return 0
+                    rounds = min(
+                        rounds, math.ceil((self.jobs[j].duration - self.executed[j]) / step)
+                    )
+        return 0 if rounds == math.inf else max(int(rounds) - 1, 0)
+
+    def skip(self, rounds: int, step: float) -> None:
+        """Credit ``rounds`` quiet rounds at once (see :meth:`quiet_rounds`)."""
+        gained = rounds * step
+        for size, sets in self.sets.items():
+            for node_set in sets:
+                for j in node_set.jobs[: node_set.concurrency]:
+                    self.executed[j] += gained
+                    self.rec.charge(j, size * gained)
+
+    def _expand(self, size: int, sets: list[NodeSet], count: int) -> None:
+        span = math.ceil(size / self.per_node)
+        # the reference re-deals the jobs unless the last set it tried to open
+        # was a single-node one (its loop counter is reused by an inner loop)
+        redeal = count > 0
+        for _ in range(count):
+            if span <= len(self.free_nodes):
+                nodes, self.free_nodes = self.free_nodes[:span], self.free_nodes[span:]
+                sets.append(NodeSet(nodes, int(span * self.per_node / size)))
+                redeal = span > 1
+            else:
+                redeal = True
+        if redeal:
+            jobs = []
+            for node_set in sets:
+                if node_set.jobs:
+                    jobs.extend(node_set.jobs)
+                    node_set.jobs = []
+                    node_set.load = 0
+            for j in jobs:
+                self._join(sets, sets[0], j)
+
+    def _shrink(self, sets: list[NodeSet], count: int) -> None:
+        count = min(count, len(sets) - 1)
+        if count <= 0:
+            return
+        jobs = []
+        for _ in range(count):
+            node_set = sets.pop(0)
+            jobs.extend(node_set.jobs)
+            self.free_nodes.extend(node_set.nodes)
+        for j in jobs:
+            self._join(sets, sets[0], j)

@@ -1,0 +1,234 @@
+"""Jobs: one normalised table from the trace formats the simulator accepts.
+
+Every input becomes a :class:`Jobs` table with the columns of :data:`COLUMNS`,
+sorted by submission time (stable, so ties keep file order as in the
+reference). Accepted inputs:
+
+* **ITP / ElasticFlow** (``itp.elasticflow_jobs``, ``elasticflow-traces.tar.gz``):
+  ``job_id, submission_time, num_iteration, model_name, deadline, batch_size,
+  num_gpu, duration``; ``deadline`` is absolute seconds, ``duration`` the run
+  time in seconds at ``num_gpu`` GPUs.
+* **The artifact's Philly trace** (``philly_103959.csv``): ``job_id, submit_time,
+  real_iteration, model_name, ddl, batch_size, num_gpu, real_duration, duration,
+  iteration``. The reference reads ``iteration`` as the work, ``duration`` as
+  the seconds-based work of Gandiva/Tiresias/Themis and ``ddl`` as the
+  deadline; ``real_iteration``/``real_duration`` are never read (they equal
+  the former two in this file).
+* **AcmeTrace job tables** (``acme.seren_jobs`` / ``acme.kalos_jobs``): ``job_id,
+  gpu_num, submit_time`` (timestamp), ``duration`` (s), … ; no model, no
+  iterations, no deadline: duration-only jobs, times in seconds since the
+  first submission (the origin is kept in ``Jobs.origin``). CPU-only jobs
+  (``gpu_num == 0``) are dropped unless asked for.
+* An already-normalised frame (the columns below).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from mltraces.scheduling.errors import SchedulingError
+
+#: normalised columns: name -> meaning
+COLUMNS = {
+    "job_id": "the trace's job id (text)",
+    "submit_time": "arrival, seconds",
+    "model": "model name of the throughput profile ('' for duration-only jobs)",
+    "batch_size": "global batch size (0 when unknown)",
+    "num_gpu": "GPUs the job asked for",
+    "iterations": "work in iterations (NaN for duration-only jobs)",
+    "duration": "run time in seconds at num_gpu GPUs (NaN when unknown)",
+    "deadline": "absolute deadline, seconds (inf: none)",
+}
+
+_ITP = {"submission_time", "num_iteration", "deadline", "num_gpu"}
+_ARTIFACT = {"submit_time", "iteration", "ddl", "num_gpu"}
+_ACME = {"gpu_num", "submit_time", "duration"}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job, as the simulator's inner loop sees it."""
+
+    index: int
+    job_id: str
+    submit_time: float
+    model: str
+    batch_size: int
+    num_gpu: int
+    iterations: float
+    duration: float
+    deadline: float
+
+
+class Jobs:
+    """A normalised job table (pandas at the edge; :meth:`records` for the inner loop)."""
+
+    def __init__(self, frame: pd.DataFrame, origin: Any = None) -> None:
+        self.frame = frame
+        self.origin = origin
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        return f"<Jobs: {len(self)} jobs>"
+
+    @property
+    def has_iterations(self) -> bool:
+        return bool(len(self.frame)) and bool(self.frame["iterations"].notna().all())
+
+    def records(self) -> list[Job]:
+        """Plain objects in submission order (the simulator's job indices)."""
+        f = self.frame
+        return [
+            Job(i, *row)
+            for i, row in enumerate(
+                zip(
+                    f["job_id"].astype(str).tolist(),
+                    _numbers(f["submit_time"]),
+                    f["model"].astype(str).tolist(),
+                    f["batch_size"].astype(int).tolist(),
+                    f["num_gpu"].astype(int).tolist(),
+                    f["iterations"].astype(float).tolist(),
+                    f["duration"].astype(float).tolist(),
+                    _numbers(f["deadline"]),
+                    strict=True,
+                )
+            )
+        ]
+
+    def __iter__(self) -> Iterator[Job]:
+        return iter(self.records())
+
+
+def _numbers(series: pd.Series) -> list[float]:
+    """Integral seconds stay ints (the reference's arithmetic is on ints), else floats."""
+    values = series.astype(float).tolist()
+    return [int(v) if math.isfinite(v) and v == int(v) else v for v in values]
+
+
+def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
+    frame = frame[list(COLUMNS)].copy()
+    bad = frame["num_gpu"].isna() | (frame["num_gpu"] < 1) | frame["submit_time"].isna()
+    if bad.any():
+        rows = frame.index[bad][:5].tolist()
+        raise SchedulingError(
+            f"{int(bad.sum())} jobs lack a submission time or ask for < 1 GPU (first rows: "
+            f"{rows}); drop them before scheduling"
+        )
+    no_work = frame["iterations"].isna() & frame["duration"].isna()
+    if no_work.any():
+        raise SchedulingError(
+            f"{int(no_work.sum())} jobs have neither iterations nor a duration; every job "
+            "needs its work (num_iteration/iteration or duration)"
+        )
+    frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
+    frame = frame.sort_values("submit_time", kind="mergesort").reset_index(drop=True)
+    return Jobs(frame, origin)
+
+
+def from_itp(frame: pd.DataFrame) -> Jobs:
+    """ITP / ElasticFlow columns (``submission_time, num_iteration, deadline, …``)."""
+    return _finish(
+        pd.DataFrame(
+            {
+                "job_id": frame["job_id"].astype(str),
+                "submit_time": frame["submission_time"],
+                "model": frame["model_name"].astype(str),
+                "batch_size": frame["batch_size"].astype(int),
+                "num_gpu": frame["num_gpu"].astype(int),
+                "iterations": frame["num_iteration"].astype(float),
+                "duration": _column(frame, "duration"),
+                "deadline": frame["deadline"].astype(float),
+            }
+        )
+    )
+
+
+def from_artifact(frame: pd.DataFrame) -> Jobs:
+    """The artifact's own trace columns (Philly: ``submit_time, iteration, ddl, …``)."""
+    return _finish(
+        pd.DataFrame(
+            {
+                "job_id": frame["job_id"].astype(str),
+                "submit_time": frame["submit_time"],
+                "model": frame["model_name"].astype(str),
+                "batch_size": frame["batch_size"].astype(int),
+                "num_gpu": frame["num_gpu"].astype(int),
+                "iterations": frame["iteration"].astype(float),
+                "duration": _column(frame, "duration"),
+                "deadline": frame["ddl"].astype(float),
+            }
+        )
+    )
+
+
+def from_acme(frame: pd.DataFrame, *, include_cpu_jobs: bool = False) -> Jobs:
+    """AcmeTrace job tables: duration-only jobs, seconds since the first submission."""
+    submit = pd.to_datetime(frame["submit_time"], utc=True)
+    origin = submit.min()
+    gpus = frame["gpu_num"].fillna(0).astype(int)
+    keep = np.ones(len(frame), bool) if include_cpu_jobs else (gpus > 0).to_numpy()
+    out = pd.DataFrame(
+        {
+            "job_id": frame["job_id"].astype(str),
+            "submit_time": (submit - origin).dt.total_seconds(),
+            "model": "",
+            "batch_size": 0,
+            "num_gpu": gpus.clip(lower=1),
+            "iterations": math.nan,
+            "duration": frame["duration"].astype(float),
+            "deadline": math.inf,
+        }
+    )[keep]
+    return _finish(out, origin)
+
+
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    if name in frame:
+        return frame[name].astype(float)
+    return pd.Series(math.nan, index=frame.index)
+
+
+def as_jobs(jobs: Jobs | pd.DataFrame | Any, **options: Any) -> Jobs:
+    """Normalise any accepted input (see the module docstring); the format is detected."""
+    if isinstance(jobs, Jobs):
+        return jobs
+    if isinstance(jobs, (str, Path)):
+        return read_jobs_csv(jobs, **options)
+    if hasattr(jobs, "to_pandas") and not isinstance(jobs, pd.DataFrame):
+        jobs = jobs.to_pandas()  # a pyarrow table
+    if not isinstance(jobs, pd.DataFrame):
+        raise SchedulingError(
+            f"jobs must be a Jobs table, a pandas DataFrame, a pyarrow Table or a CSV path; "
+            f"got {type(jobs).__name__}"
+        )
+    columns = set(jobs.columns)
+    if columns >= set(COLUMNS):
+        return _finish(jobs)
+    if columns >= _ITP:
+        return from_itp(jobs)
+    if columns >= _ARTIFACT:
+        return from_artifact(jobs)
+    if columns >= _ACME:
+        return from_acme(jobs, **options)
+    raise SchedulingError(
+        f"cannot tell the trace format from columns {sorted(columns)}; expected ITP "
+        f"({sorted(_ITP)}), the artifact's ({sorted(_ARTIFACT)}), AcmeTrace ({sorted(_ACME)}) "
+        f"or the normalised columns ({list(COLUMNS)})"
+    )
+
+
+def read_jobs_csv(path: str | Path, **options: Any) -> Jobs:
+    """Read an upstream job CSV (ITP cluster*.csv, philly_103959.csv, Acme tables)."""
+    path = Path(path)
+    if not path.is_file():
+        raise SchedulingError(f"job trace {path} does not exist")
+    return as_jobs(pd.read_csv(path, dtype={"job_id": str}), **options)

@@ -1,0 +1,239 @@
+"""Outcomes: what a replay records as it runs, and the tables built from it afterwards.
+
+:class:`Recorder` is the only thing the inner loops write to (plain lists, no
+pandas). :class:`Outcome` is one (trace, cluster, policy) run;
+:class:`ScheduleResult` stacks outcomes into the per-job table, the summary
+and the allocated-GPU step series.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from mltraces.scheduling.jobs import Job
+
+NAN = math.nan
+
+
+class Recorder:
+    """Per-job outcome lists and the step series of allocated GPUs."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        n = len(jobs)
+        self.jobs = jobs
+        self.admitted = [True] * n
+        self.start = [NAN] * n
+        self.finish = [NAN] * n
+        self.met = [False] * n
+        self.gpu_seconds = [0.0] * n
+        self._gpus = [0] * n
+        self._since = [0.0] * n
+        self._total = 0
+        self.times: list[float] = []
+        self.allocated: list[int] = []
+
+    def reject(self, job: int) -> None:
+        self.admitted[job] = False
+
+    def set_gpus(self, job: int, now: float, gpus: int) -> None:
+        """The job holds ``gpus`` GPUs from ``now`` on (0 releases them)."""
+        old = self._gpus[job]
+        if gpus == old:
+            return
+        if old:
+            self.gpu_seconds[job] += old * (now - self._since[job])
+        elif gpus and self.start[job] != self.start[job]:  # first GPUs: the start
+            self.start[job] = now
+        self._gpus[job] = gpus
+        self._since[job] = now
+        self._total += gpus - old
+        if self.times and self.times[-1] == now:
+            self.allocated[-1] = self._total
+        else:
+            self.times.append(now)
+            self.allocated.append(self._total)
+
+    def started(self, job: int, now: float) -> None:
+        """Record a start explicitly (policies whose jobs may hold no GPUs at first)."""
+        if self.start[job] != self.start[job]:
+            self.start[job] = now
+
+    def charge(self, job: int, gpu_seconds: float) -> None:
+        """Add GPU-seconds directly (policies that account per period)."""
+        self.gpu_seconds[job] += gpu_seconds
+
+    def mark(self, now: float, allocated: int) -> None:
+        """Record the cluster-wide allocated GPUs from ``now`` on (per-period accounting)."""
+        if self.times and self.times[-1] == now:
+            self.allocated[-1] = allocated
+        elif not self.allocated or self.allocated[-1] != allocated:
+            self.times.append(now)
+            self.allocated.append(allocated)
+
+    def finished(self, job: int, finish: float, now: float, met: bool | None = None) -> None:
+        """The job completed at ``finish``; its GPUs are released at ``now``."""
+        self.set_gpus(job, now, 0)
+        self.finish[job] = finish
+        self.met[job] = finish <= self.jobs[job].deadline if met is None else met
+
+    def outcome(self, policy: str, cluster_gpus: int, seconds: float = NAN) -> Outcome:
+        return Outcome(
+            policy=policy,
+            jobs=self.jobs,
+            admitted=self.admitted,
+            start=self.start,
+            finish=self.finish,
+            met=self.met,
+            gpu_seconds=self.gpu_seconds,
+            times=self.times,
+            allocated=self.allocated,
+            cluster_gpus=cluster_gpus,
+            seconds=seconds,
+        )
+
+
+@dataclass
+class Outcome:
+    """One replay: per-job lists in job-index order, and the allocated-GPU steps."""
+
+    policy: str
+    jobs: Sequence[Job]
+    admitted: list[bool]
+    start: list[float]
+    finish: list[float]
+    met: list[bool]
+    gpu_seconds: list[float]
+    times: list[float]
+    allocated: list[int]
+    cluster_gpus: int
+    seconds: float = NAN
+    cpu_seconds: float = NAN
+    trace: str = ""
+    cluster: str = ""
+
+    @property
+    def ratio(self) -> float:
+        """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too)."""
+        return sum(self.met) / len(self.jobs) if self.jobs else NAN
+
+    def job_frame(self) -> pd.DataFrame:
+        jobs = self.jobs
+        submit = np.array([j.submit_time for j in jobs], float)
+        deadline = np.array([j.deadline for j in jobs], float)
+        start = np.array(self.start, float)
+        finish = np.array(self.finish, float)
+        return pd.DataFrame(
+            {
+                "trace": self.trace,
+                "cluster": self.cluster,
+                "policy": self.policy,
+                "job_id": [j.job_id for j in jobs],
+                "num_gpu": np.array([j.num_gpu for j in jobs], int),
+                "submit_time": submit,
+                "admitted": np.array(self.admitted, bool),
+                "start_time": start,
+                "finish_time": finish,
+                "deadline": np.where(np.isfinite(deadline), deadline, np.nan),
+                "deadline_met": np.array(self.met, bool),
+                "jct": finish - submit,
+                "queueing_delay": start - submit,
+                "gpu_seconds": np.array(self.gpu_seconds, float),
+            }
+        )
+
+    def summary_row(self) -> dict:
+        jct = np.array(self.finish, float) - np.array([j.submit_time for j in self.jobs], float)
+        queue = np.array(self.start, float) - np.array([j.submit_time for j in self.jobs], float)
+        done = np.isfinite(jct)
+        started = np.isfinite(queue)
+        first = min((j.submit_time for j in self.jobs), default=NAN)
+        end = float(np.nanmax(self.finish)) if done.any() else NAN
+        makespan = end - first
+        busy = utilisation_integral(self.times, self.allocated, end)
+        return {
+            "trace": self.trace,
+            "cluster": self.cluster,
+            "policy": self.policy,
+            "jobs": len(self.jobs),
+            "admitted": int(sum(self.admitted)),
+            "finished": int(done.sum()),
+            "deadline_met": int(sum(self.met)),
+            "ddl_satis_ratio": self.ratio,
+            "mean_jct": float(jct[done].mean()) if done.any() else NAN,
+            "median_jct": float(np.median(jct[done])) if done.any() else NAN,
+            "mean_queueing_delay": float(queue[started].mean()) if started.any() else NAN,
+            "makespan": makespan,
+            "gpu_seconds": float(sum(self.gpu_seconds)),
+            "mean_utilisation": busy / (self.cluster_gpus * makespan) if makespan > 0 else NAN,
+            "seconds": self.seconds,
+            "cpu_seconds": self.cpu_seconds,
+        }
+
+    def utilisation_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "trace": self.trace,
+                "cluster": self.cluster,
+                "policy": self.policy,
+                "time": np.array(self.times, float),
+                "allocated_gpus": np.array(self.allocated, int),
+                "cluster_gpus": self.cluster_gpus,
+            }
+        )
+
+
+def utilisation_integral(times: Sequence[float], allocated: Sequence[int], end: float) -> float:
+    """GPU-seconds under the allocated-GPU step series up to ``end``."""
+    if not len(times) or not math.isfinite(end):
+        return 0.0
+    t = np.append(np.asarray(times, float), end)
+    return float(np.sum(np.asarray(allocated, float) * np.clip(np.diff(t), 0, None)))
+
+
+@dataclass
+class ScheduleResult:
+    """Outcomes of one or more (trace, cluster, policy) replays.
+
+    Attributes:
+        outcomes: One :class:`Outcome` per replay, in the order asked.
+        jobs: Per-job table: trace, cluster, policy, job_id, num_gpu, submit_time,
+            admitted, start_time, finish_time, deadline, deadline_met, jct,
+            queueing_delay, gpu_seconds (times in the trace's seconds).
+        summary: One row per replay: jobs, admitted, finished, deadline_met,
+            ddl_satis_ratio (met / all jobs, rejected ones included), mean/median
+            JCT, mean queueing delay, makespan, GPU-seconds, mean utilisation,
+            and the replay's wall and CPU time in seconds.
+        utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
+            GPUs held from that time until the next row.
+    """
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @classmethod
+    def concat(cls, results: Iterable[ScheduleResult]) -> ScheduleResult:
+        return cls([o for r in results for o in r.outcomes])
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        return pd.concat([o.job_frame() for o in self.outcomes], ignore_index=True)
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        return pd.DataFrame([o.summary_row() for o in self.outcomes])
+
+    @property
+    def utilisation(self) -> pd.DataFrame:
+        return pd.concat([o.utilisation_frame() for o in self.outcomes], ignore_index=True)
+
+    def ratios(self) -> pd.DataFrame:
+        """Deadline satisfactory ratio as a trace × policy table."""
+        s = self.summary
+        return s.pivot_table(index="trace", columns="policy", values="ddl_satis_ratio", sort=False)
+
+    def __repr__(self) -> str:
+        return f"<ScheduleResult: {len(self.outcomes)} replays>"

@@ -1,0 +1,471 @@
+"""The scheduling simulator on tiny synthetic traces whose outcomes were worked out by hand."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mltraces.scheduling import (
+    FIFO,
+    SJF,
+    AllocationPolicy,
+    Case,
+    ClusterSpec,
+    ElasticFlow,
+    Gandiva,
+    Overhead,
+    Profiles,
+    ScheduleResult,
+    SchedulingError,
+    Themis,
+    Tiresias,
+    as_jobs,
+    fig8b_cases,
+    get_policy,
+    load_profiles,
+    schedule,
+    sweep,
+)
+from mltraces.scheduling.events import EventQueue
+from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, PUBLISHED_FIG8B
+from mltraces.scheduling.timeline import align
+
+NO_OVERHEAD = Overhead.none()
+
+
+def profiles(speed: dict[int, float] | None = None) -> Profiles:
+    """One model ``m`` at batch 64, linear speed-up: n GPUs do n iterations a second."""
+    speed = speed or {1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0}
+    frame = pd.DataFrame(
+        [("m", 64, n, s) for n, s in speed.items()],
+        columns=["model", "batch_size", "gpus", "iterations_per_s"],
+    )
+    return Profiles.from_frame(frame)
+
+
+def itp(rows: list[tuple]) -> pd.DataFrame:
+    """ITP-format jobs from (job_id, submit, iterations, deadline, num_gpu) tuples."""
+    return pd.DataFrame(
+        [
+            {
+                "job_id": name,
+                "submission_time": submit,
+                "num_iteration": iterations,
+                "model_name": "m",
+                "deadline": deadline,
+                "batch_size": 64,
+                "num_gpu": gpus,
+                "duration": math.ceil(iterations / gpus),
+            }
+            for name, submit, iterations, deadline, gpus in rows
+        ]
+    )
+
+
+def by_id(result: ScheduleResult) -> pd.DataFrame:
+    return result.jobs.set_index("job_id")
+
+
+# -- slots and events -------------------------------------------------------------------
+def test_slot_rounding_goes_up_to_the_next_boundary() -> None:
+    assert align(0, 61, 60) == 120
+    assert align(100, 100, 60) == 100
+    assert align(100, 101, 60) == 160
+    assert align(100, 40, 60) == 40  # a boundary before the origin
+
+
+def test_events_within_a_slot_merge_at_now_plus_slot() -> None:
+    events = EventQueue()
+    for job, time in enumerate([10, 50, 70, 200]):
+        events.add_start(job, time)
+    events.merge_slot(0, 60)
+    assert events.first_time() == 60 and events.first().starts == [0, 1]
+    assert [events.pop_first()[0] for _ in range(3)] == [60, 70, 200]
+    lone = EventQueue()
+    lone.add_start(0, 10)
+    lone.merge_slot(0, 60)
+    assert lone.first_time() == 10  # as in the reference, a lone event is not moved
+
+
+# -- EDF ----------------------------------------------------------------------------------
+def test_edf_runs_the_earlier_deadline_first_then_scales_the_other_up() -> None:
+    # both want the whole 8-GPU cluster (cap 8); B's deadline is earlier
+    jobs = itp([("A", 0, 800, 250, 8), ("B", 0, 800, 100, 8)])
+    out = by_id(schedule(jobs, "n1g8", profiles(), "edf", overhead=NO_OVERHEAD))
+    assert out.loc["B", "start_time"] == 0 and out.loc["B", "finish_time"] == 100
+    # A was planned to start at the slot boundary after B (120) but is re-planned at
+    # B's end (100) and gets all 8 GPUs then: 800 iterations / 8 it/s = 100 s
+    assert out.loc["A", "start_time"] == 100 and out.loc["A", "finish_time"] == 200
+    assert out["deadline_met"].all()
+
+
+def test_edf_end_is_the_ceiling_of_the_plan() -> None:
+    jobs = itp([("A", 0, 801, 101, 8)])  # 100.125 s on 8 GPUs
+    out = by_id(schedule(jobs, "n1g8", profiles(), "edf", overhead=NO_OVERHEAD))
+    assert out.loc["A", "finish_time"] == 101 and out.loc["A", "deadline_met"]
+
+
+# -- ElasticFlow --------------------------------------------------------------------------
+def test_elasticflow_declines_an_infeasible_arrival_and_counts_it() -> None:
+    jobs = itp(
+        [
+            ("late", 0, 8000, 500, 8),  # 1,000 s even on all 8 GPUs: declined
+            ("fine", 1000, 80, 2000, 1),
+        ]
+    )
+    result = schedule(jobs, "n1g8", profiles(), "elasticflow", overhead=NO_OVERHEAD)
+    out = by_id(result)
+    assert not out.loc["late", "admitted"] and np.isnan(out.loc["late", "start_time"])
+    assert out.loc["fine", "admitted"] and out.loc["fine", "deadline_met"]
+    assert result.summary.loc[0, "ddl_satis_ratio"] == 0.5  # declined jobs stay counted
+
+
+def test_elasticflow_scales_a_job_up_to_the_free_gpus() -> None:
+    # the plan needs only 1 GPU to make the deadline; the spare 7 are handed out one
+    # scaling step at a time (1 → 2 → 4 → 8), so it runs on 8 and ends after 100 s;
+    # as in the reference, its GPUs come back at the next slot boundary (120 s)
+    jobs = itp([("solo", 0, 800, 10_000, 1)])
+    result = schedule(jobs, "n1g8", profiles(), "elasticflow", overhead=NO_OVERHEAD)
+    out = by_id(result)
+    assert out.loc["solo", "finish_time"] == 100
+    assert out.loc["solo", "gpu_seconds"] == 8 * 120
+    assert result.utilisation[["time", "allocated_gpus"]].values.tolist() == [[0, 8], [120, 0]]
+
+
+def test_elasticflow_repricing_modes() -> None:
+    jobs = mixed_trace(30, 3)
+    exact = schedule(jobs, "n2g8", profiles(), ElasticFlow())
+    fast = schedule(jobs, "n2g8", profiles(), ElasticFlow(repricing="chosen"))
+    assert exact.summary.loc[0, "jobs"] == fast.summary.loc[0, "jobs"] == 30
+    assert (
+        abs(exact.summary.loc[0, "ddl_satis_ratio"] - fast.summary.loc[0, "ddl_satis_ratio"]) < 0.2
+    )
+    with pytest.raises(ValueError, match="repricing"):
+        ElasticFlow(repricing="some")
+
+
+def test_elasticflow_gives_freed_gpus_to_the_job_still_running() -> None:
+    jobs = itp([("short", 0, 400, 1_000, 1), ("long", 0, 4_000, 10_000, 1)])
+    result = schedule(jobs, "n1g8", profiles(), "elasticflow", overhead=NO_OVERHEAD)
+    out = by_id(result)
+    assert out["deadline_met"].all()
+    steps = result.utilisation
+    busy = steps[steps["time"] < out.loc["long", "finish_time"]]["allocated_gpus"]
+    assert (busy == 8).all()  # work-conserving while jobs remain
+
+
+# -- Tiresias -------------------------------------------------------------------------------
+def test_tiresias_demotes_by_gpu_time_and_lets_the_newcomer_preempt() -> None:
+    # 1 GPU; thresholds 100 and 200 GPU-seconds. A (300 s) runs from 0, is demoted at 100;
+    # B (50 s) arrives at 120 in queue 0 and preempts A; B ends at 170 (its end event
+    # fires a slot after its start, at 180); A resumes at 180, is demoted again at 260
+    # (executed 200 s) and ends at 360.
+    jobs = pd.DataFrame(
+        {
+            "job_id": ["A", "B"],
+            "submit_time": [0, 120],
+            "model": "",
+            "batch_size": 0,
+            "num_gpu": [1, 1],
+            "iterations": math.nan,
+            "duration": [300, 50],
+            "deadline": [400, 160],
+        }
+    )
+    out = by_id(schedule(jobs, "n1g1", None, Tiresias(thresholds=(100, 200)), overhead=NO_OVERHEAD))
+    assert out.loc["A", "start_time"] == 0 and out.loc["A", "finish_time"] == 360
+    assert out.loc["B", "start_time"] == 120 and out.loc["B", "finish_time"] == 170
+    assert out["deadline_met"].tolist() == [True, False]
+
+
+# -- Gandiva --------------------------------------------------------------------------------
+def test_gandiva_time_slices_two_jobs_on_one_node() -> None:
+    # two 8-GPU jobs on one 8-GPU node: one node set, one runs at a time, the slice
+    # rotates every 60 s (rounds at multiples of 60): A runs 0-60, B 60-120, A 120-180
+    jobs = itp([("A", 0, 960, 200, 8), ("B", 0, 960, 200, 8)])
+    out = by_id(schedule(jobs, "n1g8", profiles(), "gandiva", overhead=NO_OVERHEAD))
+    assert out.loc["A", "finish_time"] == 180 and out.loc["B", "finish_time"] == 240
+    assert out["deadline_met"].tolist() == [True, False]
+
+
+# -- Themis ---------------------------------------------------------------------------------
+def test_themis_gives_the_newcomer_a_lease_in_a_full_cluster() -> None:
+    # 2 GPUs: A and B hold them; C arrives at 60. Its fairness ratio is the worst
+    # (it has had no service), so the optimal shares put it first and it starts at once,
+    # displacing one of A and B (which have equal shares).
+    jobs = itp([("A", 0, 600, 10_000, 1), ("B", 0, 600, 10_000, 1), ("C", 60, 600, 10_000, 1)])
+    result = schedule(jobs, "n1g2", profiles(), Themis())
+    out = by_id(result)
+    assert out.loc["C", "start_time"] == 60
+    steps = result.utilisation.set_index("time")["allocated_gpus"]
+    assert steps.max() == 2
+    assert out["finish_time"].max() > 660  # someone was preempted
+
+
+def test_themis_shares_match_the_worked_example() -> None:
+    from mltraces.scheduling.themis import fair_shares
+
+    # at t=60 in the test above: A/B ratio (60 + 540/x)/600, C ratio (600/x)/600
+    a, b = np.array([60.0, 60.0, 0.0]), np.array([540.0, 540.0, 600.0])
+    c, g = np.array([600.0, 600.0, 600.0]), np.ones(3)
+    x = fair_shares(a, b, c, g, 2.0)
+    assert x.sum() == pytest.approx(2.0)
+    assert x[2] > x[0] == pytest.approx(x[1])
+    worst = ((a + b / x) / c).max()
+    assert worst == pytest.approx(1.4657, abs=1e-3)
+
+
+def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
+    pytest.importorskip("ecos", reason="ecos is not installed (pip install '.[themis]')")
+    from mltraces.scheduling.themis import ecos_shares, fair_shares
+
+    elapsed = np.array([60.0, 60.0, 0.0, 30.0])
+    left, speed = np.array([540.0, 900.0, 600.0, 300.0]), np.array([1.0, 2.0, 1.0, 1.0])
+    isolated, g = np.array([600.0, 500.0, 600.0, 320.0]), np.array([1.0, 2.0, 1.0, 1.0])
+    exact = ecos_shares(elapsed, left, speed, isolated, g, 3)
+    ours = fair_shares(elapsed, left / speed, isolated, g, 3.0)
+    assert g @ exact == pytest.approx(3.0, abs=1e-6)  # the budget binds: one optimum
+    np.testing.assert_allclose(exact, ours, atol=1e-6)
+
+
+# -- baselines and duration-only (AcmeTrace) jobs ------------------------------------------
+def acme_frame() -> pd.DataFrame:
+    """A synthetic table in the AcmeTrace job format (three GPU jobs, one CPU job)."""
+    t0 = pd.Timestamp("2023-03-01 08:00:00", tz="Asia/Shanghai")
+    submit = [
+        t0,
+        t0 + pd.Timedelta(seconds=10),
+        t0 + pd.Timedelta(seconds=20),
+        t0 + pd.Timedelta(seconds=5),
+    ]
+    duration = [100, 50, 10, 30]
+    return pd.DataFrame(
+        {
+            "job_id": ["j1", "j2", "j3", "cpu"],
+            "user": ["u1", "u2", "u1", "u3"],
+            "node_num": [1, 1, 1, 1],
+            "gpu_num": [8, 8, 8, 0],
+            "cpu_num": [16, 16, 16, 4],
+            "type": ["Pretrain", "SFT", "Evaluation", "Other"],
+            "state": ["COMPLETED"] * 4,
+            "submit_time": submit,
+            "start_time": submit,
+            "end_time": [
+                s + pd.Timedelta(seconds=d) for s, d in zip(submit, duration, strict=True)
+            ],
+            "duration": duration,
+            "queue": [0, 0, 0, 0],
+            "gpu_time": [d * g for d, g in zip(duration, [8, 8, 8, 0], strict=True)],
+        }
+    )
+
+
+def test_acme_jobs_become_duration_only_jobs_without_cpu_jobs() -> None:
+    jobs = as_jobs(acme_frame())
+    assert len(jobs) == 3 and not jobs.has_iterations
+    assert jobs.frame["submit_time"].tolist() == [0.0, 10.0, 20.0]
+    assert np.isinf(jobs.frame["deadline"]).all()
+
+
+def test_fifo_and_sjf_on_acme_jobs() -> None:
+    result = schedule(acme_frame(), "n1g8", None, "fifo,sjf,tiresias", trace_name="seren")
+    jobs = result.jobs.set_index(["policy", "job_id"])
+    fifo, sjf = jobs.loc["fifo"], jobs.loc["sjf"]
+    assert fifo["finish_time"].to_dict() == {"j1": 100, "j2": 150, "j3": 160}
+    assert fifo["queueing_delay"].to_dict() == {"j1": 0, "j2": 90, "j3": 130}
+    assert sjf["finish_time"].to_dict() == {"j1": 100, "j2": 160, "j3": 110}
+    assert sjf["queueing_delay"].to_dict() == {"j1": 0, "j2": 100, "j3": 80}
+    summary = result.summary.set_index("policy")
+    assert summary.loc["sjf", "mean_jct"] < summary.loc["fifo", "mean_jct"]
+    assert (summary["finished"] == 3).all()
+
+
+# -- plugging in policies, determinism, sweeps -------------------------------------------
+class LargestFirst(AllocationPolicy):
+    """Non-preemptive, biggest request first (a custom policy for the tests)."""
+
+    name = "largest-first"
+
+    def allocate(self, now, view):
+        grant = {j.index: view.gpus[j.index] for j in view.running()}
+        free = view.free_gpus()
+        for job in sorted(view.waiting(), key=lambda j: -j.num_gpu):
+            if job.num_gpu <= free:
+                grant[job.index] = job.num_gpu
+                free -= job.num_gpu
+        return grant
+
+
+class EveryoneLate:
+    """A policy written against the bare protocol: it runs nothing and declines all."""
+
+    name = "decline-all"
+
+    def simulate(self, setup):
+        from mltraces.scheduling import Recorder
+
+        recorder = Recorder(setup.jobs)
+        for job in setup.jobs:
+            recorder.reject(job.index)
+        return recorder
+
+
+def test_custom_policies_plug_in() -> None:
+    jobs = itp([("small", 0, 100, 1000, 1), ("big", 5, 800, 1000, 8), ("mid", 5, 400, 1000, 4)])
+    result = schedule(jobs, "n1g8", profiles(), [LargestFirst(), EveryoneLate()])
+    out = result.jobs.set_index(["policy", "job_id"])
+    # at t=5 one GPU is busy: big (8) does not fit, mid (4) does; big waits for both
+    assert out.loc[("largest-first", "mid"), "start_time"] == 5
+    assert out.loc[("largest-first", "big"), "start_time"] == 105
+    assert result.summary.set_index("policy").loc["decline-all", "ddl_satis_ratio"] == 0
+    with pytest.raises(SchedulingError, match="not a policy"):
+        get_policy(object())
+    with pytest.raises(SchedulingError, match="unknown policy 'nope'"):
+        schedule(jobs, "n1g8", profiles(), "nope")
+
+
+def test_a_policy_over_allocating_is_caught() -> None:
+    class Greedy(AllocationPolicy):
+        name = "greedy"
+
+        def allocate(self, now, view):
+            return {j.index: 8 for j in view.active}
+
+    jobs = itp([("a", 0, 100, 1000, 1), ("b", 0, 100, 1000, 1)])
+    with pytest.raises(SchedulingError, match="allocated 16 GPUs"):
+        schedule(jobs, "n1g8", profiles(), Greedy())
+
+
+def mixed_trace(n: int = 40, seed: int = 7) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(n):
+        gpus = int(rng.choice([1, 2, 4, 8]))
+        iterations = int(rng.integers(200, 20_000))
+        submit = int(k * rng.integers(30, 400))
+        slack = float(rng.uniform(0.5, 4.0))
+        rows.append((f"j{k}", submit, iterations, submit + int(slack * iterations / gpus), gpus))
+    return itp(rows)
+
+
+ALL = "edf,gandiva,tiresias,themis,elasticflow,fifo,sjf"
+
+
+def test_replays_are_deterministic() -> None:
+    first = schedule(mixed_trace(20), "n2g8", profiles(), ALL)
+    second = schedule(mixed_trace(20), "n2g8", profiles(), ALL)
+    pd.testing.assert_frame_equal(first.jobs, second.jobs)
+    pd.testing.assert_frame_equal(first.utilisation, second.utilisation)
+    ratios = first.summary.set_index("policy")["ddl_satis_ratio"]
+    assert ratios.between(0, 1).all() and ratios["elasticflow"] >= ratios["edf"]
+
+
+def small_cases() -> list[Case]:
+    return [Case.build(f"t{seed}", mixed_trace(25, seed), "n2g8", profiles()) for seed in (1, 2)]
+
+
+def test_sweep_through_a_process_pool_matches_the_serial_run() -> None:
+    cases = small_cases()
+    serial = sweep(cases, "edf,tiresias,elasticflow", ThreadPoolExecutor(1))
+    with ProcessPoolExecutor(2) as pool:
+        parallel = sweep(cases, "edf,tiresias,elasticflow", pool)
+    pd.testing.assert_frame_equal(serial.jobs, parallel.jobs)
+    assert list(parallel.summary["trace"]) == ["t1"] * 3 + ["t2"] * 3
+    assert parallel.ratios().shape == (2, 3)
+
+
+def test_sweep_through_a_dask_executor() -> None:
+    distributed = pytest.importorskip(
+        "dask.distributed", reason="dask[distributed] is not installed (pip install '.[dask]')"
+    )
+    cases = small_cases()
+    expected = sweep(cases, "edf,fifo", ThreadPoolExecutor(1))
+    with distributed.Client(processes=False, dashboard_address=None) as client:
+        result = sweep(cases, "edf,fifo", client.get_executor())
+    pd.testing.assert_frame_equal(expected.jobs, result.jobs)
+
+
+# -- inputs ---------------------------------------------------------------------------------
+def test_the_artifact_philly_columns_are_read_as_the_reference_does() -> None:
+    philly = pd.DataFrame(
+        {
+            "job_id": [0, 1],
+            "submit_time": [100, 0],
+            "real_iteration": [1, 1],  # never read by the reference
+            "model_name": "m",
+            "ddl": [500, 400],
+            "batch_size": 64,
+            "num_gpu": [1, 2],
+            "real_duration": [1, 1],
+            "duration": [300, 200],
+            "iteration": [300, 400],
+        }
+    )
+    frame = as_jobs(philly).frame
+    assert frame["job_id"].tolist() == ["1", "0"]  # sorted by submission
+    assert frame["iterations"].tolist() == [400, 300]
+    assert frame["deadline"].tolist() == [400, 500]
+    assert frame["duration"].tolist() == [200, 300]
+
+
+def test_unknown_formats_and_bad_rows_are_explained() -> None:
+    with pytest.raises(SchedulingError, match="cannot tell the trace format"):
+        as_jobs(pd.DataFrame({"a": [1]}))
+    bad = itp([("x", 0, 10, 100, 1)]).assign(num_gpu=0)
+    with pytest.raises(SchedulingError, match="ask for < 1 GPU"):
+        as_jobs(bad)
+    with pytest.raises(SchedulingError, match="no throughput profile"):
+        schedule(itp([("x", 0, 10, 100, 1)]).assign(model_name="zzz"), "n1g8", profiles(), "edf")
+
+
+def test_cluster_specs_and_profiles_read_the_artifact_files(tmp_path) -> None:
+    spec = tmp_path / "n2g4.csv"
+    spec.write_text(
+        "num_switch,num_node_p_switch,num_gpu_p_node,num_cpu_p_node,mem_p_node\n1,2,4,64,256\n"
+    )
+    cluster = ClusterSpec.from_csv(spec)
+    assert (cluster.nodes, cluster.gpus, cluster.name) == (2, 8, "n2g4")
+    assert ClusterSpec.from_name("n32g8").gpus == 256
+    with pytest.raises(SchedulingError, match="n<nodes>g<gpus"):
+        ClusterSpec.from_name("big")
+    folder = tmp_path / "throughputs_A100"
+    folder.mkdir()
+    (folder / "toy.csv").write_text("global_batch_size,1,2,4\n32,1.5,2.5,\n64,0.5,0.9,1.6\n")
+    curves = load_profiles(folder)
+    assert curves.curve("toy", 32).allowed == (1, 2)  # an empty cell: not allowed
+    assert curves.curve("toy", 64).speed[4] == 1.6
+
+
+def test_overhead_prices_match_the_artifact() -> None:
+    cost = Overhead().cost
+    assert cost(8, 64) == 2 + 2 * (3 + 1)
+    assert cost(8, 64, restart=True) == 2 + 27 + 8
+    assert cost(8, 64, restart=True, cached=True) == 2
+    assert cost(1, 256) == 7 + 2
+    assert cost(1, 256, restart=True) == 7 + 27 + 20 + 2
+    assert Overhead().is_restart(60) and not Overhead().is_restart(0)
+
+
+def test_fig8b_setup_is_data() -> None:
+    assert FIG8B_CLUSTERS["cluster04"] == "n128g8" and FIG8B_CLUSTERS["philly_103959"] == "n32g8"
+    assert PUBLISHED_FIG8B["elasticflow"]["cluster10"] == 0.981
+    cases = fig8b_cases({"cluster10": mixed_trace(5)}, profiles())
+    assert cases[0].cluster.gpus == 256
+    with pytest.raises(SchedulingError, match=r"no Fig\. 8"):
+        fig8b_cases({"mystery": mixed_trace(5)}, profiles())
+
+
+def test_jobs_too_large_for_the_cluster_are_turned_away() -> None:
+    jobs = itp([("huge", 0, 100, 1000, 16), ("ok", 0, 100, 1000, 1)])
+    for policy in ("tiresias", "gandiva", "themis", "fifo"):
+        out = by_id(schedule(jobs, "n1g8", profiles({1: 1.0, 16: 8.0}), policy))
+        assert not out.loc["huge", "admitted"], policy
+        assert out.loc["ok", "deadline_met"], policy
+    assert isinstance(get_policy("dlas-gpu"), Tiresias)
+    assert isinstance(get_policy("ef-accessctrl"), ElasticFlow)
+    assert isinstance(get_policy("gandiva"), Gandiva)
+    assert isinstance(get_policy("fifo"), FIFO) and isinstance(get_policy("sjf"), SJF)
