@@ -127,7 +127,8 @@ class ChunkParser:
         types = ["VARCHAR"] + ["DOUBLE"] * (len(self.names) - 1)
         try:
             query = f"SELECT * FROM {read_csv_sql(part, types, skip=0)}"
-            return self.con.cursor().sql(query).to_arrow_table()
+            with self.con.cursor() as cursor:
+                return cursor.sql(query).to_arrow_table()
         except Exception as error:
             if not is_duckdb_error(error):
                 raise

@@ -252,7 +252,6 @@ class Unpivot:
     """
 
     def __init__(self, columns: ColumnMap, kind: str, parse: ChunkParser, fmt: str, con) -> None:
-
         self.columns, self.kind, self.parse, self.fmt, self.con = columns, kind, parse, fmt, con
         self.nodes = arrow.strings(columns.nodes)
         self.devices = arrow.strings(columns.devices)
@@ -272,9 +271,16 @@ class Unpivot:
         return pa.schema(fields)
 
     def __call__(self, chunk: Chunk) -> LongChunk:
-
         wide = self.parse(chunk)
-        times = self.epoch_us(wide.column(0))
+        try:
+            times = self.epoch_us(wide.column(0))
+        except Exception as error:
+            lines = f"{chunk.first_line}-{chunk.last_line}"
+            if is_duckdb_error(error):
+                raise duckdb_error(error, self.parse.path.name, lines) from error
+            if isinstance(error, SchemaError):
+                raise SchemaError(f"{self.parse.path.name}: {error} (lines {lines})") from error
+            raise
         keep = first_occurrences(times)
         if not keep.all():
             wide, times = wide.filter(arrow.mask(keep)), times[keep]
@@ -287,9 +293,12 @@ class Unpivot:
 
         if text.null_count:
             raise SchemaError("a row has an empty Time")
-        chunk_times = pa.table({"c0": text})
-        query = self.con.cursor().from_arrow(chunk_times)
-        result = query.select(f"epoch_us({time_sql('c0', self.fmt)})").to_arrow_table()
+        cursor = self.con.cursor()  # one per thread: a connection runs one query at a time
+        try:
+            texts = cursor.from_arrow(pa.table({"c0": text}))
+            result = texts.select(f"epoch_us({time_sql('c0', self.fmt)})").to_arrow_table()
+        finally:
+            cursor.close()
         return arrow.int64s(result.column(0))
 
     def _long(self, wide, times: np.ndarray) -> list[tuple[str, object]]:
@@ -443,21 +452,32 @@ class _WideSink:
                 self.writers.write(month, table)
 
 
-def _progress_bar(path: Path):  # -> tqdm.tqdm
-    """A byte progress bar on stderr, shown on a TTY once the conversion takes over 2 s."""
-    from tqdm.auto import tqdm
+class _NoProgress:
+    """Stands in for a hidden bar (tqdm would still start its monitor thread)."""
 
+    n = 0
+    disable = True
+
+    def update(self, step: int) -> None:
+        self.n += step
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress_bar(path: Path):  # -> tqdm.tqdm | _NoProgress
+    """A byte progress bar on stderr, on a TTY (or when asked), once it has run 2 s."""
     from mltraces.download import _show_progress
 
-    return tqdm(
-        total=path.stat().st_size,
-        unit="B",
-        unit_scale=True,
-        desc=f"converting {path.name}",
-        delay=2,
-        leave=False,
-        disable=not _show_progress(None),
-    )
+    if not _show_progress(None):
+        return _NoProgress()
+    from tqdm.auto import tqdm
+
+    size = path.stat().st_size
+    return tqdm(total=size, unit="B", unit_scale=True, desc=path.name, delay=2, leave=False)
 
 
 def convert_wide(path: Path, folder: Path, kind: str, settings: Settings) -> dict:
