@@ -439,6 +439,7 @@ def test_a_bad_cell_names_the_file_and_its_lines(tmp_path) -> None:
         convert.convert_wide(csv, tmp_path, "gpu", convert.Settings(chunk_bytes=1000))
     low, high = map(int, re.search(r"lines (\d+)-(\d+)", str(e.value)).groups())
     assert low <= 202 <= high  # line 1 is the header
+    assert "Line: 202" in str(e.value), "DuckDB's line number is the file's, not the chunk's"
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ quoted cell (the cells are numbers and timestamps).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,10 +70,16 @@ def read_csv_sql(path: Path, types: list[str], skip: int = 1) -> str:
     )
 
 
-def duckdb_error(error: Exception, where: str, lines: str = "") -> SchemaError:
-    """A DuckDB read error as a :class:`SchemaError` naming the file (and lines)."""
+def duckdb_error(error: Exception, where: str, chunk: Chunk | None = None) -> SchemaError:
+    """A DuckDB read error as a :class:`SchemaError` naming the file (and the chunk's lines).
+
+    DuckDB numbers the lines of a chunk from 1: they become the file's line numbers.
+    """
     text = str(error).split("\n", 1)[0]
-    at = f" (lines {lines})" if lines else ""
+    at = ""
+    if chunk is not None:
+        text = re.sub(r"Line: (\d+)", lambda m: f"Line: {int(m[1]) + chunk.first_line - 1}", text)
+        at = f" (lines {chunk.first_line}-{chunk.last_line})"
     return SchemaError(f"{where}: DuckDB could not read the file as typed{at}: {text}")
 
 
@@ -132,7 +139,6 @@ class ChunkParser:
         except Exception as error:
             if not is_duckdb_error(error):
                 raise
-            lines = f"{chunk.first_line}-{chunk.last_line}"
-            raise duckdb_error(error, self.path.name, lines) from error
+            raise duckdb_error(error, self.path.name, chunk) from error
         finally:
             part.unlink(missing_ok=True)

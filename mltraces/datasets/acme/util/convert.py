@@ -255,8 +255,9 @@ class Unpivot:
         self.columns, self.kind, self.parse, self.fmt, self.con = columns, kind, parse, fmt, con
         self.nodes = arrow.strings(columns.nodes)
         self.devices = arrow.strings(columns.devices)
+        self.schema = self._schema()
 
-    def schema(self):  # -> pyarrow.Schema
+    def _schema(self):  # -> pyarrow.Schema
         import pyarrow as pa
 
         fields = [
@@ -275,11 +276,11 @@ class Unpivot:
         try:
             times = self.epoch_us(wide.column(0))
         except Exception as error:
-            lines = f"{chunk.first_line}-{chunk.last_line}"
             if is_duckdb_error(error):
-                raise duckdb_error(error, self.parse.path.name, lines) from error
+                raise duckdb_error(error, self.parse.path.name, chunk) from error
             if isinstance(error, SchemaError):
-                raise SchemaError(f"{self.parse.path.name}: {error} (lines {lines})") from error
+                lines = f"lines {chunk.first_line}-{chunk.last_line}"
+                raise SchemaError(f"{self.parse.path.name}: {error} ({lines})") from error
             raise
         keep = first_occurrences(times)
         if not keep.all():
@@ -329,7 +330,7 @@ class Unpivot:
             )
         cells = np.frombuffer(flat.buffers()[1], np.float64, len(flat), flat.offset * 8)
         arrays["value"] = arrow.array(cells.take(present))  # a gather: faster than drop_null
-        table = pa.table(arrays, schema=self.schema())
+        table = pa.table(arrays, schema=self.schema)
         return _split_by_month(table, month_of(times), row)
 
 
@@ -351,7 +352,6 @@ def _split_by_month(table, months: np.ndarray, row: np.ndarray) -> list[tuple[st
     first, last = months.min(), months.max()
     if first == last:
         return [(str(first), table)]
-
     of_row = months[row]
     return [(str(m), table.filter(arrow.mask(of_row == m))) for m in np.unique(months)]
 
@@ -489,7 +489,7 @@ def convert_wide(path: Path, folder: Path, kind: str, settings: Settings) -> dic
     fmt = time_format(_first_value(path))
     con = duckdb_connection(settings)
     unpivot = Unpivot(columns, kind, ChunkParser(path, len(names), folder, con), fmt, con)
-    sink = _WideSink(_MonthWriters(folder, unpivot.schema(), settings.compression))
+    sink = _WideSink(_MonthWriters(folder, unpivot.schema, settings.compression))
     source = chunks(path, settings.chunk_bytes) if fmt else iter(())
     workers = settings.threads or os.cpu_count() or 1
     try:

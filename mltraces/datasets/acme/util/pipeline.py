@@ -104,8 +104,10 @@ class Pipeline:
                 while index not in self.results:
                     self.posted.wait()
                 kind, value = self.results.pop(index)
-            if kind in (_END, _SKIPPED):
+            if kind == _END:
                 return
+            if kind == _SKIPPED:
+                raise RuntimeError("the pipeline was closed while it was being read")
             if kind == _FAILED:
                 raise value
             self.room.release()
