@@ -7,7 +7,8 @@ process so time, CPU and peak RSS are that run's own:
 
 1. mltraces' conversion (``mltraces.datasets.acme.util``: chunks parsed and
    unpivoted on one thread per core, one Parquet file per UTC month, then the
-   dataset assembly);
+   dataset assembly), and of the 100 MB file also on one worker thread, to
+   show what the second core adds;
 2. DuckDB's plain typed read of the same file (every cell parsed as in the
    conversion, nothing kept: ``SELECT * FROM read_csv(...) WHERE c0 IS NULL``),
    the speed any DuckDB-based conversion starts from;
@@ -20,7 +21,9 @@ process so time, CPU and peak RSS are that run's own:
 The machine is shared, so runs are interleaved (mltraces, DuckDB, mltraces, ...)
 and medians reported, with the load average before and after; compare the
 ratios, which the load moves less than the absolute speeds. CPU/wall above 1
-means more than one core was busy.
+means more than one core was busy; Linux gives each session (autogroup) an
+equal share of the CPUs, so while other sessions keep the machine busy no run
+gets much more than its share, whatever its number of threads.
 
 Run: ``python benchmarks/bench_acme_util.py [--size-gb 2] [--small-mb 100] [--repeat 3]``.
 Goals (issue 13): >= 10x pandas on the 100 MB file, both cores busy, peak RSS
@@ -69,9 +72,10 @@ def _measured(work, *args) -> dict:
     return {**report, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak}
 
 
-def child_convert(csv: Path, cache: Path) -> dict:
-    """Convert one file as ``fetch_util`` would after the download."""
-    os.environ["MLTRACES_CACHE"] = str(cache)
+def child_convert(csv: str, cache: str, threads: str = "0") -> dict:
+    """Convert one file as ``fetch_util`` would after the download (``threads`` 0: one per core)."""
+    csv_path = Path(csv)
+    os.environ["MLTRACES_CACHE"] = cache
     # imported before the clock starts, as pandas is for the pandas run
     import duckdb  # noqa: F401
     import pyarrow.csv
@@ -80,12 +84,12 @@ def child_convert(csv: Path, cache: Path) -> dict:
     from mltraces.datasets.acme.hub import HubFile
     from mltraces.datasets.acme.util import assemble, convert
 
-    size = csv.stat().st_size
+    size = csv_path.stat().st_size
     fake_sha = f"{size:064x}"[-64:]  # the benchmark skips hashing: conversion is measured
     file = HubFile(METRIC_PATH, size, fake_sha, None)
 
     def work() -> dict:
-        folder = convert.convert(file, csv)
+        folder = convert.convert(file, csv_path, convert.Settings(threads=int(threads) or None))
         meta = json.loads((folder / "meta.json").read_text())
         assemble.assemble_partition((file.table, file.group, file.metric), [meta])
         return {"rows": meta["rows"], "wide_rows": meta["wide_rows"]}
@@ -93,11 +97,11 @@ def child_convert(csv: Path, cache: Path) -> dict:
     return _measured(work)
 
 
-def child_duckdb(csv: Path) -> dict:
+def child_duckdb(csv: str) -> dict:
     """DuckDB's typed read of every cell (as the conversion types them), keeping nothing."""
     import duckdb
 
-    with csv.open() as handle:
+    with open(csv) as handle:
         n_columns = len(handle.readline().split(","))
     types = ", ".join(f"'c{i}': '{'VARCHAR' if i == 0 else 'DOUBLE'}'" for i in range(n_columns))
     source = (
@@ -112,7 +116,7 @@ def child_duckdb(csv: Path) -> dict:
     return _measured(work)
 
 
-def child_pandas(csv: Path, out: Path) -> dict:
+def child_pandas(csv: str, out: str) -> dict:
     """The pandas way: read the wide frame, melt, drop empty cells, write Parquet."""
     import numpy as np
     import pandas as pd
@@ -143,7 +147,7 @@ def child_pandas(csv: Path, out: Path) -> dict:
 CHILDREN = {"convert": child_convert, "duckdb": child_duckdb, "pandas": child_pandas}
 
 
-def run_child(kind: str, *args: Path) -> dict:
+def run_child(kind: str, *args: Path | str) -> dict:
     """Run one measurement in a fresh interpreter; returns its JSON report."""
     result = subprocess.run(
         [sys.executable, __file__, "--child", kind, *map(str, args)],
@@ -154,10 +158,10 @@ def run_child(kind: str, *args: Path) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def convert_run(csv: Path, label: str) -> dict:
+def convert_run(csv: Path, label: str, threads: int = 0) -> dict:
     cache = WORK / f"cache-{label}"
     shutil.rmtree(cache, ignore_errors=True)
-    return run_child("convert", csv, cache)
+    return run_child("convert", csv, cache, str(threads))
 
 
 # --------------------------------------------------------------------------- inputs
@@ -231,10 +235,16 @@ def median_run(runs: list[dict]) -> dict:
 
 def measure(small: Path, big: Path | None, repeat: int) -> dict:
     """Interleaved runs: mltraces and DuckDB alternate; pandas once, mid-way."""
-    runs: dict[str, list[dict]] = {"mltraces_small": [], "duckdb_small": [], "pandas_small": []}
+    runs: dict[str, list[dict]] = {
+        "mltraces_small": [],
+        "mltraces_one_thread_small": [],
+        "duckdb_small": [],
+        "pandas_small": [],
+    }
     for i in range(repeat):
         print(f"round {i + 1}/{repeat} on {small.name} ...", flush=True)
         runs["mltraces_small"].append(convert_run(small, "small"))
+        runs["mltraces_one_thread_small"].append(convert_run(small, "small", threads=1))
         runs["duckdb_small"].append(run_child("duckdb", small))
         if i == repeat // 2:
             print("pandas read_csv + melt (slow) ...", flush=True)
@@ -259,7 +269,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         kind, *paths = args.child
-        print(json.dumps(CHILDREN[kind](*map(Path, paths))))
+        print(json.dumps(CHILDREN[kind](*paths)))
         return
 
     check_disk(args.size_gb * 1e3 + args.small_mb)
@@ -300,6 +310,7 @@ def report(results: dict) -> None:
     print(f"{head} {'peak RSS':>10} {'rows':>13}")
     rows = [
         ("mltraces convert", "mltraces_small", "small"),
+        ("mltraces convert, 1 worker thread", "mltraces_one_thread_small", "small"),
         ("DuckDB typed read (yardstick)", "duckdb_small", "small"),
         ("pandas read_csv + melt (yardstick)", "pandas_small", "small"),
         ("mltraces convert", "mltraces_big", "big"),
@@ -312,10 +323,14 @@ def report(results: dict) -> None:
     assert ours["rows"] == pandas["rows"], "both sides must produce the same long rows"
     vs_pandas = speed(results, "mltraces_small", "small") / speed(results, "pandas_small", "small")
     vs_duckdb = speed(results, "mltraces_small", "small") / speed(results, "duckdb_small", "small")
+    vs_one = speed(results, "mltraces_small", "small") / speed(
+        results, "mltraces_one_thread_small", "small"
+    )
     busy = ours["cpu_seconds"] / ours["seconds"]
     print(
         f"\n{mb['small']:,.0f} MB: {vs_pandas:.1f}x pandas (goal >= {GOAL_PANDAS:g}x), "
-        f"{vs_duckdb:.2f}x DuckDB's typed read; CPU/wall {busy:.2f}"
+        f"{vs_duckdb:.2f}x DuckDB's typed read; CPU/wall {busy:.2f}, "
+        f"{vs_one:.2f}x the same conversion on one worker thread"
     )
     if "mltraces_big" in results:
         big = results["mltraces_big"]
