@@ -281,6 +281,7 @@ def main() -> None:
         results["query"] = time_query(WORK / "cache-big")
     results["load_average"] = {"before": load_before, "after": os.getloadavg()}
     results["cpus"] = os.cpu_count()
+    results["ram_gb"] = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     report(results)
     (WORK / "results.json").write_text(json.dumps(results, indent=1))
 
@@ -302,7 +303,8 @@ def report(results: dict) -> None:
     mb = results["mb"]
     before, after = results["load_average"]["before"], results["load_average"]["after"]
     print(
-        f"\nmachine: {results['cpus']} CPUs; load average (1/5/15 min) "
+        f"\nmachine: {results['cpus']} CPUs, {results['ram_gb']:.0f} GiB; "
+        "load average (1/5/15 min) "
         f"{' / '.join(f'{x:.1f}' for x in before)} before, "
         f"{' / '.join(f'{x:.1f}' for x in after)} after"
     )
