@@ -126,6 +126,22 @@ def wide_csv_bytes(table: WideTable, time_style: str = "offset") -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+def wide_csv_with_repeats(
+    table: WideTable, repeats: dict[int, int], rng: np.random.Generator
+) -> bytes:
+    """The CSV of ``table`` with extra rows that repeat an earlier row's Time.
+
+    ``repeats`` maps a row ``at`` to a row ``of`` (``of <= at``): after row ``at``
+    comes a row with row ``of``'s Time and other values, which a conversion must
+    drop (the first row of a Time wins), so ``table.cells()`` stays the truth.
+    """
+    lines = wide_csv_bytes(table).decode().splitlines()
+    for at in sorted(repeats, reverse=True):
+        again = wide_table(rng, table.columns, 1, start=int(table.epochs[repeats[at]]))
+        lines.insert(at + 2, wide_csv_bytes(again).decode().splitlines()[1])
+    return ("\n".join(lines) + "\n").encode()
+
+
 # --------------------------------------------------------------------------- IPMI
 
 

@@ -329,6 +329,195 @@ def test_a_bad_cell_names_the_file(tmp_path: Path) -> None:
         convert.convert_wide(csv, tmp_path, "gpu", convert.Settings())
 
 
+# --------------------------------------------------------------------------- parallel conversion
+
+SMALL_CHUNKS = 6000  # bytes: the fixture below is cut into ~40 chunks
+
+
+@pytest.fixture(scope="module")
+def repeats_csv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, su.WideTable]:
+    """~240 kB across the June/July boundary; Times repeated in the same and later chunks."""
+    rng = np.random.default_rng(11)
+    table = su.wide_table(rng, su.gpu_columns(12), 400, start=su.JULY_1 - 150 * 15, integer=False)
+    repeats = {3: 2, 4: 4, 150: 149, 160: 5, 399: 0, 250: 250}  # after row → repeat row's Time
+    csv = tmp_path_factory.mktemp("repeats") / "GPU_UTIL.csv"
+    csv.write_bytes(su.wide_csv_with_repeats(table, repeats, rng))
+    return csv, table
+
+
+def convert_to(csv: Path, folder: Path, **settings) -> tuple[dict, dict[str, bytes]]:
+    """convert_wide into ``folder``; (its metadata, the bytes of each file written)."""
+    folder.mkdir()
+    meta = convert.convert_wide(csv, folder, "gpu", convert.Settings(**settings))
+    return meta, {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def sorted_rows(folder: Path):  # -> pyarrow.Table
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(sorted(folder.glob("month=*.parquet")))
+    return table.sort_by([("time", "ascending"), ("node", "ascending"), ("gpu", "ascending")])
+
+
+def test_parallel_conversion_writes_the_same_bytes_as_one_thread(repeats_csv, tmp_path) -> None:
+    csv, _ = repeats_csv
+    one, one_files = convert_to(csv, tmp_path / "one", threads=1, chunk_bytes=SMALL_CHUNKS)
+    four, four_files = convert_to(csv, tmp_path / "four", threads=4, chunk_bytes=SMALL_CHUNKS)
+    assert one == four
+    assert one_files == four_files, "results are written in file order, whatever the threads"
+    assert list(one["months"]) == ["2023-06", "2023-07"]
+    assert one["wide_rows"] == 400 and one["duplicate_rows"] == 6
+
+
+def test_chunking_changes_no_row(repeats_csv, tmp_path) -> None:
+    csv, table = repeats_csv
+    whole, _ = convert_to(csv, tmp_path / "whole", threads=1, chunk_bytes=1 << 30)
+    cut, _ = convert_to(csv, tmp_path / "cut", threads=2, chunk_bytes=SMALL_CHUNKS)
+    assert whole == cut
+    rows = sorted_rows(tmp_path / "cut")
+    assert rows.equals(sorted_rows(tmp_path / "whole"))
+    times = rows.column("time").cast("int64").to_pylist()
+    nodes, gpus, values = (rows.column(c).to_pylist() for c in ("node", "gpu", "value"))
+    found = {
+        (t // 10**6, f"{n}-{g}", v) for t, n, g, v in zip(times, nodes, gpus, values, strict=True)
+    }
+    assert found == {(t, c, v) for t, c, v in table.cells()}, "first row of a Time wins"
+
+
+def test_pyarrow_parses_cells_as_duckdb_does(tmp_path, monkeypatch) -> None:
+    from mltraces.datasets.acme.util.chunks import ChunkParser
+
+    spellings = [
+        "1e-3",
+        "-0.0",
+        "0.1234567890123456789",
+        "  7",
+        '"4"',
+        "1E5",
+        "+3.5",
+        ".5",
+        "5.",
+        "1e400",
+        "4.9406564584124654e-324",
+        "0001.5",
+        "\t5",
+        "",
+        '""',
+    ]
+    columns = su.gpu_columns(2)
+    lines = [",".join(["Time", *columns])]
+    for i in range(len(spellings)):
+        cells = [spellings[(i + k) % len(spellings)] for k in range(len(columns))]
+        lines.append(",".join([su.time_text(su.JULY_1 + 15 * i), *cells]))
+    csv = tmp_path / "GPU_UTIL.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    with_duckdb = ChunkParser.with_duckdb
+    monkeypatch.setattr(ChunkParser, "with_duckdb", None)  # pyarrow must read every chunk
+    fast, _ = convert_to(csv, tmp_path / "pyarrow", chunk_bytes=200)
+    monkeypatch.setattr(ChunkParser, "__call__", with_duckdb)
+    slow, _ = convert_to(csv, tmp_path / "duckdb", chunk_bytes=200)
+    assert fast == slow
+    assert sorted_rows(tmp_path / "pyarrow").equals(sorted_rows(tmp_path / "duckdb"))
+    empty = sum(cell in ("", '""') for cell in spellings)
+    assert sum(m["rows"] for m in fast["months"].values()) == (len(spellings) - empty) * 16
+
+
+def test_duckdb_reads_what_pyarrow_refuses(tmp_path) -> None:
+    csv = tmp_path / "GPU_UTIL.csv"
+    csv.write_text("Time,10.140.0.1-0\n2023-07-01 08:00:00+08:00,1_000.5\n")
+    meta = convert.convert_wide(csv, tmp_path, "gpu", convert.Settings())
+    assert meta["months"]["2023-07"]["rows"] == 1
+    assert sorted_rows(tmp_path).column("value").to_pylist() == [1000.5]
+
+
+def test_a_bad_cell_names_the_file_and_its_lines(tmp_path) -> None:
+    rows = [f"{su.time_text(su.JULY_1 + 15 * i)},{i}" for i in range(300)]
+    rows[200] = rows[200].replace(",200", ",abc")
+    csv = tmp_path / "GPU_UTIL.csv"
+    csv.write_text("\n".join(["Time,10.140.0.1-0", *rows]) + "\n")
+    with pytest.raises(SchemaError, match=r"GPU_UTIL\.csv: DuckDB .* \(lines (\d+)-(\d+)\)") as e:
+        convert.convert_wide(csv, tmp_path, "gpu", convert.Settings(chunk_bytes=1000))
+    low, high = map(int, re.search(r"lines (\d+)-(\d+)", str(e.value)).groups())
+    assert low <= 202 <= high  # line 1 is the header
+    assert "Line: 202" in str(e.value), "DuckDB's line number is the file's, not the chunk's"
+
+
+@pytest.mark.parametrize(
+    ("time", "error"), [("2023-13-45 99:00:00+08:00", "DuckDB could not read"), ("", "empty Time")]
+)
+def test_a_bad_time_names_the_file_and_its_lines(tmp_path, time: str, error: str) -> None:
+    rows = [f"{su.time_text(su.JULY_1 + 15 * i)},{i}" for i in range(300)]
+    rows[250] = f"{time},250"
+    csv = tmp_path / "GPU_UTIL.csv"
+    csv.write_text("\n".join(["Time,10.140.0.1-0", *rows]) + "\n")
+    with pytest.raises(SchemaError, match=rf"GPU_UTIL\.csv: .*{error}.*lines (\d+)-(\d+)") as e:
+        convert.convert_wide(csv, tmp_path, "gpu", convert.Settings(chunk_bytes=1000))
+    low, high = map(int, re.search(r"lines (\d+)-(\d+)", str(e.value)).groups())
+    assert low <= 252 <= high
+
+
+def test_a_failing_worker_leaves_nothing_half_written(repeats_csv, monkeypatch) -> None:
+    import threading
+
+    from mltraces.datasets.acme.hub import HubFile
+
+    csv, _ = repeats_csv
+    real = convert.Unpivot.__call__
+
+    def failing(self, chunk):
+        if chunk.index == 7:
+            raise MemoryError("worker died")
+        return real(self, chunk)
+
+    monkeypatch.setattr(convert.Unpivot, "__call__", failing)
+    file = HubFile(f"{U}/kalos/GPU_UTIL.csv", csv.stat().st_size, "ab" * 32, None)
+    settings = convert.Settings(threads=2, chunk_bytes=SMALL_CHUNKS)
+    with pytest.raises(MemoryError, match="worker died"):
+        convert.convert(file, csv, settings)
+    assert not layout.converted_dir(file.sha256).exists()
+    assert not list((layout.root() / "tmp").glob("convert-*")), "the work folder is gone"
+    assert not [t for t in threading.enumerate() if t.name.startswith("pipeline-")]
+    monkeypatch.setattr(convert.Unpivot, "__call__", real)
+    assert (convert.convert(file, csv, settings) / "meta.json").is_file(), "a retry works"
+
+
+def test_conversion_reports_progress_in_bytes(repeats_csv, tmp_path, monkeypatch) -> None:
+    csv, _ = repeats_csv
+    seen = []
+
+    class Bar:
+        n = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def update(self, step):
+            self.n += step
+            seen.append(self.n)
+
+    monkeypatch.setattr(convert, "_progress_bar", lambda path: Bar())
+    convert.convert_wide(csv, tmp_path, "gpu", convert.Settings(chunk_bytes=SMALL_CHUNKS))
+    assert len(seen) > 10 and seen == sorted(seen) and seen[-1] == csv.stat().st_size
+
+
+def test_progress_bar_only_on_a_terminal_or_when_asked(tmp_path) -> None:
+    from mltraces.download import set_progress
+
+    csv = tmp_path / "x.csv"
+    csv.write_text("Time\n")
+    with convert._progress_bar(csv) as bar:
+        assert bar.disable, "stderr is not a terminal under pytest"
+    set_progress(True)
+    try:
+        with convert._progress_bar(csv) as bar:
+            assert not bar.disable and bar.total == csv.stat().st_size
+    finally:
+        set_progress(None)
+
+
 def test_replace_dir_swaps_whole_folders(tmp_path: Path, isolated_cache) -> None:
     final, new = tmp_path / "month=2023-07", tmp_path / "new"
     final.mkdir()
@@ -465,6 +654,56 @@ def test_pipeline_stops_and_closes_its_source_when_left_early() -> None:
                 break
     assert closed == [True]
     assert not any(t.is_alive() for t in items.threads)
+
+
+def test_pipeline_workers_keep_the_source_order() -> None:
+    import random
+    import time
+
+    from mltraces.datasets.acme.util.pipeline import Pipeline
+
+    def slow_square(x: int) -> int:
+        time.sleep(random.random() / 200)
+        return x * x
+
+    with Pipeline(iter(range(200)), slow_square, depth=3, workers=4) as items:
+        assert list(items) == [x * x for x in range(200)]
+
+
+def test_pipeline_bounds_the_items_in_flight() -> None:
+    import threading
+
+    from mltraces.datasets.acme.util.pipeline import Pipeline
+
+    taken, lock, peak = [0], threading.Lock(), [0]
+
+    def source():
+        for i in range(100):
+            with lock:
+                taken[0] += 1
+            yield i
+
+    def count_out(x: int) -> int:
+        return x
+
+    with Pipeline(source(), count_out, depth=2, workers=3) as items:
+        for done, _ in enumerate(items, 1):
+            with lock:
+                peak[0] = max(peak[0], taken[0] - done)
+    assert peak[0] <= 3 + 2
+
+
+def test_pipeline_raises_a_worker_error_in_order() -> None:
+    from mltraces.datasets.acme.util.pipeline import Pipeline
+
+    got = []
+    with (
+        pytest.raises(ZeroDivisionError),
+        Pipeline(iter([1, 2, 0, 4]), lambda x: 1 / x, workers=3) as items,
+    ):
+        for item in items:
+            got.append(item)
+    assert got == [1.0, 0.5], "items before the failing one are handed over first"
 
 
 # --------------------------------------------------------------------------- CDF

@@ -1,19 +1,19 @@
 """Convert one verified utilization CSV to long-form Parquet, once, in bounded memory.
 
-Wide files (DCGM ``<ip>-<gpu>`` columns, Prometheus ``<ip>`` columns) are read
-by DuckDB's parallel CSV reader with every column typed up front (``Time`` as
-text, the rest ``DOUBLE``; nothing is sniffed) and streamed out as Arrow record
-batches of a few thousand rows. Each batch is unpivoted with numpy: the
-non-empty cells of all columns are found at once from the Arrow validity
-bitmaps and turned into ``(time, node, gpu, value)`` rows, node names
-dictionary-encoded. Reading, unpivoting and writing (one Parquet file per
-UTC month) run as a three-stage pipeline on separate threads. Memory is bounded
-by the batch size, the queue depth and DuckDB's ``memory_limit``, whatever the
-file size.
+Wide files (DCGM ``<ip>-<gpu>`` columns, Prometheus ``<ip>`` columns) are cut
+into chunks of whole lines (:mod:`.chunks`) that worker threads parse and
+unpivot at once, one chunk per core: pyarrow's CSV reader types every column up
+front (``Time`` as text, converted by DuckDB; the rest ``float64``; nothing is
+sniffed), and numpy finds the non-empty cells of all columns at once from the
+Arrow validity bitmaps and turns them into ``(time, node, gpu, value)`` rows,
+node names dictionary-encoded. The caller's thread writes the chunks in file
+order, one Parquet file per UTC month (:mod:`.pipeline`). Memory is bounded by
+the chunk size and the number of chunks in flight, whatever the file size.
 
-DuckDB's own ``UNPIVOT`` + ``COPY`` does the same in one statement but measured
-about half as fast here (~23 against ~45 MB/s of CSV on 2 cores): it
-materialises a column-name string per long row.
+Measured on the 2,304-column benchmark file (``benchmarks/bench_acme_util.py``),
+per 100 MB of CSV: DuckDB's reader with its export to Arrow took ~4 CPU-seconds,
+pyarrow's reader ~2.5; DuckDB's own ``UNPIVOT`` took ~5 just to count the long
+rows (it materialises a column-name string per long row).
 
 IPMI files are already long; DuckDB reads them with explicit types and writes
 them with ``COPY ... PARTITION_BY (month)``.
@@ -38,14 +38,22 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from mltraces.datasets.acme.hub import HubFile
-from mltraces.datasets.acme.util import layout
+from mltraces.datasets.acme.util import arrow, layout
+from mltraces.datasets.acme.util.chunks import (
+    Chunk,
+    ChunkParser,
+    chunks,
+    duckdb_error,
+    is_duckdb_error,
+    read_csv_sql,
+)
+from mltraces.datasets.acme.util.chunks import sql_text as _sql_text
 from mltraces.datasets.acme.util.pipeline import Pipeline
 from mltraces.errors import SchemaError
 
@@ -73,12 +81,15 @@ class Settings:
     """Resource limits of a conversion (the defaults fit a 2-core, 4 GB machine).
 
     ``memory_limit`` caps DuckDB (it spills to ``<cache>/acme-util/tmp``);
-    ``batch_rows`` bounds the rows unpivoted at once (~8 bytes x columns each).
+    ``threads`` is the number of chunks converted at once (default: one per core);
+    ``chunk_bytes`` is the CSV text per chunk (its wide table takes ~8 bytes per
+    cell, ~4x the text for these files, and its long rows about as much again);
+    ``queue_depth`` is how many more chunks may wait for the writer.
     """
 
     memory_limit: str = "1GB"
     threads: int | None = None
-    batch_rows: int = 2048
+    chunk_bytes: int = 4 << 20
     compression: str = "zstd"
     queue_depth: int = 2
 
@@ -186,10 +197,6 @@ def node_columns(names: list[str], where: str = "file") -> ColumnMap:
 # --------------------------------------------------------------------------- DuckDB
 
 
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def duckdb_connection(settings: Settings):  # -> duckdb.DuckDBPyConnection
     """A private DuckDB connection with bounded memory and a spill folder."""
     import duckdb
@@ -206,46 +213,55 @@ def duckdb_connection(settings: Settings):  # -> duckdb.DuckDBPyConnection
     return con
 
 
-def _read_csv_sql(path: Path, types: list[str]) -> str:
-    """``read_csv`` with every column typed explicitly (columns c0, c1, ...)."""
-    spec = ", ".join(f"'c{i}': '{t}'" for i, t in enumerate(types))
-    return (
-        f"read_csv({_sql_text(str(path))}, header = false, skip = 1, auto_detect = false, "
-        f"delim = ',', quote = '\"', escape = '\"', columns = {{{spec}}})"
-    )
-
-
-def _duckdb_error(error: Exception, where: str) -> SchemaError:
-    text = str(error).split("\n", 1)[0]
-    return SchemaError(f"{where}: DuckDB could not read the file as typed: {text}")
-
-
 # --------------------------------------------------------------------------- unpivot
 
 
-class Unpivot:
-    """Turns record batches of a wide file into long Arrow tables, one per month.
+@dataclass(frozen=True)
+class LongChunk:
+    """One chunk of a wide file, unpivoted: what the writer needs, in file order."""
 
-    Keeps the set of times seen so far so a repeated ``Time`` row is dropped.
+    index: int
+    end: int  # byte offset in the file after the chunk (for progress)
+    times: np.ndarray  # µs of the rows kept (a Time repeated within the chunk is dropped)
+    repeats: int  # rows dropped for that
+    months: list[tuple[str, object]]  # (month, long pyarrow.Table)
+
+
+def first_occurrences(times: np.ndarray) -> np.ndarray:
+    """Mask keeping the first row of each distinct time (the authors' drop_duplicates)."""
+    keep = np.zeros(len(times), dtype=bool)
+    keep[np.unique(times, return_index=True)[1]] = True
+    return keep
+
+
+def valid_positions(flat) -> np.ndarray:
+    """Positions of the non-null cells of a pyarrow array, from its validity bitmap."""
+    if flat.null_count == 0:
+        return np.arange(len(flat))
+    bitmap = np.frombuffer(flat.buffers()[0], dtype=np.uint8)
+    bits = np.unpackbits(bitmap, count=flat.offset + len(flat), bitorder="little")
+    return np.flatnonzero(bits[flat.offset :])
+
+
+class Unpivot:
+    """Turns one chunk of a wide file into long Arrow tables, one per month.
+
+    Thread-safe and free of state between chunks, so chunks can be unpivoted on
+    several threads at once; dropping a ``Time`` that an *earlier chunk* had is
+    left to the (ordered) writer.
     """
 
-    def __init__(self, columns: ColumnMap, kind: str) -> None:
-        import pyarrow as pa
+    def __init__(self, columns: ColumnMap, kind: str, parse: ChunkParser, fmt: str, con) -> None:
+        self.columns, self.kind, self.parse, self.fmt, self.con = columns, kind, parse, fmt, con
+        self.nodes = arrow.strings(columns.nodes)
+        self.devices = arrow.strings(columns.devices)
+        self.schema = self._schema()
 
-        self.columns = columns
-        self.kind = kind
-        self.nodes = pa.array(columns.nodes, type=pa.string())
-        self.devices = pa.array(columns.devices, type=pa.string())
-        self.seen: set[int] = set()
-        self.times: list[np.ndarray] = []
-        self.duplicates = 0
-        self.wide_rows = 0
-
-    def schema(self):  # -> pyarrow.Schema
+    def _schema(self):  # -> pyarrow.Schema
         import pyarrow as pa
 
         fields = [
-            pa.field("time", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("time", pa.timestamp(*arrow.TIMESTAMP_US), nullable=False),
             pa.field("node", pa.dictionary(pa.int32(), pa.string()), nullable=False),
         ]
         if self.kind == "gpu":
@@ -255,66 +271,75 @@ class Unpivot:
         fields.append(pa.field("value", pa.float64(), nullable=False))
         return pa.schema(fields)
 
-    def _first_seen(self, times: np.ndarray) -> np.ndarray:
-        seen = self.seen
-        keep = np.fromiter(
-            (t not in seen and not seen.add(t) for t in times.tolist()),
-            dtype=bool,
-            count=len(times),
-        )
-        self.duplicates += int(len(keep) - keep.sum())
-        return keep
-
-    def __call__(self, batch) -> list[tuple[str, object]]:
-        """One record batch (time in µs, then the value columns) → [(month, table)]."""
-        import pyarrow as pa
-
-        if batch.column(0).null_count:
-            raise SchemaError("a row has an empty Time")
-        # a copy: a zero-copy view would keep the whole batch (every column) alive
-        times = batch.column(0).to_numpy().copy()
-        keep = self._first_seen(times)
+    def __call__(self, chunk: Chunk) -> LongChunk:
+        wide = self.parse(chunk)
+        try:
+            times = self.epoch_us(wide.column(0))
+        except Exception as error:
+            if is_duckdb_error(error):
+                raise duckdb_error(error, self.parse.path.name, chunk) from error
+            if isinstance(error, SchemaError):
+                lines = f"lines {chunk.first_line}-{chunk.last_line}"
+                raise SchemaError(f"{self.parse.path.name}: {error} ({lines})") from error
+            raise
+        keep = first_occurrences(times)
         if not keep.all():
-            batch, times = batch.filter(pa.array(keep)), times[keep]
-        self.wide_rows += len(times)
-        self.times.append(times)
-        if batch.num_rows == 0 or batch.num_columns == 1:
-            return []
-        return self._long(batch, times)
+            wide, times = wide.filter(arrow.mask(keep)), times[keep]
+        months = self._long(wide, times) if len(times) and wide.num_columns > 1 else []
+        return LongChunk(chunk.index, chunk.end, times, int(len(keep) - len(times)), months)
 
-    def _long(self, batch, times: np.ndarray) -> list[tuple[str, object]]:
+    def epoch_us(self, text) -> np.ndarray:
+        """The ``Time`` texts of a chunk as µs since the epoch, by DuckDB's rules."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
-        n_rows = batch.num_rows
-        flat = pa.concat_arrays(batch.columns[1:])
+        if text.null_count:
+            raise SchemaError("a row has an empty Time")
+        cursor = self.con.cursor()  # one per thread: a connection runs one query at a time
+        try:
+            texts = cursor.from_arrow(pa.table({"c0": text}))
+            result = texts.select(f"epoch_us({time_sql('c0', self.fmt)})").to_arrow_table()
+        finally:
+            cursor.close()
+        return arrow.int64s(result.column(0))
+
+    def _long(self, wide, times: np.ndarray) -> list[tuple[str, object]]:
+        """Column-major long rows of the non-empty cells (one pass over the validity bits)."""
+        import pyarrow as pa
+
+        values = _value_arrays(wide)
+        flat = pa.concat_arrays(values)
         if flat.null_count == len(flat):
             return []
-        if flat.null_count:
-            present = np.flatnonzero(flat.is_valid().to_numpy(zero_copy_only=False))
-            values = pc.drop_null(flat)
-        else:
-            present, values = np.arange(len(flat)), flat
-        col = present // n_rows
-        row = present - col * n_rows
+        n_rows = len(times)
+        counts = n_rows - np.fromiter((a.null_count for a in values), np.int64, len(values))
+        present = valid_positions(flat)
+        row = present - np.repeat(np.arange(len(values), dtype=np.int64) * n_rows, counts)
         arrays = {
-            "time": pa.array(times[row], type=pa.timestamp("us", tz="UTC")),
-            "node": pa.DictionaryArray.from_arrays(self.columns.node_codes[col], self.nodes),
+            "time": arrow.timestamps(times[row]),
+            "node": pa.DictionaryArray.from_arrays(
+                arrow.array(np.repeat(self.columns.node_codes, counts)), self.nodes
+            ),
         }
         if self.kind == "gpu":
-            arrays["gpu"] = pa.array(self.columns.gpus[col])
+            arrays["gpu"] = arrow.array(np.repeat(self.columns.gpus, counts))
         else:
-            codes = self.columns.device_codes[col]
-            mask = codes < 0
+            codes = np.repeat(self.columns.device_codes, counts)
+            valid = codes >= 0
             arrays["device"] = pa.DictionaryArray.from_arrays(
-                pa.array(codes, mask=mask if mask.any() else None), self.devices
+                arrow.array(codes, valid=None if valid.all() else valid), self.devices
             )
-        arrays["value"] = values
-        table = pa.table(arrays, schema=self.schema())
+        cells = np.frombuffer(flat.buffers()[1], np.float64, len(flat), flat.offset * 8)
+        arrays["value"] = arrow.array(cells.take(present))  # a gather: faster than drop_null
+        table = pa.table(arrays, schema=self.schema)
         return _split_by_month(table, month_of(times), row)
 
-    def all_times(self) -> np.ndarray:
-        return np.sort(np.concatenate(self.times)) if self.times else np.array([], np.int64)
+
+def _value_arrays(wide) -> list:
+    """The value columns of a parsed chunk as arrays (``batch.columns`` is the cheap way)."""
+    batches = wide.drop_columns(["c0"]).to_batches()
+    if len(batches) != 1:
+        batches = wide.drop_columns(["c0"]).combine_chunks().to_batches()
+    return batches[0].columns
 
 
 def month_of(times_us: np.ndarray) -> np.ndarray:
@@ -323,14 +348,12 @@ def month_of(times_us: np.ndarray) -> np.ndarray:
 
 
 def _split_by_month(table, months: np.ndarray, row: np.ndarray) -> list[tuple[str, object]]:
-    """Split long rows by the month of their wide row (usually one month per batch)."""
+    """Split long rows by the month of their wide row (usually one month per chunk)."""
     first, last = months.min(), months.max()
     if first == last:
         return [(str(first), table)]
-    import pyarrow as pa
-
     of_row = months[row]
-    return [(str(m), table.filter(pa.array(of_row == m))) for m in np.unique(months)]
+    return [(str(m), table.filter(arrow.mask(of_row == m))) for m in np.unique(months)]
 
 
 # --------------------------------------------------------------------------- wide files
@@ -341,11 +364,13 @@ class _MonthWriters:
 
     def __init__(self, folder: Path, schema, compression: str) -> None:
         self.folder, self.schema, self.compression = folder, schema, compression
+        # min/max of every column but the node: a chunk holds every node, so node
+        # bounds would never skip a row group, and they cost a quarter of the writing
+        self.statistics = [name for name in schema.names if name != "node"]
         self.writers: dict[str, object] = {}
         self.stats: dict[str, dict] = {}
 
     def write(self, month: str, table) -> None:
-        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         if month not in self.writers:
@@ -354,11 +379,12 @@ class _MonthWriters:
                 self.schema,
                 compression=self.compression,
                 store_schema=False,  # plain strings for readers, not Arrow dictionaries
+                write_statistics=self.statistics,
             )
             self.stats[month] = {"rows": 0, "min_us": None, "max_us": None}
         self.writers[month].write_table(table)
-        bounds = pc.min_max(table.column("time"))
-        low, high = (bounds[k].cast("int64").as_py() for k in ("min", "max"))
+        times = arrow.int64s(table.column("time"))
+        low, high = int(times.min()), int(times.max())
         stat = self.stats[month]
         stat["rows"] += table.num_rows
         stat["min_us"] = low if stat["min_us"] is None else min(stat["min_us"], low)
@@ -370,20 +396,88 @@ class _MonthWriters:
         return {m: {**s, "files": [f"month={m}.parquet"]} for m, s in sorted(self.stats.items())}
 
 
-def _batches(path: Path, names: list[str], fmt: str, settings: Settings) -> Iterator[object]:
-    """Record batches of (time µs, value columns...) straight from DuckDB's CSV reader."""
-    con = duckdb_connection(settings)
-    try:
-        source = _read_csv_sql(path, ["VARCHAR"] + ["DOUBLE"] * (len(names) - 1))
-        query = f"SELECT epoch_us({time_sql('c0', fmt)}) AS t, * EXCLUDE (c0) FROM {source}"
-        reader = con.sql(query).to_arrow_reader(settings.batch_rows)
-        while True:
-            try:
-                yield reader.read_next_batch()
-            except StopIteration:
-                return
-    finally:
-        con.close()
+class SeenTimes:
+    """The times of the chunks written so far, to drop rows repeating one (the first wins).
+
+    Chunks are kept as sorted arrays with their bounds: a chunk is compared only
+    with the earlier chunks its time range overlaps (none, in a time-ordered file).
+    """
+
+    def __init__(self) -> None:
+        self.parts: list[np.ndarray] = []
+        self.lows: list[int] = []
+        self.highs: list[int] = []
+
+    def add(self, times: np.ndarray) -> np.ndarray:
+        """Mask of ``times`` already seen; the others are remembered."""
+        repeated = np.zeros(len(times), dtype=bool)
+        if not len(times):
+            return repeated
+        low, high = times.min(), times.max()
+        near = np.flatnonzero((np.array(self.lows) <= high) & (np.array(self.highs) >= low))
+        if len(near):
+            repeated = np.isin(times, np.concatenate([self.parts[i] for i in near]))
+        new = np.sort(times[~repeated])
+        if len(new):
+            self.parts.append(new)
+            self.lows.append(int(new[0]))
+            self.highs.append(int(new[-1]))
+        return repeated
+
+    def all(self) -> np.ndarray:
+        """Every distinct time, sorted."""
+        return np.sort(np.concatenate(self.parts)) if self.parts else np.array([], np.int64)
+
+
+class _WideSink:
+    """Writes unpivoted chunks in file order, dropping rows whose Time an earlier chunk had."""
+
+    def __init__(self, writers: _MonthWriters) -> None:
+        self.writers = writers
+        self.seen = SeenTimes()
+        self.wide_rows = 0
+        self.duplicates = 0
+
+    def write(self, part: LongChunk) -> None:
+        import pyarrow.compute as pc
+
+        repeated = self.seen.add(part.times)
+        self.wide_rows += len(part.times) - int(repeated.sum())
+        self.duplicates += part.repeats + int(repeated.sum())
+        drop = arrow.timestamps(part.times[repeated])
+        for month, table in part.months:
+            if len(drop):
+                table = table.filter(pc.invert(pc.is_in(table.column("time"), value_set=drop)))
+            if table.num_rows:
+                self.writers.write(month, table)
+
+
+class _NoProgress:
+    """Stands in for a hidden bar (tqdm would still start its monitor thread)."""
+
+    n = 0
+    disable = True
+
+    def update(self, step: int) -> None:
+        self.n += step
+
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _progress_bar(path: Path):  # -> tqdm.tqdm | _NoProgress
+    """A byte progress bar on stderr, on a TTY (or when asked), once it has run 2 s."""
+    from mltraces.download import _show_progress
+
+    if not _show_progress(None):
+        return _NoProgress()
+    from tqdm.auto import tqdm
+
+    size = path.stat().st_size
+    return tqdm(total=size, unit="B", unit_scale=True, desc=path.name, delay=2, leave=False)
 
 
 def convert_wide(path: Path, folder: Path, kind: str, settings: Settings) -> dict:
@@ -393,23 +487,29 @@ def convert_wide(path: Path, folder: Path, kind: str, settings: Settings) -> dic
     parse = gpu_columns if kind == "gpu" else node_columns
     columns = parse(names[1:], path.name)
     fmt = time_format(_first_value(path))
-    unpivot = Unpivot(columns, kind)
-    writers = _MonthWriters(folder, unpivot.schema(), settings.compression)
-    batches = _batches(path, names, fmt, settings) if fmt else iter(())
+    con = duckdb_connection(settings)
+    unpivot = Unpivot(columns, kind, ChunkParser(path, len(names), folder, con), fmt, con)
+    sink = _WideSink(_MonthWriters(folder, unpivot.schema, settings.compression))
+    source = chunks(path, settings.chunk_bytes) if fmt else iter(())
+    workers = settings.threads or os.cpu_count() or 1
     try:
-        with Pipeline(batches, unpivot, settings.queue_depth) as pipeline:
-            for item in pipeline:
-                for month, table in item:
-                    writers.write(month, table)
+        with (
+            _progress_bar(path) as bar,
+            Pipeline(source, unpivot, settings.queue_depth, workers) as pipeline,
+        ):
+            for part in pipeline:
+                sink.write(part)
+                bar.update(part.end - bar.n)
     except Exception as error:
-        if isinstance(error, SchemaError):
+        if isinstance(error, SchemaError) and not str(error).startswith(path.name):
             raise SchemaError(f"{path.name}: {error}") from error
-        if type(error).__module__.startswith(("duckdb", "_duckdb")):
-            raise _duckdb_error(error, path.name) from error
+        if is_duckdb_error(error):
+            raise duckdb_error(error, path.name) from error
         raise
     finally:
-        months = writers.close()
-    times = unpivot.all_times()
+        months = sink.writers.close()
+        con.close()
+    times = sink.seen.all()
     _write_times(folder / "times.parquet", times)
     return {
         "time_min_us": int(times[0]) if len(times) else None,
@@ -417,8 +517,8 @@ def convert_wide(path: Path, folder: Path, kind: str, settings: Settings) -> dic
         "time_format": fmt,
         "columns": len(names) - 1,
         "nodes": len(columns.nodes),
-        "wide_rows": unpivot.wide_rows,
-        "duplicate_rows": unpivot.duplicates,
+        "wide_rows": sink.wide_rows,
+        "duplicate_rows": sink.duplicates,
         "months": months,
     }
 
@@ -427,7 +527,7 @@ def _write_times(path: Path, times_us: np.ndarray) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pa.table({"time": pa.array(times_us, type=pa.timestamp("us", tz="UTC"))})
+    table = pa.table({"time": arrow.timestamps(times_us)})
     pq.write_table(table, path, compression="zstd", store_schema=False)
 
 
@@ -450,7 +550,7 @@ def convert_ipmi(path: Path, folder: Path, settings: Settings) -> dict:
         f"{present[up]} AS {stored}" if up in present else f"CAST(NULL AS DOUBLE) AS {stored}"
         for up, stored in IPMI_COLUMNS.items()
     ]
-    source = _read_csv_sql(path, ["VARCHAR", "VARCHAR"] + ["DOUBLE"] * (len(names) - 2))
+    source = read_csv_sql(path, ["VARCHAR", "VARCHAR"] + ["DOUBLE"] * (len(names) - 2))
     query = f"SELECT {time_sql('c0', fmt)} AS time, c1 AS node, {', '.join(values)} FROM {source}"
     out = folder / "parts"
     con = duckdb_connection(settings)
@@ -462,8 +562,8 @@ def convert_ipmi(path: Path, folder: Path, settings: Settings) -> dict:
         )
         months = _ipmi_months(con, out, folder)
     except Exception as error:
-        if type(error).__module__.startswith(("duckdb", "_duckdb")):
-            raise _duckdb_error(error, path.name) from error
+        if is_duckdb_error(error):
+            raise duckdb_error(error, path.name) from error
         raise
     finally:
         con.close()
