@@ -25,6 +25,7 @@ _LAZY = {
     "fetch_file": "mltraces.download:fetch_file",
     "sources": "mltraces.registry:all_sources",
     "simulate": "mltraces.simulation:simulate",
+    "schedule": "mltraces.scheduling:schedule",
 }
 
 __all__ = [*_LAZY, "__version__"]

@@ -15,6 +15,7 @@ VERBS: dict[str, str] = {
     "sql": "mltraces.commands.sql",
     "validate": "mltraces.commands.validate",
     "simulate": "mltraces.commands.simulate",
+    "schedule": "mltraces.commands.schedule",
     "figures": "mltraces.commands.figures",
     "completion": "mltraces.commands.completion",
 }
@@ -30,6 +31,7 @@ SUMMARIES: dict[str, str] = {
     "sql": "run a SQL query against the catalog",
     "validate": "check every schema constraint; exit 1 on violations",
     "simulate": "replay recurring training jobs on the Zeus traces",
+    "schedule": "replay job traces through cluster schedulers (ElasticFlow Fig. 8(b))",
     "figures": "draw the papers' figures (PNG + PDF)",
     "completion": "print a shell completion script (bash, zsh, tcsh)",
 }

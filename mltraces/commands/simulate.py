@@ -9,21 +9,13 @@ pandas; the sweep writes straight from its numpy columns and DuckDB.
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
-import math
-import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
+from mltraces.commands.output import Rows, aligned, cell, frame_rows, render_rows, write_text
 
 if TYPE_CHECKING:
-    import pandas as pd
-
-#: Rows to print: column names and one tuple per row.
-Rows = tuple[list[str], list[tuple]]
+    pass
 
 #: The readable summary: (column, heading, scale); η, β and a single seed go above it.
 SUMMARY_VIEW = [
@@ -136,12 +128,7 @@ def run(args: argparse.Namespace) -> int:
             values = [column.tolist() for column in result.columns.values()]  # Python scalars
             rows = (list(result.columns), list(zip(*values, strict=True)))
     readable = args.format == "table" and not args.summary and not args.history
-    text = render(*rows, args.format, readable=readable)
-    if args.output:
-        with open(args.output, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    else:
-        sys.stdout.write(text)
+    write_text(render(*rows, args.format, readable=readable), args.output)
     return 0
 
 
@@ -162,78 +149,28 @@ def _alibaba_rows(traces: Any, con: Any, args: argparse.Namespace, summary: bool
     return frame_rows(totals if summary else history)
 
 
-def frame_rows(frame: pd.DataFrame) -> Rows:
-    """A pandas frame as column names and plain-Python row tuples (JSON needs Python types)."""
-    return list(frame.columns), [tuple(row) for row in frame.to_dict("split")["data"]]
-
-
 def render(columns: list[str], rows: list[tuple], fmt: str, *, readable: bool = False) -> str:
-    """Rows as CSV, JSON records, an aligned table, or the readable summary table."""
-    if fmt == "csv":
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(columns)
-        writer.writerows([_csv_value(v) for v in row] for row in rows)
-        return buffer.getvalue()
-    if fmt == "json":
-        records = [dict(zip(columns, map(_json_value, row), strict=True)) for row in rows]
-        return json.dumps(records, indent=1) + "\n"
-    if readable and set(c for c, _, _ in SUMMARY_VIEW) <= set(columns):
+    """Rows in ``fmt``; the table format of a summary is the readable subset."""
+    if fmt == "table" and readable and {c for c, _, _ in SUMMARY_VIEW} <= set(columns):
         return _readable_summary(columns, rows)
-    return aligned([str(c) for c in columns], [[_cell(v) for v in row] for row in rows])
+    return render_rows(columns, rows, fmt)
 
 
 def _readable_summary(columns: list[str], rows: list[tuple]) -> str:
     """The summary's key columns, scaled to MJ and hours; constant knobs printed once above."""
     index = {name: k for k, name in enumerate(columns)}
-    knobs = [f"{name} = {_cell(rows[0][index[name]])}" for name in ("eta", "beta")
+    knobs = [f"{name} = {cell(rows[0][index[name]])}" for name in ("eta", "beta")
              if rows and len({row[index[name]] for row in rows}) == 1]
     view = [(c, h, s) for c, h, s in SUMMARY_VIEW
             if not (c == "seed" and rows and len({r[index["seed"]] for r in rows}) == 1)]
     if len(view) < len(SUMMARY_VIEW) and rows:
         knobs.append(f"seed = {rows[0][index['seed']]}")
-    cells = [[_cell(_scaled(row[index[c]], s)) for c, _, s in view] for row in rows]
+    cells = [[cell(_scaled(row[index[c]], s)) for c, _, s in view] for row in rows]
     table = aligned([h for _, h, _ in view], cells)
     note = "ETA/TTA: cumulative energy/time to accuracy over the recurrences; " \
            "regret: cost minus Oracle's (--summary or --format csv/json for every column)"
     return "".join(f"{k}\n" for k in ([", ".join(knobs)] if knobs else [])) + table + note + "\n"
 
 
-def aligned(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell: text left-aligned, numbers right-aligned."""
-    widths = [max([len(h), *(len(row[k]) for row in cells)]) for k, h in enumerate(header)]
-    numeric = [all(_is_number(row[k]) for row in cells) and bool(cells) for k in range(len(header))]
-    def line(values: Sequence[str]) -> str:
-        return "  ".join(v.rjust(w) if n else v.ljust(w)
-                         for v, w, n in zip(values, widths, numeric, strict=True)).rstrip()
-    return "".join(line(row) + "\n" for row in [header, *cells])
-
-
 def _scaled(value: Any, scale: float | None) -> Any:
     return value * scale if scale is not None and isinstance(value, int | float) else value
-
-
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}" if abs(value) < 1e5 else f"{value:,.0f}"
-    return str(value)
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.replace(",", ""))
-    except ValueError:
-        return text == "-"
-    return True
-
-
-def _csv_value(value: Any) -> Any:
-    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,6 +152,7 @@ def sweep(
     executor: Executor | None = None,
     *,
     max_workers: int | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
 ) -> ScheduleResult:
     """Replay every (case, policy) pair in parallel through any ``concurrent.futures`` executor.
 
@@ -161,6 +162,7 @@ def sweep(
         executor: Any Executor — a process pool, a ``dask.distributed``
             ``Client(...).get_executor()``, … Default: a process pool with
             ``max_workers`` (default: the CPU count) workers, closed afterwards.
+        on_done: Called with each outcome as its replay finishes (a progress bar).
 
     Returns:
         A :class:`ScheduleResult` with the outcomes in (case, policy) order.
@@ -174,6 +176,9 @@ def sweep(
         # the costliest replays first, so that a pool is not left waiting on one at the end
         order = sorted(range(len(pairs)), key=lambda k: -expected_cost(*pairs[k]))
         futures = {k: executor.submit(run_case, *pairs[k]) for k in order}
+        if on_done is not None:
+            for future in as_completed(futures.values()):
+                on_done(future.result())
         return ScheduleResult([futures[k].result() for k in range(len(pairs))])
     finally:
         if own:

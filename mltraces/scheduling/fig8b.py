@@ -2,7 +2,8 @@
 
 The figure compares deadline satisfactory ratios on the ten ITP clusters of
 ``elasticflow-traces.tar.gz`` and the artifact's Philly trace, each replayed
-on the cluster size the artifact's ``run_fig8b.sh`` uses.
+on the cluster size the artifact's ``run_fig8b.sh`` uses. The facts live once,
+in the elasticflow source's card (``published.fig8b`` of its ``source.json``).
 """
 
 from __future__ import annotations
@@ -10,36 +11,29 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: trace → cluster spec name (run_fig8b.sh)
-FIG8B_CLUSTERS: dict[str, str] = {
-    "cluster01": "n64g8",
-    "cluster02": "n64g8",
-    "cluster03": "n64g8",
-    "cluster04": "n128g8",
-    "cluster05": "n64g8",
-    "cluster06": "n64g8",
-    "cluster07": "n128g8",
-    "cluster08": "n128g8",
-    "cluster09": "n128g8",
-    "cluster10": "n32g8",
-    "philly_103959": "n32g8",
-}
+
+def _figure() -> dict[str, Any]:
+    """Fig. 8(b)'s setup and published bars, as the elasticflow source's card records them."""
+    from mltraces.registry import get_source
+
+    return get_source("elasticflow").published["fig8b"]
+
+
+_SETUP = _figure()["setup"]
+#: trace label → cluster spec name (run_fig8b.sh)
+FIG8B_CLUSTERS: dict[str, str] = {row["label"]: row["cluster"] for row in _SETUP}
+#: trace label → the catalog trace it replays (``mltraces schedule --trace``)
+FIG8B_TRACE_IDS: dict[str, str] = {row["label"]: row["trace"] for row in _SETUP}
 FIG8B_TRACES: tuple[str, ...] = tuple(FIG8B_CLUSTERS)
 #: the figure's policies that this package replays (Chronus is a separate code base)
 FIG8B_POLICIES: tuple[str, ...] = ("edf", "gandiva", "tiresias", "themis", "elasticflow")
-
-_PUBLISHED = {
-    "edf": (0.182, 0.228, 0.095, 0.007, 0.375, 0.105, 0.046, 0.252, 0.800, 0.769, 0.01),
-    "gandiva": (0.246, 0.286, 0.314, 0.228, 0.228, 0.381, 0.351, 0.325, 0.329, 0.354, 0.15),
-    "tiresias": (0.478, 0.470, 0.401, 0.120, 0.420, 0.466, 0.346, 0.373, 0.468, 0.473, 0.32),
-    "themis": (0.464, 0.431, 0.389, 0.432, 0.430, 0.425, 0.437, 0.423, 0.456, 0.431, 0.33),
-    "chronus": (0.474, 0.445, 0.426, 0.450, 0.453, 0.432, 0.460, 0.447, 0.466, 0.454, 0.324),
-    "elasticflow": (0.788, 0.822, 0.455, 0.631, 0.832, 0.607, 0.665, 0.896, 0.938, 0.981, 0.87),
-}
+#: policy name → the figure's legend name
+FIG8B_NAMES: dict[str, str] = dict(_figure()["policies"])
 #: published deadline satisfactory ratios, policy → trace → value
 #: (the artifact's plot_figure/scripts/plot_fig8b.py; an earlier state of its code)
 PUBLISHED_FIG8B: dict[str, dict[str, float]] = {
-    policy: dict(zip(FIG8B_TRACES, values, strict=True)) for policy, values in _PUBLISHED.items()
+    policy: dict(zip(FIG8B_TRACES, values, strict=True))
+    for policy, values in _figure()["ratios"].items()
 }
 
 
