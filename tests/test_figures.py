@@ -42,7 +42,8 @@ def real_con(
         patch.setenv("MLTRACES_MIRROR", upstream_server)
         patch.delenv("MLTRACES_LOCAL", raising=False)
         con = mltraces.connect(
-            ["zeus.train", "zeus.power", "itp", "acme.util_cdf", "acme.cluster_summary"]
+            ["zeus.train", "zeus.power", "itp", "elasticflow", "acme.util_cdf",
+             "acme.cluster_summary"]
         )
     yield con
     con.close()
@@ -371,6 +372,9 @@ SIMULATION_ARGS = {
     "zeus_regret": {"seeds": (1, 2)},
     "zeus_sensitivity": {"seeds": (1,), "etas": (0.5, 1.0), "betas": (2.0, math.inf)},
     "zeus_alibaba": {"processes": 1},
+    # the scheduling replays, on a part of the figure (the whole Fig. 8(b) takes ~10 min)
+    "elasticflow_fig8b": {"labels": ("cluster10",), "policies": ("edf", "elasticflow")},
+    "elasticflow_fig7a": {"policies": ("edf", "tiresias")},
 }
 
 

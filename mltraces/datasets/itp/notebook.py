@@ -14,9 +14,9 @@ INTRO = (
     "ElasticFlow's release gives every job a model, a batch size and a deadline "
     "(`itp.elasticflow_jobs`) and adds the 195-job trace of its testbed experiments "
     "(`itp.testbed_jobs`). GPU time is duration × GPUs.\n\n"
-    "ElasticFlow's figures are scheduling results; the only one the released traces alone "
-    "can draw is the submitted curve of Fig. 7(b). The rest of this notebook is our own "
-    "characterisation of the traces."
+    "ElasticFlow's figures are scheduling results; of them, the released traces alone draw "
+    "the submitted curve of Fig. 7(b). The characterisation of the traces that follows is "
+    "our own."
 )
 CELLS = [
     (
