@@ -97,3 +97,25 @@ def test_cli_errors_name_the_fix(capsys) -> None:
 
 def test_public_schedule_function() -> None:
     assert mltraces.schedule is schedule
+
+
+@pytest.mark.upstream
+def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
+        http_mirror, capsys, tmp_path: Path) -> None:
+    import pandas as pd
+    import synthetic
+
+    kalos = synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 800, 7)
+    assert main(["schedule", "--trace", "acme/kalos", "--cluster", "n4g8", "--policy",
+                 "fifo,sjf,tiresias", "--summary", "--format", "json",
+                 "--local", f"acme.kalos_jobs={kalos}"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    frame = pd.read_csv(kalos)
+    gpu_jobs = frame[(frame["gpu_num"] > 0) & frame["duration"].notna()]
+    assert [r["policy"] for r in rows] == ["fifo", "sjf", "tiresias"]
+    assert {r["jobs"] for r in rows} == {len(gpu_jobs)}
+    fits = int((gpu_jobs["gpu_num"] <= 32).sum())  # bigger jobs cannot run on 32 GPUs
+    assert {r["admitted"] for r in rows} == {fits}
+    assert all(r["mean_queueing_delay"] >= 0 for r in rows)
+    sjf, fifo = rows[1]["mean_jct"], rows[0]["mean_jct"]
+    assert sjf <= fifo  # shortest-job-first never loses on mean JCT to FIFO here

@@ -50,6 +50,11 @@ class ClusterSpec:
     def gpus(self) -> int:
         return self.nodes * self.gpus_per_node
 
+    @staticmethod
+    def is_name(name: str) -> bool:
+        """Whether ``name`` reads as ``n<nodes>g<gpus per node>``."""
+        return bool(_NAME.match(name.strip()))
+
     @classmethod
     def from_name(cls, name: str) -> ClusterSpec:
         """``"n32g8"`` → 32 nodes of 8 GPUs on one switch (the artifact's naming)."""

@@ -94,7 +94,8 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str) -> Any:
     if value is not None:
         query += f" WHERE {quote_ident(trace.split_by or '')} = ?"
         params.append(value)
-    frame = con.execute(query, params).df()
+    # through Arrow: DuckDB's own DataFrame export of time zones trips a pandas 3 deprecation
+    frame = con.sql(query, params=params).to_arrow_table().to_pandas()
     if frame.empty:
         raise SchedulingError(f"trace {trace_id!r} has no jobs in {trace.table}"
                               + (f" (no {trace.split_by} = {value!r})" if value else ""))
@@ -102,14 +103,20 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str) -> Any:
 
 
 def load_cluster(con: duckdb.DuckDBPyConnection, name: str) -> ClusterSpec:
-    """A cluster spec by name (``n32g8``) from the artifact's spec files."""
+    """A cluster spec by name (``n32g8``) from the artifact's spec files.
+
+    A name the artifact does not ship (``n286g8`` for Seren's 286 nodes) is built
+    from the name itself: that many nodes of that many GPUs on one switch.
+    """
     rows = con.execute(f"SELECT num_switch, num_node_p_switch, num_gpu_p_node, num_cpu_p_node, "
                        f"mem_p_node FROM {CLUSTER_TABLE} WHERE spec = ?", [name]).fetchall()
+    if not rows and ClusterSpec.is_name(name):
+        return ClusterSpec.from_name(name)
     if not rows:
         known = [s for (s,) in con.execute(f"SELECT spec FROM {CLUSTER_TABLE} ORDER BY num_gpus")
                  .fetchall()]
         raise SchedulingError(f"unknown cluster {name!r}; the artifact's specs: "
-                              f"{', '.join(known)}")
+                              f"{', '.join(known)}, or any n<nodes>g<GPUs per node>")
     switches, per_switch, gpus, cpus, mem = rows[0]
     return ClusterSpec(nodes_per_switch=per_switch, gpus_per_node=gpus, switches=switches,
                        cpus_per_node=cpus, mem_per_node=mem, name=name)

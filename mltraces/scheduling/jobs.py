@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from mltraces.scheduling.errors import SchedulingError
@@ -171,11 +170,15 @@ def from_artifact(frame: pd.DataFrame) -> Jobs:
 
 
 def from_acme(frame: pd.DataFrame, *, include_cpu_jobs: bool = False) -> Jobs:
-    """AcmeTrace job tables: duration-only jobs, seconds since the first submission."""
+    """AcmeTrace job tables: duration-only jobs, seconds since the first submission.
+
+    CPU jobs are left out unless asked for, and so are jobs without a duration
+    (still RUNNING when the trace ends: their work is unknown).
+    """
     submit = pd.to_datetime(frame["submit_time"], utc=True)
     origin = submit.min()
     gpus = frame["gpu_num"].fillna(0).astype(int)
-    keep = np.ones(len(frame), bool) if include_cpu_jobs else (gpus > 0).to_numpy()
+    keep = frame["duration"].notna().to_numpy() & (include_cpu_jobs or (gpus > 0).to_numpy())
     out = pd.DataFrame(
         {
             "job_id": frame["job_id"].astype(str),
