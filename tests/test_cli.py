@@ -39,3 +39,20 @@ def test_bash_completion_knows_every_verb_and_option(capsys, tmp_path) -> None:
     done = subprocess.run(["bash", "-c", f"source {path} && complete -p mltraces"],
                           capture_output=True, text=True, check=True)
     assert "mltraces" in done.stdout
+
+
+def test_a_figure_name_given_as_a_source_points_at_only(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["figures", "zeus_fig1"]) == 2
+    assert "'zeus_fig1' is a figure: draw it with --only zeus_fig1" in capsys.readouterr().err
+
+
+def test_simulate_with_a_missing_local_file_says_so_once(http_mirror, tmp_path, capsys) -> None:
+    from mltraces.cli import main
+
+    missing = tmp_path / "alibaba_groups.csv.xz"
+    assert main(["simulate", "--alibaba", "--local", f"zeus.alibaba_groups={missing}"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.count(str(missing)) == 1 and "--local" not in captured.err
+    assert captured.err.startswith("mltraces simulate: error: local file for zeus.alibaba_groups")

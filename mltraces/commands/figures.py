@@ -47,11 +47,11 @@ def run(args: argparse.Namespace) -> int:
     sources = list(dict.fromkeys(args.sources)) or known
     unknown = [s for s in sources if s not in known]
     if unknown:
-        print(
-            f"mltraces figures: error: unknown source {unknown[0]!r}; "
-            f"choose from {', '.join(known)}",
-            file=sys.stderr,
-        )
+        hint = (f"{unknown[0]!r} is a figure: draw it with --only {unknown[0]}"
+                if unknown[0] in figures.registry() else
+                f"unknown source {unknown[0]!r}; choose from {', '.join(known)} "
+                "(or a figure with --only NAME; --list shows them)")
+        print(f"mltraces figures: error: {hint}", file=sys.stderr)
         return 2
     specs = figures.registry(sources)
     if args.only:

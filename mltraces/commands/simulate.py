@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.alibaba and args.processes is not None:
         raise SimulationError("--processes applies to --alibaba only: drop it")
     tables = ["zeus.train", "zeus.power"] + (["zeus.alibaba_groups"] if args.alibaba else [])
-    con = open_catalog(args, tables)
+    con = open_catalog(args, tables, strict=True)  # a table it cannot read: one error, its cause
     traces = load_traces(con)
     summary = args.summary or (args.format == "table" and not args.history)
     if args.alibaba:
