@@ -510,7 +510,7 @@ def catalog(groups: pd.DataFrame | None = None) -> duckdb.DuckDBPyConnection:
 def run_cli(monkeypatch: pytest.MonkeyPatch, argv: list[str], con: duckdb.DuckDBPyConnection):
     parser = argparse.ArgumentParser()
     cli.configure(parser)
-    monkeypatch.setattr(cli, "open_catalog", lambda args, tables=None: con)
+    monkeypatch.setattr(cli, "open_catalog", lambda args, tables=None, **options: con)
     return cli.run(parser.parse_args(argv))
 
 

@@ -50,6 +50,21 @@ def write_text(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+#: A readable subset of a table's columns: (column, heading, scale or None).
+View = Sequence[tuple[str, str, "float | None"]]
+
+
+def view_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], view: View) -> str:
+    """The ``view`` columns of ``rows``, scaled (to MJ, hours, ...) and aligned."""
+    index = {name: k for k, name in enumerate(columns)}
+    cells = [[cell(_scaled(row[index[c]], scale)) for c, _, scale in view] for row in rows]
+    return aligned([heading for _, heading, _ in view], cells)
+
+
+def _scaled(value: Any, scale: float | None) -> Any:
+    return value * scale if scale is not None and isinstance(value, int | float) else value
+
+
 def aligned(header: Sequence[str], cells: Sequence[Sequence[str]]) -> str:
     """Columns padded to their widest cell: text left-aligned, numbers right-aligned."""
     widths = [max([len(h), *(len(row[k]) for row in cells)]) for k, h in enumerate(header)]

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.commands.output import aligned, cell, frame_rows, render_rows, write_text
+from mltraces.commands.output import frame_rows, render_rows, view_table, write_text
 
 if TYPE_CHECKING:
     from mltraces.scheduling import ScheduleResult
@@ -189,16 +189,10 @@ def _without_deadlines(summary: Any, result: ScheduleResult) -> Any:
 
 
 def _readable(columns: list[str], rows: list[tuple]) -> str:
-    index = {name: k for k, name in enumerate(columns)}
-    cells = [[cell(_scaled(row[index[c]], s)) for c, _, s in SUMMARY_VIEW] for row in rows]
     note = ("ratio: jobs that met their deadline / all jobs (declined ones count; - without "
             "deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its code); "
             "--summary for every column")
-    return aligned([h for _, h, _ in SUMMARY_VIEW], cells) + note + "\n"
-
-
-def _scaled(value: Any, scale: float | None) -> Any:
-    return value * scale if scale is not None and isinstance(value, int | float) else value
+    return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 
 def _list_traces(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.commands.output import Rows, aligned, cell, frame_rows, render_rows, write_text
+from mltraces.commands.output import Rows, cell, frame_rows, render_rows, view_table, write_text
 
 if TYPE_CHECKING:
     pass
@@ -165,12 +165,7 @@ def _readable_summary(columns: list[str], rows: list[tuple]) -> str:
             if not (c == "seed" and rows and len({r[index["seed"]] for r in rows}) == 1)]
     if len(view) < len(SUMMARY_VIEW) and rows:
         knobs.append(f"seed = {rows[0][index['seed']]}")
-    cells = [[cell(_scaled(row[index[c]], s)) for c, _, s in view] for row in rows]
-    table = aligned([h for _, h, _ in view], cells)
+    table = view_table(columns, rows, view)
     note = "ETA/TTA: cumulative energy/time to accuracy over the recurrences; " \
            "regret: cost minus Oracle's (--summary or --format csv/json for every column)"
     return "".join(f"{k}\n" for k in ([", ".join(knobs)] if knobs else [])) + table + note + "\n"
-
-
-def _scaled(value: Any, scale: float | None) -> Any:
-    return value * scale if scale is not None and isinstance(value, int | float) else value

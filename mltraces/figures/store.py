@@ -155,6 +155,21 @@ def single_threaded(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute(f"SET threads = {int(threads)}")
 
 
+def source_version(package: str) -> str:
+    """Hash of a package's Python source: results computed by changed code are never reused.
+
+    >>> len(source_version("mltraces.simulation"))
+    16
+    """
+    import importlib
+
+    folder = Path(importlib.import_module(package).__file__).parent  # type: ignore[arg-type]
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def literal(path: Path) -> str:
     """``path`` as a SQL string literal."""
     return "'" + str(path).replace("'", "''") + "'"

@@ -17,7 +17,6 @@ and the scheduler's source, so a warm figure run does not replay again.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,12 +40,7 @@ FIG7A_INPUTS = "itp.testbed_jobs elasticflow.cluster_specs elasticflow.throughpu
 
 def scheduler_version() -> str:
     """Hash of the scheduler's source: a changed scheduler never reuses cached replays."""
-    import mltraces.scheduling as package
-
-    digest = hashlib.sha256()
-    for path in sorted(Path(package.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return store.source_version("mltraces.scheduling")
 
 
 def _cached_replay(con: duckdb.DuckDBPyConnection, inputs: str, parts: list[str],

@@ -23,7 +23,6 @@ after) are our own analysis with :mod:`mltraces.simulation`, not paper figures.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -506,12 +505,7 @@ OWN = "our simulation, not a paper figure"
 
 def simulator_version() -> str:
     """Hash of the simulator's source: a changed simulator never reuses cached results."""
-    import mltraces.simulation as package
-
-    digest = hashlib.sha256()
-    for path in sorted(Path(package.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
+    return store.source_version("mltraces.simulation")
 
 
 def _trace_files(con: duckdb.DuckDBPyConnection, tables: str = "zeus.train zeus.power") -> list:
