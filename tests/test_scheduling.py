@@ -469,3 +469,40 @@ def test_jobs_too_large_for_the_cluster_are_turned_away() -> None:
     assert isinstance(get_policy("ef-accessctrl"), ElasticFlow)
     assert isinstance(get_policy("gandiva"), Gandiva)
     assert isinstance(get_policy("fifo"), FIFO) and isinstance(get_policy("sjf"), SJF)
+
+
+_INTERPRETED_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_scheduling import ElasticFlow, mixed_trace, profiles, schedule
+from mltraces.scheduling import efcore
+assert not hasattr(efcore.estimate, "signatures"), "numba still compiled the planner"
+for mode in ("all", "chosen"):
+    jobs = schedule(mixed_trace(40, 3), "n2g8", profiles(), ElasticFlow(repricing=mode)).jobs
+    jobs.to_csv({out!r} + mode + ".csv", index=False)
+"""
+
+
+def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -> None:
+    """numba and plain Python run the same planner: congested trace, both repricing modes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba", reason="numba is not installed")
+    from mltraces.scheduling import efcore
+
+    script = _INTERPRETED_RUN.format(tests=str(Path(__file__).parent), out=str(tmp_path / "py-"))
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
+    for mode in ("all", "chosen"):
+        compiled = schedule(mixed_trace(40, 3), "n2g8", profiles(), ElasticFlow(repricing=mode))
+        assert efcore.estimate.signatures and efcore.scale_up.signatures, "not compiled"
+        interpreted = pd.read_csv(tmp_path / f"py-{mode}.csv", dtype={"job_id": str})
+        expected = compiled.jobs.reset_index(drop=True)
+        pd.testing.assert_frame_equal(
+            expected.astype(interpreted.dtypes.to_dict(), errors="ignore"), interpreted,
+            check_dtype=False,
+        )
+    assert not expected["admitted"].all()  # congested: admission control had to decline
