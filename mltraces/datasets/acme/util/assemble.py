@@ -29,21 +29,31 @@ from mltraces.datasets.acme.util.convert import (
     converted_meta,
     duckdb_connection,
 )
+from mltraces.schema import sql_path
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str, str]  # (table, group, metric)
 
-__all__ = ["assemble", "sources_for"]
+__all__ = ["assemble", "assemble_partition", "merge_order", "sources_for"]
 
 
 def sources_for(manifest: Manifest, key: Key) -> list[HubFile]:
     """The upstream files of one metric, in merge order (the whole file if there is one)."""
-    files = [f for f in manifest.files if (f.table, f.group, f.metric) == key]
+    return merge_order([f for f in manifest.files if (f.table, f.group, f.metric) == key])
+
+
+def merge_order(files: list[HubFile]) -> list[HubFile]:
+    """One metric's files in merge order: the whole file alone if there is one, else by name."""
     whole = [f for f in files if f.period is None]
     if whole:
         return whole[:1]
     return sorted(files, key=lambda f: f.name)
+
+
+def conversion_key(meta: dict) -> str:
+    """The key a conversion is filed under (older upstream records carry only the sha256)."""
+    return meta.get("key") or meta["sha256"]
 
 
 def _overlaps(meta: dict, low: int, high: int) -> bool:
@@ -64,7 +74,10 @@ def plan(metas: list[dict], table: str) -> dict[str, list[tuple[dict, list[dict]
 
 
 def _recipe(contributions: list[tuple[dict, list[dict]]]) -> list:
-    return [[meta["sha256"], [e["sha256"] for e in earlier]] for meta, earlier in contributions]
+    return [
+        [conversion_key(meta), [conversion_key(e) for e in earlier]]
+        for meta, earlier in contributions
+    ]
 
 
 def _read_state(folder: Path) -> dict:
@@ -80,46 +93,54 @@ def _write_state(folder: Path, state: dict) -> None:
     os.replace(tmp, folder / layout.STATE_FILE)
 
 
-def _files(meta: dict, month: str) -> list[Path]:
-    folder = layout.converted_dir(meta["sha256"])
+def _files(area: layout.Area, meta: dict, month: str) -> list[Path]:
+    folder = area.converted_dir(conversion_key(meta))
     return [folder / name for name in meta["months"][month]["files"]]
 
 
-def _deduplicated(con, meta: dict, month: str, earlier: list[dict], target: Path) -> int:
+def _deduplicated(
+    con, area: layout.Area, meta: dict, month: str, earlier: list[dict], target: Path
+) -> int:
     """Write ``meta``'s rows of ``month`` minus times found in ``earlier`` files."""
-    sources = ", ".join(_sql_text(str(p)) for p in _files(meta, month))
+    sources = ", ".join(sql_path(p) for p in _files(area, meta, month))
     times = ", ".join(
-        _sql_text(str(layout.converted_dir(e["sha256"]) / "times.parquet")) for e in earlier
+        sql_path(area.converted_dir(conversion_key(e)) / "times.parquet") for e in earlier
     )
     con.execute(
         f"COPY (SELECT * FROM read_parquet([{sources}]) "
         f"WHERE time NOT IN (SELECT time FROM read_parquet([{times}]))) "
         f"TO {_sql_text(str(target))} (FORMAT parquet, COMPRESSION zstd)"
     )
-    (rows,) = con.execute(f"SELECT count(*) FROM read_parquet({_sql_text(str(target))})").fetchone()
+    (rows,) = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(target)})").fetchone()
     if rows == 0:
         target.unlink()
     return rows
 
 
-def _build_month(con, month: str, contributions, work: Path) -> bool:
+def _build_month(con, area: layout.Area, month: str, contributions, work: Path) -> bool:
     """Fill ``work`` with the month's files; False when nothing is left."""
     for meta, earlier in contributions:
-        stem = f"part-{meta['sha256'][:16]}"
+        stem = f"part-{conversion_key(meta)[:16]}"
         if earlier:
-            _deduplicated(con, meta, month, earlier, work / f"{stem}-dedup.parquet")
+            _deduplicated(con, area, meta, month, earlier, work / f"{stem}-dedup.parquet")
             continue
-        for i, source in enumerate(_files(meta, month)):
+        for i, source in enumerate(_files(area, meta, month)):
             layout.link_or_copy(source, work / f"{stem}-{i}.parquet")
     return any(work.iterdir())
 
 
-def assemble_partition(key: Key, metas: list[dict], settings: Settings | None = None) -> Path:
-    """Bring one metric's folder up to date with its converted files."""
+def assemble_partition(
+    key: Key,
+    metas: list[dict],
+    settings: Settings | None = None,
+    area: layout.Area | None = None,
+) -> Path:
+    """Bring one metric's folder of ``area`` (default: verified downloads) up to date."""
+    area = area or layout.upstream()
     table, group, metric = key
-    folder = layout.partition_dir(table, group, metric)
+    folder = area.partition_dir(table, group, metric)
     months = plan(metas, table)
-    with layout.lock(f"partition-{table}-{group}-{metric}"):
+    with area.lock(f"partition-{table}-{group}-{metric}"):
         state = _read_state(folder)
         done = state.get("months", {}) if state.get("format") == layout.FORMAT_VERSION else {}
         con = None
@@ -132,7 +153,7 @@ def assemble_partition(key: Key, metas: list[dict], settings: Settings | None = 
                 with layout.work_dir(f"month-{month}") as work:
                     built = work / "built"
                     built.mkdir()
-                    if _build_month(con, month, contributions, built):
+                    if _build_month(con, area, month, contributions, built):
                         layout.replace_dir(built, folder / f"month={month}")
                     else:
                         layout.remove_dir(folder / f"month={month}")
@@ -150,7 +171,10 @@ def assemble_partition(key: Key, metas: list[dict], settings: Settings | None = 
                     "table": table,
                     "group": group,
                     "metric": metric,
-                    "sources": [{"sha256": m["sha256"], "path": m["path"]} for m in metas],
+                    "sources": [
+                        {"key": conversion_key(m), "sha256": m["sha256"], "path": m["path"]}
+                        for m in metas
+                    ],
                     "months": {m: _recipe(c) for m, c in months.items()},
                 },
             )

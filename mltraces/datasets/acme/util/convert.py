@@ -56,6 +56,7 @@ from mltraces.datasets.acme.util.chunks import (
 from mltraces.datasets.acme.util.chunks import sql_text as _sql_text
 from mltraces.datasets.acme.util.pipeline import Pipeline
 from mltraces.errors import SchemaError
+from mltraces.schema import sql_path
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ _EPOCH = re.compile(r"^\d{9,11}(\.\d+)?$")
 _GPU_COLUMN = re.compile(r"^(?P<node>.+)-(?P<gpu>\d{1,3})$")
 _NODE_COLUMN = re.compile(r"^(?P<node>[^-]+)(?:-(?P<device>.+))?$")
 
-__all__ = ["Settings", "convert", "converted_meta"]
+__all__ = ["Settings", "convert", "convert_into", "converted_meta"]
 
 
 @dataclass(frozen=True)
@@ -580,7 +581,7 @@ def _ipmi_months(con, parts: Path, folder: Path) -> dict[str, dict]:
             target = folder / f"month={month}-{i}.parquet"
             os.replace(part, target)
             files.append(target.name)
-        listing = ", ".join(_sql_text(str(folder / f)) for f in files)
+        listing = ", ".join(sql_path(folder / f) for f in files)
         rows, low, high = con.execute(
             f"SELECT count(*), min(epoch_us(time)), max(epoch_us(time)) "
             f"FROM read_parquet([{listing}])"
@@ -609,22 +610,46 @@ def convert(file: HubFile, csv_path: Path, settings: Settings | None = None) -> 
     complete, under a lock, so a crash or a concurrent run never leaves a
     half-converted folder behind.
     """
-    settings = settings or Settings()
     if file.table is None or not file.sha256:
         raise ValueError(f"{file.path} is not a utilization CSV with an LFS sha256")
-    target = layout.converted_dir(file.sha256)
-    with layout.lock(f"convert-{file.sha256[:16]}"):
+    return convert_into(layout.upstream(), file.sha256, file, csv_path, settings)
+
+
+def _facts(file: HubFile, csv_path: Path, work: Path, settings: Settings) -> dict:
+    """Convert by the file's table: IPMI is long already, the rest wide."""
+    if file.table == "ipmi_power":
+        return convert_ipmi(csv_path, work, settings)
+    kind = "gpu" if file.table == "gpu_metrics" else "node"
+    return convert_wide(csv_path, work, kind, settings)
+
+
+def convert_into(
+    area: layout.Area,
+    key: str,
+    file: HubFile,
+    csv_path: Path,
+    settings: Settings | None = None,
+    extra: dict | None = None,
+) -> Path:
+    """Convert ``csv_path`` (standing for ``file``) once into ``area`` under ``key``.
+
+    ``key`` names the conversion (the sha256 for verified downloads, the file's
+    identity for local copies); ``extra`` is recorded in ``meta.json``. The lock
+    is per key, not per area: local areas share their conversions.
+    """
+    settings = settings or Settings()
+    if file.table is None:
+        raise ValueError(f"{file.path} is not a utilization CSV")
+    target = area.converted_dir(key)
+    with layout.lock(f"convert-{key[:24]}"):
         if (target / "meta.json").is_file():
             return target
         started = time.perf_counter()
-        with layout.work_dir(f"convert-{file.sha256[:12]}") as work:
-            if file.table == "ipmi_power":
-                facts = convert_ipmi(csv_path, work, settings)
-            else:
-                kind = "gpu" if file.table == "gpu_metrics" else "node"
-                facts = convert_wide(csv_path, work, kind, settings)
+        with layout.work_dir(f"convert-{key[:12]}") as work:
+            facts = _facts(file, csv_path, work, settings)
             meta = {
                 "format": layout.FORMAT_VERSION,
+                "key": key,
                 "sha256": file.sha256,
                 "path": file.path,
                 "table": file.table,
@@ -634,10 +659,11 @@ def convert(file: HubFile, csv_path: Path, settings: Settings | None = None) -> 
                 "bytes": csv_path.stat().st_size,
                 "rows": sum(m["rows"] for m in facts["months"].values()),
                 "seconds": round(time.perf_counter() - started, 3),
+                **(extra or {}),
                 **facts,
             }
             (work / "meta.json").write_text(json.dumps(meta, indent=1))
             target.parent.mkdir(parents=True, exist_ok=True)
             os.rename(work, target)
-    log.info("converted %s: %s long rows in %.1f s", file.path, meta["rows"], meta["seconds"])
+    log.info("converted %s: %s long rows in %.1f s", csv_path, meta["rows"], meta["seconds"])
     return target

@@ -12,20 +12,28 @@
         gpu_metrics/cluster=kalos/metric=GPU_UTIL/month=2023-07/part-<sha16>.parquet
         node_metrics/cluster=seren/metric=NODE_CPU_UTILIZATION/month=2023-07/...
         ipmi_power/server_group=GPU_AB/month=2023-07/...
+      local/                         files a user downloaded (``--local``), kept apart
+        converted/<key>-v<N>/        one folder per local CSV, keyed by its path, size and mtime
+        parquet/<name>-<key16>/      one dataset per local path given, laid out as parquet/ above
       tmp/                           work folders (same file system, so renames are atomic)
 
 Dataset files are hard links to the converted ones when nothing needs
-de-duplicating, so the two trees share disk blocks.
+de-duplicating, so the two trees share disk blocks. An :class:`Area` is one
+pair of (conversions, dataset): :func:`upstream` for verified downloads,
+:func:`local_area` for a user's own copy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from mltraces import config
@@ -47,16 +55,59 @@ def dataset_root() -> Path:
     return root() / "parquet"
 
 
+@dataclass(frozen=True)
+class Area:
+    """Conversions and the dataset assembled from them: verified downloads, or a local copy.
+
+    ``name`` prefixes the area's lock names, so two areas never wait on (or
+    overwrite) each other's partitions.
+    """
+
+    converted: Path
+    dataset: Path
+    name: str
+
+    def converted_dir(self, key: str) -> Path:
+        """Conversion of one file, keyed by ``key`` and the converter version."""
+        return self.converted / f"{key}-v{FORMAT_VERSION}"
+
+    def partition_dir(self, table: str, group: str, metric: str) -> Path:
+        """The folder holding one metric's months (one server group's for IPMI)."""
+        if table == "ipmi_power":
+            return self.dataset / table / f"server_group={server_group(metric)}"
+        return self.dataset / table / f"cluster={group}" / f"metric={metric}"
+
+    def lock(self, name: str):  # -> filelock.FileLock
+        """An inter-process lock for one conversion or partition of this area."""
+        return lock(f"{self.name}-{name}" if self.name else name)
+
+
+def upstream() -> Area:
+    """Verified downloads: conversions keyed by sha256, the dataset users fetch into."""
+    return Area(root() / "converted", dataset_root(), "")
+
+
+def local_area(override: Path) -> Area:
+    """A user's local copy: its own dataset per path given, conversions keyed by file identity.
+
+    The dataset folder is named after the path given (resolved), so two local
+    copies, even in two processes at once, never share a partition.
+    """
+    resolved = str(override.resolve())
+    digest = hashlib.sha256(resolved.encode()).hexdigest()[:16]
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", override.resolve().name)[:40].strip("._") or "root"
+    base = root() / "local"
+    return Area(base / "converted", base / "parquet" / f"{label}-{digest}", f"local-{digest}")
+
+
 def converted_dir(sha256: str) -> Path:
     """Conversion of one verified file, keyed by its content and the converter version."""
-    return root() / "converted" / f"{sha256}-v{FORMAT_VERSION}"
+    return upstream().converted_dir(sha256)
 
 
 def partition_dir(table: str, group: str, metric: str) -> Path:
     """The folder holding one metric's months (one server group's for IPMI)."""
-    if table == "ipmi_power":
-        return dataset_root() / table / f"server_group={server_group(metric)}"
-    return dataset_root() / table / f"cluster={group}" / f"metric={metric}"
+    return upstream().partition_dir(table, group, metric)
 
 
 def server_group(ipmi_metric: str) -> str:
