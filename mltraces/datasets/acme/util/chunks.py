@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mltraces.errors import SchemaError
+from mltraces.schema import sql_path
 
 __all__ = ["Chunk", "ChunkParser", "chunks", "duckdb_error", "read_csv_sql", "sql_text"]
 
@@ -65,9 +66,14 @@ def read_csv_sql(path: Path, types: list[str], skip: int = 1) -> str:
     """DuckDB ``read_csv`` with every column typed explicitly (columns c0, c1, ...)."""
     spec = ", ".join(f"'c{i}': '{t}'" for i, t in enumerate(types))
     return (
-        f"read_csv({sql_text(str(path))}, header = false, skip = {skip}, "
+        f"read_csv({sql_path(path)}, header = false, skip = {skip}, "
         f"auto_detect = false, delim = ',', quote = '\"', escape = '\"', columns = {{{spec}}})"
     )
+
+
+#: DuckDB's sentence naming the cell it could not convert (on a later line of its message)
+_BAD_CELL = re.compile(r'converting column "c(?P<column>\d+)"\. (?P<what>Could not convert string '
+                       r'"[^"\n]{0,80}" to \'\w+\')')
 
 
 def duckdb_error(error: Exception, where: str, chunk: Chunk | None = None) -> SchemaError:
@@ -75,7 +81,11 @@ def duckdb_error(error: Exception, where: str, chunk: Chunk | None = None) -> Sc
 
     DuckDB numbers the lines of a chunk from 1: they become the file's line numbers.
     """
-    text = str(error).split("\n", 1)[0]
+    full = str(error)
+    text = full.split("\n", 1)[0]
+    cell = _BAD_CELL.search(full)
+    if cell is not None:  # the value and its column: what a user needs to find the cell
+        text += f": {cell['what']} in column {int(cell['column']) + 1}"
     at = ""
     if chunk is not None:
         text = re.sub(r"Line: (\d+)", lambda m: f"Line: {int(m[1]) + chunk.first_line - 1}", text)
