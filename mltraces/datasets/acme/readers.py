@@ -5,7 +5,9 @@
   (file, curve, point); ``_row`` counts the points of each file.
 - ``acme_util`` (:class:`~mltraces.catalog.ViewReader`): ``acme.gpu_metrics`` and
   friends, views over the long-form Parquet that ``mltraces fetch acme-util``
-  converts from the HuggingFace CSVs (:mod:`mltraces.datasets.acme.util`).
+  converts from the HuggingFace CSVs (:mod:`mltraces.datasets.acme.util`), or,
+  given ``--local``, over the user's own downloaded copy of those CSVs
+  (:mod:`mltraces.datasets.acme.util.local`).
 
 The catalog finds them through ``READERS`` when a schema of this source names
 them; nothing in the catalog knows about pickles or the Hub.
@@ -144,15 +146,24 @@ def util_status(schema: TableSchema) -> TableStatus:
 
 def attach_util_view(con: duckdb.DuckDBPyConnection, schema: TableSchema,
                      local: Path | None) -> TableStatus:
-    """``acme.gpu_metrics`` and friends: views over the converted Hub Parquet."""
-    from mltraces.datasets.acme.util.views import create_macros, view_sql
+    """``acme.gpu_metrics`` and friends: views over the converted Hub Parquet.
 
-    if local is not None:
-        raise SchemaError(f"{schema.name} has no local-file override: convert the raw CSVs with "
-                          "`mltraces fetch acme-util` instead")
+    With ``local`` (a CSV, a folder of them or a downloaded dataset folder) the
+    view serves those files instead, converted once into their own part of the
+    cache (:mod:`mltraces.datasets.acme.util.local`).
+    """
+    from mltraces.datasets.acme.util.views import create_macros, months, view_sql
+
+    view = _view(schema)
     create_macros(con)  # acme.floor_time(time, seconds): fast UTC buckets for these views
-    con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(_view(schema))}")
-    return util_status(schema)
+    if local is None:
+        con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view)}")
+        return util_status(schema)
+    from mltraces.datasets.acme.util.local import prepare
+
+    data = prepare(view.table, local)
+    con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view, data.root)}")
+    return data.status(schema.name, months(view, data.root))
 
 
 READERS = {
