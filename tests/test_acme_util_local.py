@@ -272,6 +272,26 @@ def test_a_file_differing_from_the_listing_is_unverified(truth, tmp_path, monkey
     assert status(con, "acme.ipmi_power")[0] == "ready"
 
 
+def test_tables_answers_at_once_and_info_counts_the_local_rows(truth, tmp_path, monkeypatch,
+                                                              capsys, conversions) -> None:
+    cache_hub_listing(truth.files, monkeypatch)
+    repo = truth.write_repo(tmp_path / "repo")
+    args = ["--local", f"acme.gpu_metrics={repo}", "--local", f"acme.ipmi_power={tmp_path}"]
+    assert main(["tables", "acme", *args]) == 0
+    out = capsys.readouterr().out
+    assert f"status: unverified, local: {repo} (2 file(s)): " in out
+    assert "2 listed but not hashed yet" in out
+    assert f"status: unavailable, local: {tmp_path}: {tmp_path} holds no CSV" in out
+    assert conversions == [], "tables converts nothing"
+    assert not (layout.root() / "local" / "hashes").exists(), "and hashes nothing"
+    assert main(["info", "acme.gpu_metrics", *args[:2]]) == 0  # converts, hashes: verified
+    rows = len(truth.gpu_util.cells()) + len(truth.gpu_temp.cells())
+    assert f"Status: {rows:,} rows (local: {repo} (2023-06 to 2023-07; 2 file(s) verified" in (
+        " ".join(capsys.readouterr().out.split()))
+    assert main(["tables", "acme", *args[:2]]) == 0  # the hashes are known now
+    assert f"status: ready, local: {repo} (2 file(s) verified" in capsys.readouterr().out
+
+
 # --------------------------------------------------------------------------- hostile input
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mltraces.catalog.build import Built, materialize
@@ -60,19 +61,27 @@ def _built_status(built: Built) -> str:
     return f"{built.rows:,} rows from " + ", ".join(built.inputs) + origin
 
 
-def _view_status(schema: TableSchema) -> str:
-    """Rows of a table its source's reader serves (counted on a throwaway connection)."""
+def _view_status(schema: TableSchema, local: Path | None = None) -> str:
+    """Rows of a table its source's reader serves (counted on a throwaway connection).
+
+    With ``local`` the rows and status are those of the user's files (converted if need be).
+    """
     from mltraces.catalog.connection import connect
 
-    status = reader_for(schema).status(schema)  # type: ignore[union-attr]
-    if not status.usable:
-        return f"unavailable: {status.reason}"
-    con = connect(tables=[schema.name], strict=True)
+    if local is None:
+        status = reader_for(schema).status(schema)  # type: ignore[union-attr]
+        if not status.usable:
+            return f"unavailable: {status.reason}"
+    con = connect(tables=[schema.name], local={schema.name: local} if local else None,
+                  strict=True)
     try:
         rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
+        state, origin, reason = con.execute(
+            'SELECT state, origin, reason FROM mltraces.status WHERE "table" = ?', [schema.name]
+        ).fetchall()[0]
     finally:
         con.close()
-    return f"{rows:,} rows ({status.origin})"
+    return f"{rows:,} rows ({origin})" + (f"; {state}: {reason}" if reason else "")
 
 
 def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None = None) -> str:
@@ -86,7 +95,7 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
         if isinstance(reader_for(schema), FileReader):
             status = _built_status(materialize(schema, overrides.get(name)))
         else:
-            status = _view_status(schema)
+            status = _view_status(schema, overrides.get(name))
     except MltracesError as error:
         status = f"unavailable: {error}"
     lines = [f"{schema.name}: {schema.title}", "", textwrap.fill(schema.description, 100), "",

@@ -40,6 +40,8 @@ pipeline, too large for one Parquet file)::
 
     attach(con, schema, local) -> TableStatus   # create the view schema.qualified on con
     status(schema) -> TableStatus               # the same answer without a connection
+    local_status(schema, local) -> TableStatus  # optional: a local override's, at once
+                                                # (nothing converted, hashed or fetched)
 
 The view has the schema's fields in order; the status row says whether there is
 anything to read and, if not, how to get it.
@@ -108,6 +110,7 @@ class ViewReader(NamedTuple):
     attach: Callable[[Any, TableSchema, Path | None], TableStatus]
     status: Callable[[TableSchema], TableStatus]
     kind: str = "view"
+    local_status: Callable[[TableSchema, Path], TableStatus] | None = None
 
 
 Reader = FileReader | ViewReader

@@ -20,9 +20,13 @@ def _status(schema, overrides: dict) -> str:
     from mltraces.download import cached_path
     from mltraces.registry import get_file
 
-    if schema.name in overrides:
-        return f"local {overrides[schema.name]} (unverified)"
     reader = reader_for(schema)
+    if schema.name in overrides:
+        local = overrides[schema.name]
+        if isinstance(reader, FileReader) or reader.local_status is None:
+            return f"local {local} (unverified)"
+        status = reader.local_status(schema, local)  # files listed, nothing converted or hashed
+        return f"{status.state}, {status.origin}" + (f": {status.reason}" if status.reason else "")
     if not isinstance(reader, FileReader):  # data its source converts and keeps itself
         status = reader.status(schema)
         return f"ready ({status.origin})" if status.usable else str(status.reason)

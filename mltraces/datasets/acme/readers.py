@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
 from mltraces.catalog.readers import Conversion, FileReader, ReadRequest, ViewReader
 from mltraces.catalog.status import READY, UNAVAILABLE, TableStatus
-from mltraces.errors import SchemaError
+from mltraces.errors import MltracesError, SchemaError
 
 if TYPE_CHECKING:
     import duckdb
@@ -166,7 +166,18 @@ def attach_util_view(con: duckdb.DuckDBPyConnection, schema: TableSchema,
     return data.status(schema.name, months(view, data.root))
 
 
+def util_local_status(schema: TableSchema, local: Path) -> TableStatus:
+    """What ``attach_util_view`` would report for ``local``, without converting or hashing."""
+    from mltraces.datasets.acme.util.local import peek
+
+    try:
+        return peek(_view(schema).table, local).status(schema.name, None)
+    except MltracesError as error:
+        return TableStatus(schema.name, UNAVAILABLE, f"local: {local}", None, str(error))
+
+
 READERS = {
     "util_pkl": FileReader("util_pkl", read_util_pkl, row_label="item"),
-    "acme_util": ViewReader("acme_util", attach_util_view, util_status),
+    "acme_util": ViewReader("acme_util", attach_util_view, util_status,
+                            local_status=util_local_status),
 }

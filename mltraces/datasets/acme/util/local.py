@@ -40,7 +40,14 @@ from mltraces.datasets.acme.util import layout
 from mltraces.datasets.acme.util.assemble import Key, assemble_partition, merge_order
 from mltraces.datasets.acme.util.convert import Settings, convert_into
 from mltraces.datasets.acme.util.local_files import LocalFile, find
-from mltraces.datasets.acme.util.local_verify import DIFFERS, UNLISTED, VERIFIED, Verdict, check
+from mltraces.datasets.acme.util.local_verify import (
+    DIFFERS,
+    UNHASHED,
+    UNLISTED,
+    VERIFIED,
+    Verdict,
+    check,
+)
 from mltraces.errors import MltracesError, SchemaError
 
 log = logging.getLogger(__name__)
@@ -53,7 +60,7 @@ LAYOUTS = {
     "ipmi_power": "the Hub's long IPMI layout: Time,node,CPU_Power,...,Sys_Total_Power",
 }
 
-__all__ = ["LocalData", "prepare"]
+__all__ = ["LocalData", "peek", "prepare"]
 
 
 class LocalData(NamedTuple):
@@ -65,17 +72,22 @@ class LocalData(NamedTuple):
     files: list[LocalFile]  # the files served (a whole file hides split files of its metric)
     verdicts: dict[str, Verdict]
 
-    def status(self, name: str, months: list[str]) -> TableStatus:
-        """The ``mltraces.status`` row: ready only when every file served is verified."""
-        span = ("no rows" if not months else months[0] if len(months) == 1
-                else f"{months[0]} to {months[-1]}")
+    def status(self, name: str, months: list[str] | None) -> TableStatus:
+        """The ``mltraces.status`` row: ready only when every file served is verified.
+
+        ``months`` None: not converted yet, so no span is claimed.
+        """
+        span = ("" if months is None else "no rows; " if not months
+                else f"{months[0]}; " if len(months) == 1 else f"{months[0]} to {months[-1]}; ")
         kinds = [self.verdicts[f.hub.path].kind for f in self.files]
         origin = f"local: {self.given}"
         if all(k == VERIFIED for k in kinds):
             commits = sorted({v.detail for v in self.verdicts.values()})
-            return TableStatus(name, READY, f"{origin} ({span}; {len(kinds)} file(s) verified "
+            return TableStatus(name, READY, f"{origin} ({span}{len(kinds)} file(s) verified "
                                f"against {', '.join(commits)})")
-        return TableStatus(name, UNVERIFIED, f"{origin} ({span})", None, self._reason(kinds))
+        files = f"{len(kinds)} file(s)"
+        return TableStatus(name, UNVERIFIED, f"{origin} ({span}{files})", None,
+                           self._reason(kinds))
 
     def _reason(self, kinds: list[str]) -> str:
         """Why not verified, and the fix."""
@@ -84,6 +96,9 @@ class LocalData(NamedTuple):
         if UNLISTED in kinds:
             parts.append(f"{kinds.count(UNLISTED)} in no cached Hub file list (`mltraces list "
                          "acme-util` caches it; connect again to verify them)")
+        if UNHASHED in kinds:
+            parts.append(f"{kinds.count(UNHASHED)} listed but not hashed yet (a connect "
+                         "compares them)")
         differ = [f for f in self.files if self.verdicts[f.hub.path].kind == DIFFERS]
         if differ:
             shown = "; ".join(f"{f.path} ({self.verdicts[f.hub.path].detail})" for f in differ[:3])
@@ -193,6 +208,13 @@ def prepare(table: str, given: Path, settings: Settings | None = None) -> LocalD
     _assemble(area, table, groups, metas, settings)
     _record_source(area, given)
     return LocalData(table, given, area.dataset, served, check(served))
+
+
+def peek(table: str, given: Path) -> LocalData:
+    """What ``prepare`` would serve, without converting or hashing (for ``mltraces tables``)."""
+    served = [f for members in _by_metric(find(table, given)).values() for f in members]
+    return LocalData(table, given, layout.local_area(given).dataset, served,
+                     check(served, hash_now=False))
 
 
 def _record_source(area: layout.Area, given: Path) -> None:

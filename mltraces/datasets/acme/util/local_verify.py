@@ -29,14 +29,15 @@ from mltraces.datasets.acme.util.local_files import LocalFile
 log = logging.getLogger(__name__)
 
 VERIFIED, UNLISTED, DIFFERS = "verified", "unlisted", "differs"
+UNHASHED = "unhashed"  # listed with its size, not hashed yet (a look that must stay cheap)
 
-__all__ = ["DIFFERS", "UNLISTED", "VERIFIED", "Verdict", "check", "digest_once"]
+__all__ = ["DIFFERS", "UNHASHED", "UNLISTED", "VERIFIED", "Verdict", "check", "digest_once"]
 
 
 class Verdict(NamedTuple):
     """What is known about one local file: ``kind`` and a short text saying why."""
 
-    kind: str  # VERIFIED, UNLISTED or DIFFERS
+    kind: str  # VERIFIED, UNLISTED, DIFFERS or UNHASHED
     detail: str
 
 
@@ -108,15 +109,22 @@ def _matches(stamp: dict, entry: HubFile) -> bool:
     return bool(entry.git_blob) and stamp["git_blob"] == entry.git_blob
 
 
-def verdict(file: LocalFile, entries: list[Listing]) -> Verdict:
-    """Compare one local file with the cached lists' entries for its Hub path."""
+def verdict(file: LocalFile, entries: list[Listing], hash_now: bool = True) -> Verdict:
+    """Compare one local file with the cached lists' entries for its Hub path.
+
+    Without ``hash_now`` only a hash already stamped is used (``mltraces tables``
+    must answer at once, even for files of many GB).
+    """
     if not entries:
         return Verdict(UNLISTED, "in no cached Hub file list")
     sized = [e for e in entries if e.file.size == file.size]
     if not sized:
         sizes = ", ".join(f"{e.file.size:,} at {e.commit[:12]}" for e in entries)
         return Verdict(DIFFERS, f"{file.size:,} bytes, but the Hub lists {sizes}")
-    stamp = digest_once(file)
+    if hash_now:
+        stamp = digest_once(file)
+    elif (stamp := _read_stamp(_stamp_path(file), file)) is None:
+        return Verdict(UNHASHED, "not hashed yet (a connect compares it with the Hub's list)")
     for entry in sized:
         if _matches(stamp, entry.file):
             return Verdict(VERIFIED, f"{REPO}@{entry.commit[:12]}")
@@ -125,13 +133,13 @@ def verdict(file: LocalFile, entries: list[Listing]) -> Verdict:
                    f"Hub lists {listed_as}")
 
 
-def check(files: Iterable[LocalFile]) -> dict[str, Verdict]:
+def check(files: Iterable[LocalFile], hash_now: bool = True) -> dict[str, Verdict]:
     """Verdict per Hub path; a file that differs from the Hub's list is a warning."""
     entries = listed()
     verdicts = {}
     for file in files:
-        result = verdict(file, entries.get(file.hub.path, []))
-        if result.kind == DIFFERS:
+        result = verdict(file, entries.get(file.hub.path, []), hash_now)
+        if result.kind == DIFFERS and hash_now:
             log.warning("%s is not the Hub's %s: %s. Serving it as unverified (the published "
                         "file: `mltraces fetch acme-util --cluster %s --metric %s`)", file.path,
                         file.hub.path, result.detail, file.hub.group, file.hub.metric)
