@@ -217,6 +217,21 @@ def test_derived_data_never_outlives_its_input(truth, tmp_path) -> None:
         con.execute("SELECT count(*) FROM acme.gpu_metrics").fetchall()
 
 
+def test_the_cache_of_a_deleted_copy_is_removed(truth, tmp_path) -> None:
+    kept, dropped = truth.write_repo(tmp_path / "kept"), truth.write_repo(tmp_path / "dropped")
+    open_local({"acme.gpu_metrics": kept})
+    open_local({"acme.gpu_metrics": dropped})
+    local = layout.root() / "local"
+    assert len(list((local / "parquet").iterdir())) == 2
+    assert len(list((local / "converted").iterdir())) == 4  # per file: copies are not shared
+    for path in sorted(dropped.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() else path.unlink()
+    dropped.rmdir()
+    open_local({"acme.gpu_metrics": kept})
+    assert [p.name.split("-")[0] for p in (local / "parquet").iterdir()] == ["kept"]
+    assert len(list((local / "converted").iterdir())) == 2
+
+
 def test_a_file_changing_while_converted_is_not_kept(truth, tmp_path, monkeypatch) -> None:
     repo = truth.write_repo(tmp_path / "repo")
     csv = repo / U / "seren" / "GPU_UTIL.csv"
@@ -305,12 +320,21 @@ def test_odd_paths_stay_literal_and_everything_written_stays_in_the_cache(
     odd = tmp_path / "in" / "we ird [1] *?, 'q\" ü"
     (odd / "seren").mkdir(parents=True)
     (odd / "seren" / "GPU_UTIL.csv").write_bytes(truth.files[f"{U}/seren/GPU_UTIL.csv"])
-    # a decoy the brackets would match if the path were used as a pattern
-    (tmp_path / "in" / "we ird 1 x, 'q\" ü" / "seren").mkdir(parents=True)
+    (odd / "ipmi").mkdir()
+    (odd / "ipmi" / "GPU_AB_Power.csv").write_bytes(truth.files[f"{U}/ipmi/GPU_AB_Power.csv"])
+    # decoys the brackets and wildcards would match if the path were used as a pattern
+    for decoy in ("we ird 1 x, 'q\" ü", "we ird 1 xy, 'q\" ü"):
+        (tmp_path / "in" / decoy / "seren").mkdir(parents=True)
+        (tmp_path / "in" / decoy / "seren" / "GPU_UTIL.csv").write_bytes(
+            truth.files[f"{U}/kalos/GPU_TEMP.csv"])
+        (tmp_path / "in" / decoy / "ipmi").mkdir()
+        (tmp_path / "in" / decoy / "ipmi" / "GPU_AB_Power.csv").write_bytes(
+            truth.files[f"{U}/ipmi/GPU_AB_Power.csv"])
     given = odd / "seren" / ".." / ".." / odd.name / "seren" / "GPU_UTIL.csv"
     before = _tree(tmp_path)
-    con = open_local({"acme.gpu_metrics": given})
+    con = open_local({"acme.gpu_metrics": given, "acme.ipmi_power": odd})
     assert gpu_cells(con, "seren", "GPU_UTIL") == truth.gpu_util.cells()
+    assert con.execute("SELECT count(*) FROM acme.ipmi_power").fetchall() == [(30,)]
     assert _tree(tmp_path) == before, "the user's folder is left as it was"
     cache = isolated_cache.resolve()
     for path in cache.rglob("*"):

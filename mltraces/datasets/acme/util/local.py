@@ -11,8 +11,10 @@ pipeline as downloads, once, into a part of the cache of their own::
                                                           view reads (same layout as fetched)
 
 so they never mix with verified downloads, a later connect reuses them, a file
-that changed (size or mtime) is converted again, and two local paths, even in
-two processes at once, never share a partition.
+that changed (size or mtime) is converted again (its old conversion removed),
+and two local paths, even in two processes at once, never share a partition.
+Conversions and datasets whose input is gone are removed at the next connect
+of any local copy: derived data never outlives its input.
 
 The view then serves the local files only, not fetched data as well: a local
 copy replaces the download, as ``--local`` does for every other table (the
@@ -207,6 +209,7 @@ def prepare(table: str, given: Path, settings: Settings | None = None) -> LocalD
     metas = {f.hub.path: converted(area, f, settings) for f in served}
     _assemble(area, table, groups, metas, settings)
     _record_source(area, given)
+    _prune_orphans(area)
     return LocalData(table, given, area.dataset, served, check(served))
 
 
@@ -215,6 +218,27 @@ def peek(table: str, given: Path) -> LocalData:
     served = [f for members in _by_metric(find(table, given)).values() for f in members]
     return LocalData(table, given, layout.local_area(given).dataset, served,
                      check(served, hash_now=False))
+
+
+def _gone(path: object) -> bool:
+    return isinstance(path, str) and bool(path) and not os.path.lexists(path)
+
+
+def _prune_orphans(area: layout.Area) -> None:
+    """Remove conversions and datasets whose local input is gone: derived data never
+    outlives its input, and a folder the user deleted stops costing cache space."""
+    for meta_path in area.converted.glob("local-*/meta.json"):
+        meta = _read_meta(meta_path.parent)
+        if meta and _gone(meta.get("real_path")):
+            _discard(area, meta["key"])
+    for note in area.dataset.parent.glob(f"*/{layout.STATE_FILE}"):
+        try:
+            source = json.loads(note.read_text()).get("resolved")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if _gone(source):
+            log.info("removing the local dataset of %s (gone)", source)
+            layout.remove_dir(note.parent)
 
 
 def _record_source(area: layout.Area, given: Path) -> None:
