@@ -221,5 +221,7 @@ def leased_names(folder: Path) -> set[str]:
 def new_record(**fields: Any) -> dict[str, Any]:
     """A record with its creation time; stamps are stored as plain dicts."""
     stamps = [s._asdict() for s in fields.pop("stamps")]
-    created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{time.time_ns() % 10**9:09d}Z"
+    now = time.time_ns()  # one reading: seconds and fraction from separate clocks reads misorder
+    seconds, fraction = divmod(now, 10**9)
+    created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
     return {**fields, "stamps": stamps, "created": created}
