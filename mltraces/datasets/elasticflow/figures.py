@@ -66,7 +66,7 @@ def fig8b_data(con: duckdb.DuckDBPyConnection, labels: Sequence[str] | None = No
 
     Columns: trace (cluster01 ... cluster10, philly_103959), policy, name (as in
     the paper's legend), ours (NULL for Chronus), published. ``labels`` and
-    ``policies`` select a part of the figure (the whole takes ~10 min on 2 cores,
+    ``policies`` select a part of the figure (the whole takes ~7 min on 2 cores,
     once).
     """
     from mltraces.scheduling import inputs, sweep
