@@ -217,6 +217,23 @@ def test_a_huge_header_line_is_refused_in_bounded_memory(tmp_path) -> None:
     assert "longer than 1,048,576 bytes" in row["examples"][0] and failed(report)
 
 
+def test_a_last_line_longer_than_any_row_is_a_finding(tmp_path) -> None:
+    """DuckDB 2.0 silently drops a last line longer than its read buffer (32 MB)."""
+    lines = _seren(tmp_path / "good.csv", 3)
+    path = tmp_path / "trace_seren.csv"
+    with path.open("wb") as handle:
+        handle.write(("\n".join(lines) + "\n").encode())
+        for _ in range(40):
+            handle.write(b"x" * (1 << 20))  # 40 MB, then the end of the file
+    report = validate([SEREN], local={SEREN: path})
+    row = _findings(report, "schema drift: malformed row")
+    assert row["examples"] == ["trace_seren.csv line 5: the last line is longer than 2,000,000 "
+                               "bytes, more than any row (is the file cut or corrupt?)"]
+    assert failed(report)
+    with pytest.raises(Exception, match="line 5: the last line is longer"):
+        connect([SEREN], local={SEREN: path}, strict=True)
+
+
 # --------------------------------------------------------------------------- 6: wrong data
 
 

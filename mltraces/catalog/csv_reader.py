@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
 from mltraces.catalog.readers import Conversion, InputFile, ReadRequest
-from mltraces.catalog.text import FileFacts, file_facts, physical_lines, plain_csv, read_header
+from mltraces.catalog.text import (
+    FileFacts,
+    check_last_line,
+    file_facts,
+    physical_lines,
+    plain_csv,
+    read_header,
+)
 from mltraces.errors import SchemaError
 from mltraces.schema import Field, TableSchema, quote_ident, sql_literal, sql_path
 
@@ -105,6 +112,7 @@ def _prepare(schema: TableSchema, item: InputFile, work: Path) -> CsvInput:
     dialect = schema.dialect
     header = (read_header(path, item.label, dialect) if dialect.header
               else [f.name for f in schema.file_fields])
+    check_last_line(path, item.label)
     return CsvInput(item, path, header, file_facts(path, dialect.quote))
 
 

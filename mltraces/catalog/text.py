@@ -18,12 +18,15 @@ from typing import NamedTuple
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
 from mltraces.schema import Dialect
 
-__all__ = ["MAX_HEADER_BYTES", "FileFacts", "file_facts", "physical_lines", "plain_csv",
-           "read_header"]
+__all__ = ["MAX_HEADER_BYTES", "MAX_LINE_BYTES", "FileFacts", "check_last_line", "file_facts",
+           "physical_lines", "plain_csv", "read_header"]
 
 #: Longest first line accepted as a header: the widest upstream CSV (2,304 GPU
 #: columns) needs ~50 kB.
 MAX_HEADER_BYTES = 1 << 20
+#: Longest line a row may have: DuckDB's ``max_line_size``. DuckDB refuses longer rows,
+#: except a last line longer than its read buffer, which it drops without a word.
+MAX_LINE_BYTES = 2_000_000
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 
 
@@ -56,6 +59,32 @@ def read_header(path: Path, label: str, dialect: Dialect | None = None,
     row = next(csv.reader([text.rstrip("\r\n")], delimiter=dialect.delimiter,
                           quotechar=dialect.quote))
     return [name.strip() for name in row]
+
+
+def check_last_line(path: Path, label: str, limit: int = MAX_LINE_BYTES) -> None:
+    """Refuse a file whose last line is longer than ``limit`` bytes, reading its tail only.
+
+    The line number costs one streamed pass (16 MB reads), only for such a file.
+    """
+    size = os.path.getsize(path)
+    start = max(0, size - limit - 2)  # room for the line and its own "\r\n"
+    with path.open("rb") as handle:
+        handle.seek(start)
+        tail = handle.read()
+        body = tail[:-1] if tail.endswith(b"\n") else tail
+        body = body[:-1] if body.endswith(b"\r") else body
+        if start == 0 or b"\n" in body:
+            return
+        handle.seek(0)
+        line, position = 1, 0
+        while position < start:
+            chunk = handle.read(min(1 << 24, start - position))
+            if not chunk:
+                break
+            line += chunk.count(b"\n")
+            position += len(chunk)
+    raise _problem("malformed row", label, f"the last line is longer than {limit:,} bytes, more "
+                   "than any row (is the file cut or corrupt?)", line)
 
 
 def plain_csv(label: str, path: Path, work: Path) -> Path:
