@@ -391,3 +391,22 @@ def test_refused_build_leaves_the_allowed_globals_untouched() -> None:
     assert {k: (v.call, v.new) for k, v in safepickle.ALLOWED_GLOBALS.items()} == before
     assert safe_loads(pickle.dumps([np.arange(2.0)]))[0].tolist() == [0.0, 1.0]
     assert np.dtype("f8").isnative and np.arange(2.0).tolist() == [0.0, 1.0]
+
+
+def test_a_100k_deep_pickle_is_one_line_on_the_cli(tmp_path, isolated_cache, capsys) -> None:
+    """Through ``--local`` (the util_pkl reader) the refusal is one line, not a traceback."""
+    from mltraces.catalog import build
+    from mltraces.cli import main
+
+    folder = tmp_path / "util_pkl"
+    folder.mkdir()
+    for spec in build.get_schema("acme.util_cdf").sources:
+        (folder / spec.file.rsplit("/", 1)[-1]).write_bytes(_pickle(_deep_lists(100_000)))
+    query = ["sql", "SELECT count(*) FROM acme.util_cdf", "--local", f"acme.util_cdf={folder}"]
+    assert main(query) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    assert re.search(rf"\.pkl: more than {MAX_OPCODES} opcodes \(MAX_OPCODES\); refused", err)
+    assert main(["validate", "acme.util_cdf", "--local", f"acme.util_cdf={folder}"]) == 1
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and f"more than {MAX_OPCODES} opcodes" in captured.out
