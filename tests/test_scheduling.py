@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -27,6 +27,7 @@ from mltraces.scheduling import (
     fig8b_cases,
     get_policy,
     load_profiles,
+    process_pool,
     schedule,
     sweep,
 )
@@ -371,7 +372,7 @@ def small_cases() -> list[Case]:
 def test_sweep_through_a_process_pool_matches_the_serial_run() -> None:
     cases = small_cases()
     serial = sweep(cases, "edf,tiresias,elasticflow", ThreadPoolExecutor(1))
-    with ProcessPoolExecutor(2) as pool:
+    with process_pool(2) as pool:
         parallel = sweep(cases, "edf,tiresias,elasticflow", pool)
     pd.testing.assert_frame_equal(serial.jobs, parallel.jobs)
     assert list(parallel.summary["trace"]) == ["t1"] * 3 + ["t2"] * 3

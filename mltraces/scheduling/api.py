@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +24,20 @@ from mltraces.scheduling.profiles import Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, ScheduleResult
 from mltraces.scheduling.themis import Themis
 from mltraces.scheduling.tiresias import Tiresias
+
+
+def process_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool whose workers start clean, from a forkserver (spawn where there is none).
+
+    Why not fork: the caller usually holds a DuckDB connection and pyarrow
+    threads; a child forked from that process inherits their half-held locks,
+    and the first garbage collection in it (numba's import, on ElasticFlow's
+    first replay) crashed with a segfault. The forkserver is single-threaded.
+    """
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
 
 #: the shipped policies by name
 POLICIES: dict[str, type] = {
@@ -160,8 +175,10 @@ def sweep(
         cases: :class:`Case` objects (e.g. from :func:`fig8b_cases`).
         policies: As for :func:`schedule`.
         executor: Any Executor — a process pool, a ``dask.distributed``
-            ``Client(...).get_executor()``, … Default: a process pool with
-            ``max_workers`` (default: the CPU count) workers, closed afterwards.
+            ``Client(...).get_executor()``, … Default: :func:`process_pool` with
+            ``max_workers`` (default: the CPU count) workers, closed afterwards;
+            its workers import policies by name, so a policy class defined in a
+            notebook needs an executor of your own (a ``ThreadPoolExecutor``).
         on_done: Called with each outcome as its replay finishes (a progress bar).
 
     Returns:
@@ -171,7 +188,7 @@ def sweep(
     pairs = [(case, policy) for case in cases for policy in chosen]
     own = executor is None
     if own:
-        executor = ProcessPoolExecutor(max_workers=max_workers or os.cpu_count() or 1)
+        executor = process_pool(max_workers or os.cpu_count() or 1)
     try:
         # the costliest replays first, so that a pool is not left waiting on one at the end
         order = sorted(range(len(pairs)), key=lambda k: -expected_cost(*pairs[k]))
