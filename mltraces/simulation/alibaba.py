@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import multiprocessing
 import os
 import zlib
 from collections.abc import Iterable
@@ -306,7 +307,11 @@ def _run_tasks(
         _init_worker(models)
         results = [_replay_chunk(task) for task in tasks]
     else:
-        with ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(models,)) as pool:
+        # a forkserver, not fork: the caller holds DuckDB and Arrow threads (see scheduling.api)
+        methods = multiprocessing.get_all_start_methods()
+        context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                                 initargs=(models,)) as pool:
             results = list(pool.map(_replay_chunk, tasks))
     parts = sorted((part for result in results for part in result), key=lambda part: part[0])
     return [part[1:] for part in parts]
