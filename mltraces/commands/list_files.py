@@ -39,6 +39,7 @@ def _list_source(name: str, urls: bool) -> None:
 
     source = get_source(name)
     print(f"{source.name}: {source.title} [{source.license}]")
+    width = max([42, *(len(file.id) for file in source.files)])  # one column per source
     for file in source.files:
         if cached_path(file):
             state = "cached"
@@ -46,7 +47,7 @@ def _list_source(name: str, urls: bool) -> None:
             state = "unverified"
         else:
             state = "-"
-        print(f"  {file.id:42} {_size(file.size):>18}  {file.hash_kind:13} {state}")
+        print(f"  {file.id:{width}} {_size(file.size):>18}  {file.hash_kind:13} {state}")
         if urls:
             print(f"      {file.url}")
             for mirror in file.mirrors:
