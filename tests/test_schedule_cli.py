@@ -119,3 +119,30 @@ def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
     assert all(r["mean_queueing_delay"] >= 0 for r in rows)
     sjf, fifo = rows[1]["mean_jct"], rows[0]["mean_jct"]
     assert sjf <= fifo  # shortest-job-first never loses on mean JCT to FIFO here
+
+
+def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The first ElasticFlow replay compiles for ~40 s: the CLI says so instead of looking stuck."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("numba", reason="numba is not installed")
+    from mltraces.commands.schedule import _announce_compilation
+    from mltraces.scheduling import EDF, ElasticFlow, efcore
+
+    probe = "from mltraces.scheduling import efcore; print(efcore.compiled())"
+    cold = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
+                          check=True)
+    assert cold.stdout.strip() == "False"  # an empty cache: nothing compiled yet
+
+    monkeypatch.setattr(efcore, "compiled", lambda: False)
+    _announce_compilation([EDF()], quiet=False)
+    assert capsys.readouterr().err == ""  # no ElasticFlow, nothing to compile
+    _announce_compilation([ElasticFlow()], quiet=True)
+    assert capsys.readouterr().err == ""
+    _announce_compilation([ElasticFlow()], quiet=False)
+    assert "compiling ElasticFlow's planner" in capsys.readouterr().err

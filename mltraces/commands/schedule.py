@@ -141,6 +141,7 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
     policies = resolve_policies(args.policy)
     total = len(cases) * len(policies)
     quiet = getattr(args, "quiet", False) or not sys.stderr.isatty()
+    _announce_compilation(policies, getattr(args, "quiet", False))
     with tqdm(total=total, desc="replays", unit="replay", delay=2.0, disable=quiet,
               file=sys.stderr, leave=False) as bar:
         if args.workers == 1 or total == 1:
@@ -151,6 +152,19 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
                     bar.update()
             return ScheduleResult(outcomes)
         return sweep(cases, policies, max_workers=args.workers, on_done=lambda _: bar.update())
+
+
+def _announce_compilation(policies: list[Any], quiet: bool) -> None:
+    """Say so when ElasticFlow's planner is about to be compiled: ~40 s of silence otherwise."""
+    from mltraces.scheduling import ElasticFlow
+
+    if quiet or not any(isinstance(policy, ElasticFlow) for policy in policies):
+        return
+    from mltraces.scheduling import efcore
+
+    if not efcore.compiled():
+        print("compiling ElasticFlow's planner (once per installation, about 40 s) ...",
+              file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:

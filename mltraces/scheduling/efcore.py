@@ -26,6 +26,7 @@ same explicitly.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -763,3 +764,16 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
             if t > now and t < first_change:
                 first_change = t
     return order, gpus, end, real_end, started, first_change
+
+
+def compiled() -> bool:
+    """Whether numba's cache already holds the compiled planner.
+
+    False means the next ElasticFlow replay compiles it first (about 40 s, once
+    per installation), which the CLI says rather than look stuck. Plain Python
+    (no numba, or ``NUMBA_DISABLE_JIT``) has nothing to compile.
+    """
+    folder = getattr(getattr(scale_up, "_cache", None), "cache_path", None)
+    if folder is None:
+        return True
+    return all(any(Path(folder).glob(f"efcore.{name}-*.nbi")) for name in ("scale_up", "estimate"))
