@@ -10,6 +10,7 @@ order the jobs first appear in the history.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -70,10 +71,18 @@ def connection(history: History, references: History | None = None) -> duckdb.Du
     return _connection(history, references)
 
 
-def _connection(history: History, references: History | None) -> duckdb.DuckDBPyConnection:
+@functools.cache
+def _database() -> duckdb.DuckDBPyConnection:
+    """One in-memory database per process; each query set gets its own cursor on it."""
     import duckdb
 
-    con = duckdb.connect()
+    return duckdb.connect()
+
+
+def _connection(history: History, references: History | None) -> duckdb.DuckDBPyConnection:
+    # a cursor is a connection of its own (registrations stay apart) without the
+    # ~25 ms of opening a new database each time
+    con = _database().cursor()
     con.register("history", _numbered(history))
     con.register("refs", _numbered(history if references is None else references))
     return con
