@@ -167,6 +167,14 @@ def value_at(times, free, n: int, time: float, default: int) -> int:
     return free[i - 1] if i else default
 
 
+@njit(cache=True)
+def hold(aval, aset, nf, k: int, gpus: int) -> None:
+    """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
+    aval[k] = gpus
+    aset[k] = True
+    nf[k] -= gpus
+
+
 # -- one plan --------------------------------------------------------------------------------
 @njit(cache=True)
 def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
@@ -310,9 +318,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
         if t > aligned:
             break
         if last_k >= 0:
-            aval[last_k] = last_a
-            aset[last_k] = True
-            nf[last_k] -= last_a
+            hold(aval, aset, nf, last_k, last_a)
             if last_a:
                 left -= ((deadline if t == aligned else t) - last_t) * rate(speed, last_a)
         last_t, last_k, last_a = t, k, min(last_q, fit_of(fit, nf[k]))
@@ -386,9 +392,7 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
         if t > aligned:
             break
         if last_k >= 0:
-            aval[last_k] = last_a
-            aset[last_k] = True
-            nf[last_k] -= last_a
+            hold(aval, aset, nf, last_k, last_a)
             if last_a:
                 sp = rate(speed, last_a)
                 gained = ((deadline if t == aligned else t) - last_t) * sp
@@ -404,9 +408,7 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
     if end != end:
         if last_k < 0:
             raise TypeError("nothing to allocate before the deadline")
-        aval[last_k] = last_a
-        aset[last_k] = True
-        nf[last_k] -= last_a
+        hold(aval, aset, nf, last_k, last_a)
         real_left = float(math.ceil(left / rate(speed, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
