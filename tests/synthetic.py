@@ -181,6 +181,20 @@ def alibaba_groups(n_groups: int = 40, seed: int = 0, max_jobs: int = 30) -> pd.
     return frame[ALIBABA_COLUMNS].sort_values(["group", "start_time"], ignore_index=True)
 
 
+def edit_cell(line: str, column: str, value: str) -> str:
+    """One Seren CSV line with ``column`` set to ``value`` (a bad value for a validation test)."""
+    cells = line.split(",")
+    cells[SEREN_COLUMNS.index(column)] = value
+    return ",".join(cells)
+
+
+def single_finding(report, rule: str) -> dict:
+    """The one row of a validation report for ``rule``, as a dict (fails if not exactly one)."""
+    found = report[report.rule == rule]
+    assert len(found) == 1, f"no single {rule!r} row in\n{report[['rule', 'failing_rows']]}"
+    return found.iloc[0].to_dict()
+
+
 def write_seren_trace(path: str | Path, n_rows: int = 1000, seed: int = 0) -> Path:
     """Write a synthetic ``trace_seren.csv``; returns the path."""
     path = Path(path)

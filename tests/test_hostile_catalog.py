@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import synthetic
 from catalog_fixtures import loopback_only, rows, scalar  # noqa: F401
+from synthetic import edit_cell, single_finding
 
 from mltraces.catalog import connect, materialize, verify_tables
 from mltraces.catalog import store as store_module
@@ -34,18 +35,6 @@ def _seren(path: Path, rows_: int = 30, seed: int = 3) -> list[str]:
 def _write(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def _edit(line: str, column: str, value: str) -> str:
-    cells = line.split(",")
-    cells[synthetic.SEREN_COLUMNS.index(column)] = value
-    return ",".join(cells)
-
-
-def _findings(report, rule: str) -> dict:
-    found = report[report.rule == rule]
-    assert len(found) == 1, f"no single {rule!r} row in\n{report[['rule', 'failing_rows']]}"
-    return found.iloc[0].to_dict()
 
 
 def _tamper(path: Path, old: bytes, new: bytes) -> None:
@@ -213,7 +202,7 @@ def test_a_huge_header_line_is_refused_in_bounded_memory(tmp_path) -> None:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 16 << 20, f"peak {peak / 1e6:.0f} MB"
-    row = _findings(report, "schema drift: malformed row")
+    row = single_finding(report, "schema drift: malformed row")
     assert "longer than 1,048,576 bytes" in row["examples"][0] and failed(report)
 
 
@@ -226,7 +215,7 @@ def test_a_last_line_longer_than_any_row_is_a_finding(tmp_path) -> None:
         for _ in range(40):
             handle.write(b"x" * (1 << 20))  # 40 MB, then the end of the file
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "schema drift: malformed row")
+    row = single_finding(report, "schema drift: malformed row")
     assert row["examples"] == ["trace_seren.csv line 5: the last line is longer than 2,000,000 "
                                "bytes, more than any row (is the file cut or corrupt?)"]
     assert failed(report)
@@ -239,11 +228,11 @@ def test_a_last_line_longer_than_any_row_is_a_finding(tmp_path) -> None:
 
 def test_values_a_column_cannot_hold_are_findings_with_file_line_column(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[4] = _edit(lines[4], "gpu_num", "12.5")
-    lines[7] = _edit(lines[7], "submit_time", "2023-03-01 00:18:22")  # no +08:00
+    lines[4] = edit_cell(lines[4], "gpu_num", "12.5")
+    lines[7] = edit_cell(lines[7], "submit_time", "2023-03-01 00:18:22")  # no +08:00
     path = _write(tmp_path / "trace_seren.csv", lines)
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "schema drift: unparsable value")
+    row = single_finding(report, "schema drift: unparsable value")
     assert row["failing_rows"] == 2 and failed(report)
     assert row["examples"][0].startswith("trace_seren.csv line 5, column gpu_num: ")
     assert '"12.5" is not a whole number' in row["examples"][0]
@@ -256,17 +245,17 @@ def test_values_a_column_cannot_hold_are_findings_with_file_line_column(tmp_path
 @pytest.mark.parametrize("value", ["2023-03-01", "2023-03-01 00:18:22", "2023-03-01T00:18"])
 def test_an_instant_without_its_offset_is_refused(tmp_path, value) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[6] = _edit(lines[6], "end_time", value)
+    lines[6] = edit_cell(lines[6], "end_time", value)
     path = _write(tmp_path / "trace_seren.csv", lines)
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: unparsable value")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: unparsable value")
     assert row["examples"] == [f'trace_seren.csv line 7, column end_time: "{value}" is not a '
                                "time with a UTC offset such as +08:00 (format %Y-%m-%d %H:%M:%S%z)"]
 
 
 def test_other_offset_forms_load(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[1] = _edit(lines[1], "end_time", "2023-03-01T00:18:22.5Z")
-    lines[2] = _edit(lines[2], "end_time", "2023-03-01 08:18:22+0800")
+    lines[1] = edit_cell(lines[1], "end_time", "2023-03-01T00:18:22.5Z")
+    lines[2] = edit_cell(lines[2], "end_time", "2023-03-01 08:18:22+0800")
     path = _write(tmp_path / "trace_seren.csv", lines)
     con = connect([SEREN], local={SEREN: path}, strict=True)
     got = rows(con, "SELECT strftime(end_time, '%H:%M:%S') FROM acme.seren_jobs LIMIT 2")
@@ -275,7 +264,7 @@ def test_other_offset_forms_load(tmp_path) -> None:
 
 def test_64_bit_integers_load_exactly(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[1] = _edit(lines[1], "job_id", str(2**62 + 1))  # a double would round it
+    lines[1] = edit_cell(lines[1], "job_id", str(2**62 + 1))  # a double would round it
     path = _write(tmp_path / "trace_seren.csv", lines)
     con = connect([SEREN], local={SEREN: path}, strict=True)
     assert scalar(con, "SELECT max(job_id) FROM acme.seren_jobs") == 2**62 + 1
@@ -283,16 +272,16 @@ def test_64_bit_integers_load_exactly(tmp_path) -> None:
 
 def test_nan_and_inf_fail_bounds_and_nul_is_reported(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[3] = _edit(lines[3], "gpu_time", "nan")
-    lines[5] = _edit(lines[5], "gpu_time", "inf")
-    lines[9] = _edit(lines[9], "user", "u\0x")
+    lines[3] = edit_cell(lines[3], "gpu_time", "nan")
+    lines[5] = edit_cell(lines[5], "gpu_time", "inf")
+    lines[9] = edit_cell(lines[9], "user", "u\0x")
     path = _write(tmp_path / "trace_seren.csv", lines)
     report = validate([SEREN], local={SEREN: path})
-    bound = _findings(report, "gpu_time: minimum 0")
+    bound = single_finding(report, "gpu_time: minimum 0")
     assert bound["failing_rows"] == 2
     assert [e.split(":")[0] for e in bound["examples"]] == ["trace_seren.csv line 4",
                                                             "trace_seren.csv line 6"]
-    nul = _findings(report, "schema drift: NUL character")
+    nul = single_finding(report, "schema drift: NUL character")
     assert nul["examples"] == ["trace_seren.csv line 10, column user: "
                                "the value holds a NUL character"]
     assert failed(report)
@@ -362,7 +351,7 @@ def test_disk_full_during_conversion_is_named_as_such(tmp_path, isolated_cache) 
     target.parent.mkdir(parents=True, exist_ok=True)
     target.with_name(f"{target.name}.tmp-{os.getpid()}").symlink_to("/dev/full")  # ENOSPC
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "conversion")
+    row = single_finding(report, "conversion")
     assert "the disk is full" in row["examples"][0] and "MLTRACES_CACHE" in row["examples"][0]
     assert not (report.rule == "schema drift: malformed row").any()
     assert not target.exists()
@@ -370,23 +359,23 @@ def test_disk_full_during_conversion_is_named_as_such(tmp_path, isolated_cache) 
 
 def test_line_numbers_count_quoted_newlines(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
-    lines[2] = _edit(lines[2], "user", '"multi\nline\nuser"')  # line 3 spans 3 lines
-    lines[6] = _edit(lines[6], "duration", "-5")  # row 7: physical line 9
-    lines[8] = _edit(lines[8], "gpu_num", "x8")  # row 9: physical line 11
+    lines[2] = edit_cell(lines[2], "user", '"multi\nline\nuser"')  # line 3 spans 3 lines
+    lines[6] = edit_cell(lines[6], "duration", "-5")  # row 7: physical line 9
+    lines[8] = edit_cell(lines[8], "gpu_num", "x8")  # row 9: physical line 11
     path = _write(tmp_path / "trace_seren.csv", lines)
     report = validate([SEREN], local={SEREN: path})
-    assert _findings(report, "schema drift: unparsable value")["examples"][0].startswith(
+    assert single_finding(report, "schema drift: unparsable value")["examples"][0].startswith(
         "trace_seren.csv line 11, column gpu_num")
-    lines[8] = _edit(lines[8], "gpu_num", "8")
+    lines[8] = edit_cell(lines[8], "gpu_num", "8")
     lines[10] += ",surplus"  # row 11: physical line 13
     _write(path, lines)
     report = validate([SEREN], local={SEREN: path})
-    assert _findings(report, "schema drift: malformed row")["examples"][0].startswith(
+    assert single_finding(report, "schema drift: malformed row")["examples"][0].startswith(
         "trace_seren.csv line 13:")
     lines[10] = lines[10].removesuffix(",surplus")
     _write(path, lines)
     report = validate([SEREN], local={SEREN: path})
-    assert _findings(report, "duration: minimum 0")["examples"][0].startswith(
+    assert single_finding(report, "duration: minimum 0")["examples"][0].startswith(
         "trace_seren.csv line 9:")
 
 
@@ -394,7 +383,7 @@ def test_one_ragged_line_is_one_finding(tmp_path) -> None:
     lines = _seren(tmp_path / "good.csv")
     lines[4] = ",".join(lines[4].split(",")[:5])
     path = _write(tmp_path / "trace_seren.csv", lines)
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: malformed row")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: malformed row")
     assert row["failing_rows"] == 1
     assert row["examples"] == ["trace_seren.csv line 5: Expected Number of Columns: 13 Found: 5"]
 

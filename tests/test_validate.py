@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import synthetic
 from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows  # noqa: F401
+from synthetic import edit_cell, single_finding
 
 from mltraces import catalog
 from mltraces.catalog import connect
@@ -34,18 +35,6 @@ def _write(tmp_path: Path, lines: list[str], name: str = "trace_seren.csv") -> P
     path = tmp_path / name
     path.write_text("\n".join(lines) + "\n")
     return path
-
-
-def _edit(line: str, column: str, value: str) -> str:
-    cells = line.split(",")
-    cells[synthetic.SEREN_COLUMNS.index(column)] = value
-    return ",".join(cells)
-
-
-def _findings(report, rule: str) -> dict:
-    found = report[report.rule == rule]
-    assert len(found) == 1, f"no single {rule!r} row in\n{report[['rule', 'failing_rows']]}"
-    return found.iloc[0].to_dict()
 
 
 def _cache_is_clean(cache: Path) -> None:
@@ -69,9 +58,9 @@ def test_real_tables_have_no_errors(real_catalog, monkeypatch) -> None:  # noqa:
     # curve, the ElasticFlow spec file whose name says 1 node x 2 GPUs but holds 2 x 1
     assert set(warned.rule) == {"check job_counts_add_up", "check y_non_decreasing",
                                 "check name_matches_shape"}
-    pai = _findings(report, "check y_non_decreasing")
+    pai = single_finding(report, "check y_non_decreasing")
     assert pai["failing_rows"] == 19 and "util_gpu_pai.pkl" in pai["examples"][0]
-    spec = _findings(report, "check name_matches_shape")
+    spec = single_finding(report, "check name_matches_shape")
     assert spec["failing_rows"] == 1 and "n1g2.csv" in spec["examples"][0]
     expected = {t: n for s in all_sources().values() for t, n in s.expected_rows.items()}
     assert report.checked_rows.max() == max(expected[t] for t in REAL_TABLES)
@@ -89,7 +78,7 @@ def test_good_synthetic_file_passes(seren_lines, tmp_path) -> None:
 def test_duplicated_primary_key(seren_lines, tmp_path) -> None:
     lines = [*seren_lines, seren_lines[7]]
     report = validate([SEREN], local={SEREN: _write(tmp_path, lines)})
-    row = _findings(report, "primary key (job_id)")
+    row = single_finding(report, "primary key (job_id)")
     job = int(seren_lines[7].split(",")[0])
     assert row["failing_rows"] == 2 and failed(report)
     assert row["examples"] == [f"trace_seren.csv line 8: job_id={job}",
@@ -97,19 +86,19 @@ def test_duplicated_primary_key(seren_lines, tmp_path) -> None:
 
 
 def test_negative_duration(seren_lines, tmp_path) -> None:
-    seren_lines[3] = _edit(seren_lines[3], "duration", "-5")
+    seren_lines[3] = edit_cell(seren_lines[3], "duration", "-5")
     report = validate([SEREN], local={SEREN: _write(tmp_path, seren_lines)})
-    row = _findings(report, "duration: minimum 0")
+    row = single_finding(report, "duration: minimum 0")
     job = int(seren_lines[3].split(",")[0])
     assert row["failing_rows"] == 1 and failed(report)
     assert row["examples"] == [f"trace_seren.csv line 4: job_id={job}, duration=-5"]
 
 
 def test_unknown_enum_value(seren_lines, tmp_path) -> None:
-    seren_lines[5] = _edit(seren_lines[5], "state", "EXPLODED")
+    seren_lines[5] = edit_cell(seren_lines[5], "state", "EXPLODED")
     path = _write(tmp_path, seren_lines)
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "state: enum")
+    row = single_finding(report, "state: enum")
     assert row["failing_rows"] == 1 and "state=EXPLODED" in row["examples"][0]
     assert "line 6" in row["examples"][0]
     con = connect(tables=[SEREN], local={SEREN: path})  # bad values load; validate flags them
@@ -117,9 +106,9 @@ def test_unknown_enum_value(seren_lines, tmp_path) -> None:
 
 
 def test_warning_rules_do_not_fail_validation(seren_lines, tmp_path) -> None:
-    seren_lines[2] = _edit(seren_lines[2], "gpu_time", "1.5")
+    seren_lines[2] = edit_cell(seren_lines[2], "gpu_time", "1.5")
     report = validate([SEREN], local={SEREN: _write(tmp_path, seren_lines)})
-    row = _findings(report, "check gpu_time_is_duration_times_gpus")
+    row = single_finding(report, "check gpu_time_is_duration_times_gpus")
     assert (row["failing_rows"], row["severity"]) == (1, "warning")
     assert not failed(report)
 
@@ -145,17 +134,17 @@ def test_malformed_row(seren_lines, tmp_path, isolated_cache) -> None:
     seren_lines[4] += ",surplus"
     path = _write(tmp_path, seren_lines)
     _assert_unavailable(path, isolated_cache, "trace_seren.csv line 5")
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: malformed row")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: malformed row")
     assert row["failing_rows"] == 1 and "line 5" in row["examples"][0]
 
 
 def test_unparsable_value(seren_lines, tmp_path, isolated_cache) -> None:
-    seren_lines[9] = _edit(seren_lines[9], "gpu_num", "x8")
-    seren_lines[12] = _edit(seren_lines[12], "end_time", "yesterday")
+    seren_lines[9] = edit_cell(seren_lines[9], "gpu_num", "x8")
+    seren_lines[12] = edit_cell(seren_lines[12], "end_time", "yesterday")
     path = _write(tmp_path, seren_lines)
     _assert_unavailable(path, isolated_cache, "line 10, column gpu_num")
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "schema drift: unparsable value")
+    row = single_finding(report, "schema drift: unparsable value")
     assert row["failing_rows"] == 2 and failed(report)
     assert row["examples"][0].startswith("trace_seren.csv line 10, column gpu_num: ")
     assert '"x8"' in row["examples"][0]
@@ -168,7 +157,7 @@ def test_missing_column(seren_lines, tmp_path, isolated_cache) -> None:
              for line in seren_lines]
     path = _write(tmp_path, lines)
     _assert_unavailable(path, isolated_cache, "column 'queue' is missing")
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: missing column")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: missing column")
     assert row["examples"][0].startswith("trace_seren.csv, column queue: column 'queue' is missing")
 
 
@@ -176,7 +165,7 @@ def test_renamed_column(seren_lines, tmp_path, isolated_cache) -> None:
     seren_lines[0] = seren_lines[0].replace("queue", "queue_s")
     path = _write(tmp_path, seren_lines)
     _assert_unavailable(path, isolated_cache, "'queue' appears renamed to 'queue_s'")
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: renamed column")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: renamed column")
     assert row["failing_rows"] == 1
 
 
@@ -187,7 +176,7 @@ def test_extra_column_is_reported_but_the_table_loads(seren_lines, tmp_path) -> 
     assert rows(con, "SELECT count(*) FROM acme.seren_jobs") == [(40,)]
     assert "site" not in [r[0] for r in rows(con, "DESCRIBE acme.seren_jobs")]
     report = validate([SEREN], local={SEREN: path})
-    row = _findings(report, "schema drift: extra column")
+    row = single_finding(report, "schema drift: extra column")
     assert "unexpected column 'site'" in row["examples"][0] and failed(report)
 
 
@@ -195,7 +184,7 @@ def test_empty_file(tmp_path, isolated_cache) -> None:
     path = tmp_path / "trace_seren.csv"
     path.write_bytes(b"")
     _assert_unavailable(path, isolated_cache, "the file is empty")
-    row = _findings(validate([SEREN], local={SEREN: path}), "schema drift: empty file")
+    row = single_finding(validate([SEREN], local={SEREN: path}), "schema drift: empty file")
     assert row["failing_rows"] == 1
 
 
@@ -207,7 +196,7 @@ def test_header_only_file_is_an_empty_table(seren_lines, tmp_path) -> None:
 
 def test_failed_build_then_good_file(seren_lines, tmp_path, isolated_cache) -> None:
     bad = list(seren_lines)
-    bad[3] = _edit(bad[3], "gpu_num", "many")
+    bad[3] = edit_cell(bad[3], "gpu_num", "many")
     path = _write(tmp_path, bad)
     with pytest.raises(catalog.SchemaDriftError):
         connect(tables=[SEREN], local={SEREN: path}, strict=True)
@@ -272,7 +261,7 @@ def test_cli_exit_status_and_report(seren_lines, tmp_path, capsys) -> None:
     good = _write(tmp_path, seren_lines, "good.csv")
     assert main(["validate", SEREN, "--local", f"{SEREN}={good}"]) == 0
     assert "0 with findings" in capsys.readouterr().out
-    seren_lines[6] = _edit(seren_lines[6], "duration", "-1")
+    seren_lines[6] = edit_cell(seren_lines[6], "duration", "-1")
     bad = _write(tmp_path, seren_lines, "bad.csv")
     assert main(["validate", SEREN, "--local", f"{SEREN}={bad}"]) == 1
     captured = capsys.readouterr()
