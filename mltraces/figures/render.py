@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import multiprocessing
 import os
 import pickle
 import shutil
 import sys
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -152,6 +151,6 @@ def workers(count: int | None = None) -> int:
 
 def pool(count: int) -> Executor:
     """A process pool of ``count`` workers forked from a preloaded forkserver."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
-    return ProcessPoolExecutor(max_workers=count, mp_context=context)
+    from mltraces.workers import process_pool
+
+    return process_pool(count, preload=PRELOAD)

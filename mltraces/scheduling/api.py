@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,20 +23,7 @@ from mltraces.scheduling.profiles import Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, ScheduleResult
 from mltraces.scheduling.themis import Themis
 from mltraces.scheduling.tiresias import Tiresias
-
-
-def process_pool(workers: int) -> ProcessPoolExecutor:
-    """A pool whose workers start clean, from a forkserver (spawn where there is none).
-
-    Why not fork: the caller usually holds a DuckDB connection and pyarrow
-    threads; a child forked from that process inherits their half-held locks,
-    and the first garbage collection in it (numba's import, on ElasticFlow's
-    first replay) crashed with a segfault. The forkserver is single-threaded.
-    """
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
-
+from mltraces.workers import process_pool
 
 #: the shipped policies by name
 POLICIES: dict[str, type] = {

@@ -25,11 +25,9 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import multiprocessing
 import os
 import zlib
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +55,7 @@ from mltraces.simulation.traces import (
     load_traces,
     read_table,
 )
+from mltraces.workers import process_pool
 
 #: Fewer groups than this per extra process are replayed with fewer processes.
 GROUPS_PER_WORKER = 100
@@ -307,11 +306,7 @@ def _run_tasks(
         _init_worker(models)
         results = [_replay_chunk(task) for task in tasks]
     else:
-        # a forkserver, not fork: the caller holds DuckDB and Arrow threads (see scheduling.api)
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                                 initargs=(models,)) as pool:
+        with process_pool(workers, initializer=_init_worker, initargs=(models,)) as pool:
             results = list(pool.map(_replay_chunk, tasks))
     parts = sorted((part for result in results for part in result), key=lambda part: part[0])
     return [part[1:] for part in parts]
