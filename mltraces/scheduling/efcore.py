@@ -178,12 +178,13 @@ def hold(aval, aset, nf, k: int, gpus: int) -> None:
 # -- one plan --------------------------------------------------------------------------------
 @njit(cache=True)
 def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
-    """Collect the allocation steps (sorted, repeats dropped), add the end step, compact.
+    """Collect the allocation steps (sorted, repeats dropped) and add the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
     (NaN: none); only a start that the timeline lost has one (the released
     timeline of a job holding more GPUs than were free, which the reference
-    would have refused by an assertion). Returns ``(times, free, n, at, ag, na)``.
+    would have refused by an assertion). Returns ``(times, free, n, at, ag, na)``, the
+    timeline not yet compacted (see :func:`compact`).
     """
     at = np.empty(nn + 1, np.float64)
     ag = np.empty(nn + 1, np.int64)
@@ -205,6 +206,16 @@ def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
             last = aval[k]
     if end_step == end_step:  # not NaN: insert the end step
         nn = set_step(nt, nf, nn, end_step, end_value)
+    return nt, nf, nn, at, ag, na
+
+
+@njit(cache=True)
+def compact(nt, nf, nn):
+    """The timeline without repeated values (a plan's raw timeline, ready to plan on).
+
+    Kept apart from :func:`finish_plan` because most plans are only priced:
+    their timeline is compacted only for the one a step chooses.
+    """
     ct = np.empty(nn, np.float64)
     cf = np.empty(nn, np.int64)
     m = 0
@@ -215,7 +226,7 @@ def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
             cf[m] = nf[k]
             m += 1
             prev = nf[k]
-    return ct, cf, m, at, ag, na
+    return ct, cf, m
 
 
 @njit(cache=True)
@@ -497,7 +508,7 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
     for i in range(m):
         r = plan(times, free, n, now, left[i], deadline[i], model[i], speed2, levels2, nlev,
                  fit2, fitrow, cap2, total, slot, 0)
-        times, free, n = r[0], r[1], r[2]
+        times, free, n = compact(r[0], r[1], r[2])
         na = r[5]
         if ptr[i] + na > at_all.shape[0]:
             at_all = np.concatenate((at_all, np.empty(at_all.shape[0] + na, np.float64)))
@@ -698,7 +709,7 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
             make_offer(p, now, total, slot, times, free, n, at_l, ag_l, end, left, deadline,
                        model, next_level, ot, of, on, oat, oag, ona, oend, oreal, has,
                        speed2, levels2, nlev, fit2, fitrow, cap2)
-            times, free, n = ot[p], of[p], on[p]
+            times, free, n = compact(ot[p], of[p], on[p])
             at_l[p], ag_l[p] = oat[p][: ona[p]].copy(), oag[p][: ona[p]].copy()
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
@@ -728,7 +739,7 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
                            deadline, model, next_level, ot, of, on, oat, oag, ona, oend,
                            oreal, has, speed2, levels2, nlev, fit2, fitrow, cap2)
             old_t, old_f, old_n = times, free, n
-            times, free, n = ot[p], of[p], on[p]
+            times, free, n = compact(ot[p], of[p], on[p])
             at_l[p], ag_l[p] = oat[p][: ona[p]].copy(), oag[p][: ona[p]].copy()
             gpus[p] = next_level[p]
             end[p], real_end[p] = oend[p], oreal[p]
