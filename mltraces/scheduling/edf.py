@@ -11,11 +11,12 @@ no later than the deadline. Mirrors the artifact's ``--schedule=edf``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.profiles import plain_cap
+from mltraces.scheduling.profiles import Curve, plain_cap
 from mltraces.scheduling.results import Recorder
 from mltraces.scheduling.timeline import align, compact_range, set_step
 
@@ -24,22 +25,43 @@ INF = math.inf
 
 @dataclass(frozen=True)
 class JobModel:
-    """A job's static numbers as the elastic planners use them."""
+    """A job's static numbers as the elastic planners use them.
+
+    ``fit[a]`` is the largest level that fits in ``a`` free GPUs (0 if none), for
+    ``a`` below the cap: a lookup instead of a walk over the levels per period.
+    """
 
     speed: dict[int, float]
     levels: tuple[int, ...]
     cap: int
+    fit: tuple[int, ...] = ()
 
 
-def job_models(setup: Setup, cap_of) -> list[JobModel]:
-    """Speed table, scaling levels and cap per job (``cap_of(job, curve)`` picks the cap)."""
-    models = []
+def job_models(setup: Setup, cap_of: Callable[[Curve], int]) -> list[JobModel]:
+    """Speed table, scaling levels and cap per job (``cap_of(curve)`` picks the cap).
+
+    Jobs sharing a (model, batch size) share one model: traces have thousands of
+    jobs but a few dozen curves.
+    """
+    models: list[JobModel] = []
+    shared: dict[tuple[str, int], JobModel] = {}
     for job in setup.jobs:
-        curve = setup.curve(job)
-        cap = min(cap_of(job, curve), setup.gpus)
-        levels = curve.levels(cap) or curve.allowed[:1]
-        models.append(JobModel(dict(curve.speed), levels, max(levels)))
+        key = (job.model, job.batch_size)
+        model = shared.get(key)
+        if model is None:
+            model = shared[key] = _job_model(setup.curve(job), cap_of, setup.gpus)
+        models.append(model)
     return models
+
+
+def _job_model(curve: Curve, cap_of: Callable[[Curve], int], gpus: int) -> JobModel:
+    cap = min(cap_of(curve), gpus)
+    levels = curve.levels(cap) or curve.allowed[:1]
+    cap = max(levels)
+    fit = [0] * cap
+    for n in levels:
+        fit[n:] = [n] * (cap - n)
+    return JobModel(dict(curve.speed), levels, cap, tuple(fit))
 
 
 def plan_edf(
@@ -56,23 +78,13 @@ def plan_edf(
     periods taking the cap when free, else the largest level that fits; the
     GPUs come back at the slot boundary after the end.
     """
-    start = times[0]
-    speed, levels, cap = model.speed, model.levels, model.cap
+    speed, fit, cap = model.speed, model.fit, model.cap
     now_gpus = -1
     last = len(times) - 1
     first = -1
     for i in range(last):
         avail = free[i]
-        if avail >= cap:
-            gpus = cap
-        elif avail:
-            gpus = 0
-            for n in levels:
-                if n > avail:
-                    break
-                gpus = n
-        else:
-            gpus = 0
+        gpus = cap if avail >= cap else fit[avail] if avail > 0 else 0
         if now_gpus < 0:
             now_gpus = gpus
         if not gpus:
@@ -87,15 +99,27 @@ def plan_edf(
             if end != until:
                 # the reference writes the pre-job value at the slot boundary,
                 # overwriting a step that may already be there
-                set_step(times, free, align(start, end, slot), avail)
+                _hand_back(times, free, i, align(times[0], end, slot), avail)
             compact_range(times, free, first, i + 2)
             return now_gpus, end
         left -= (until - begin) * rate
     end = math.ceil(times[last] + left / speed[cap])
     free[last] = total - cap
-    set_step(times, free, align(start, end, slot), total)
+    set_step(times, free, align(times[0], end, slot), total)
     compact_range(times, free, first if first >= 0 else last, len(times))
     return (cap if now_gpus < 0 else now_gpus), end
+
+
+def _hand_back(times: list[float], free: list[int], i: int, time: float, value: int) -> None:
+    """:func:`set_step` for a time inside period ``i`` (or at its end), without the search."""
+    if times[i] < time <= times[i + 1]:
+        if time == times[i + 1]:
+            free[i + 1] = value
+        else:
+            times.insert(i + 1, time)
+            free.insert(i + 1, value)
+    else:  # an end before now (work overdone): wherever it falls
+        set_step(times, free, time, value)
 
 
 class EDF:
@@ -114,7 +138,7 @@ class _EdfRun:
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
         self.jobs = setup.jobs
-        self.models = job_models(setup, lambda job, curve: plain_cap(curve))
+        self.models = job_models(setup, plain_cap)
         self.rec = Recorder(self.jobs)
         n = len(self.jobs)
         self.deadline = [j.deadline for j in self.jobs]
