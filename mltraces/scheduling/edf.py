@@ -10,6 +10,7 @@ no later than the deadline. Mirrors the artifact's ``--schedule=edf``.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from mltraces.scheduling.base import Setup
 from mltraces.scheduling.events import EventQueue
 from mltraces.scheduling.profiles import Curve, plain_cap
 from mltraces.scheduling.results import Recorder
-from mltraces.scheduling.timeline import align, compact_range, set_step
+from mltraces.scheduling.timeline import compact_range, set_step
 
 INF = math.inf
 
@@ -28,13 +29,16 @@ class JobModel:
     """A job's static numbers as the elastic planners use them.
 
     ``fit[a]`` is the largest level that fits in ``a`` free GPUs (0 if none), for
-    ``a`` below the cap: a lookup instead of a walk over the levels per period.
+    ``a`` below the cap, and ``rates[n]`` the speed on ``n`` GPUs for every level
+    ``n`` (0 elsewhere): lookups instead of a walk over the levels and a dict
+    per period.
     """
 
     speed: dict[int, float]
     levels: tuple[int, ...]
     cap: int
     fit: tuple[int, ...] = ()
+    rates: tuple[float, ...] = ()
 
 
 def job_models(setup: Setup, cap_of: Callable[[Curve], int]) -> list[JobModel]:
@@ -61,7 +65,10 @@ def _job_model(curve: Curve, cap_of: Callable[[Curve], int], gpus: int) -> JobMo
     fit = [0] * cap
     for n in levels:
         fit[n:] = [n] * (cap - n)
-    return JobModel(dict(curve.speed), levels, cap, tuple(fit))
+    rates = [0.0] * (cap + 1)
+    for n in levels:
+        rates[n] = curve.speed[n]
+    return JobModel(dict(curve.speed), levels, cap, tuple(fit), tuple(rates))
 
 
 def plan_edf(
@@ -76,9 +83,11 @@ def plan_edf(
 
     Returns the GPUs the job gets now and its planned end. Walks the timeline's
     periods taking the cap when free, else the largest level that fits; the
-    GPUs come back at the slot boundary after the end.
+    GPUs come back at the slot boundary after the end (:func:`align`, inlined:
+    this runs for every planned job at every event).
     """
-    speed, fit, cap = model.speed, model.fit, model.cap
+    speed, fit, cap = model.rates, model.fit, model.cap
+    start = times[0]
     now_gpus = -1
     last = len(times) - 1
     first = -1
@@ -96,17 +105,41 @@ def plan_edf(
         if first < 0:
             first = i
         if until >= end:
-            if end != until:
-                # the reference writes the pre-job value at the slot boundary,
-                # overwriting a step that may already be there
-                _hand_back(times, free, i, align(times[0], end, slot), avail)
-            compact_range(times, free, first, i + 2)
+            if end == until:
+                compact_range(times, free, first, i + 2)
+                return now_gpus, end
+            # the reference writes the pre-job value at the slot boundary,
+            # overwriting a step that may already be there
+            steps, rest = divmod(end - start, slot)
+            if rest > 0:
+                steps += 1
+            back = start + steps * slot
+            if begin < back < until:
+                times.insert(i + 1, back)
+                free.insert(i + 1, avail)
+                # the new step differs from the one before it (the job's GPUs);
+                # with only period 0 changed, the step after it is all to check
+                if i or (i + 2 < len(times) and free[i + 2] == avail):
+                    compact_range(times, free, first, i + 2)
+            else:
+                _hand_back(times, free, i, back, avail)
+                compact_range(times, free, first, i + 2)
             return now_gpus, end
         left -= (until - begin) * rate
     end = math.ceil(times[last] + left / speed[cap])
     free[last] = total - cap
-    set_step(times, free, align(times[0], end, slot), total)
-    compact_range(times, free, first if first >= 0 else last, len(times))
+    steps, rest = divmod(end - start, slot)
+    if rest > 0:
+        steps += 1
+    back = start + steps * slot
+    if back > times[last]:
+        times.append(back)
+        free.append(total)
+        if last:  # else the two steps are total − cap and total: nothing to merge
+            compact_range(times, free, first if first >= 0 else last, len(times))
+    else:
+        set_step(times, free, back, total)
+        compact_range(times, free, first if first >= 0 else last, len(times))
     return (cap if now_gpus < 0 else now_gpus), end
 
 
@@ -133,7 +166,11 @@ class EDF:
 
 class _EdfRun:
     """The event loop. Only jobs that were planned at this event or the last one are
-    touched: the rest (waiting, no GPUs, end placeholder) would not change."""
+    touched: the rest (waiting, no GPUs, end placeholder) would not change.
+
+    ``runnable`` is kept in deadline order (arrivals inserted after equal
+    deadlines), which is the order the reference's stable sort gives each event.
+    """
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
@@ -144,36 +181,29 @@ class _EdfRun:
         self.deadline = [j.deadline for j in self.jobs]
         self.left = [float(j.iterations) for j in self.jobs]
         self.gpus = [0] * n
+        self.rate = [0.0] * n  # iterations per second on the GPUs held
         self.end = [0] * n
         self.running = [False] * n
         self.done = [False] * n
         self.runnable: list[int] = []
         self.planned: list[int] = []  # jobs given a real plan at the last event
+        self.plan_round = [-1] * n  # the last event (count) that planned each job
+        self.rounds = 0
         self.events = EventQueue()
         for job in self.jobs:
             self.events.add_start(job.index, job.submit_time)
 
     def run(self) -> Recorder:
         events, slot = self.events, self.setup.slot
-        deadline = self.deadline.__getitem__
         now, step = events.first_time(), 0
         while events:
             self.progress(now, step)
-            event_time, event = events.first_time(), events.first()
-            for j in event.ends:
-                if self.running[j]:
-                    self.runnable.remove(j)
-                    self.running[j] = False
-                    self.done[j] = True
-                    self.gpus[j] = 0
-                    self.rec.finished(j, self.end[j], event_time)
+            event = events.first()
+            if event.ends:
+                self.finish(event.ends, now)
             if event.starts:
-                order = sorted(self.runnable + event.starts, key=deadline)
-                self.runnable.extend(event.starts)
-            else:
-                self.runnable.sort(key=deadline)
-                order = self.runnable
-            self.apply(self.plan(order, event_time), event_time)
+                self.admit(event.starts)
+            self.apply(self.plan(now), now)
             events.pop_first()
             if not events:
                 break
@@ -182,53 +212,85 @@ class _EdfRun:
             step, now = nxt - now, nxt
         return self.rec
 
+    def finish(self, ends: list[int], now: float) -> None:
+        running, runnable = self.running, self.runnable
+        for j in ends:
+            if running[j]:
+                runnable.remove(j)
+                running[j] = False
+                self.done[j] = True
+                self.gpus[j] = 0
+                self.rate[j] = 0.0
+                self.rec.finished(j, self.end[j], now)
+
+    def admit(self, starts: list[int]) -> None:
+        runnable, deadline = self.runnable, self.deadline
+        for j in starts:
+            bisect.insort_right(runnable, j, key=deadline.__getitem__)
+
     def progress(self, now: float, step: float) -> None:
         """Advance running jobs by ``step`` seconds; a job ahead of its plan ends now."""
-        gpus_of, end, left = self.gpus, self.end, self.left
+        rate_of, end, left = self.rate, self.end, self.left
         for j in self.planned:
-            gpus = gpus_of[j]
-            if not gpus:
+            rate = rate_of[j]
+            if not rate:
                 continue
-            run = step - (now - end[j] if now > end[j] else 0)
-            rate = self.models[j].speed[gpus]
+            planned_end = end[j]
+            run = step - (now - planned_end if now > planned_end else 0)
             done = run * rate
-            if left[j] <= done and end[j] > now:
+            if left[j] <= done and planned_end > now:
                 finish = now - step + math.ceil(left[j] / rate)
-                done = (end[j] - now + step) * rate
-                self.events.move_end(j, end[j], now)
+                done = (planned_end - now + step) * rate
+                self.events.move_end(j, planned_end, now)
                 end[j] = finish
             left[j] -= done
 
-    def plan(self, order: list[int], now: float) -> dict[int, tuple[int, float]]:
-        """Plan ``order`` (deadline order) on a fresh timeline; (GPUs now, planned end).
+    def plan(self, now: float) -> list[tuple[int, int, float]]:
+        """Plan the runnable jobs in deadline order on a fresh timeline.
 
-        Once no GPU is free now, every later job gets none now, and its planned end
-        cannot come before the next event (the GPUs it waits for come back at the
-        slot boundary after some running job's end, which is an event itself), so
-        it would be re-planned before that end mattered: such jobs are not planned
-        (their end is a +inf placeholder). This changes no outcome and keeps
-        congested clusters (thousands of waiting jobs) fast.
+        Returns (job, GPUs now, planned end) of the jobs whose plan changed; the
+        planned jobs become ``self.planned``. Once no GPU is free now, every later
+        job gets none now, and its planned end cannot come before the next event
+        (the GPUs it waits for come back at the slot boundary after some running
+        job's end, which is an event itself), so it would be re-planned before
+        that end mattered: such jobs are not planned (their end is a +inf
+        placeholder). This changes no outcome and keeps congested clusters
+        (thousands of waiting jobs) fast.
         """
         total, slot, left, models = self.setup.gpus, self.setup.slot, self.left, self.models
+        gpus_of, end_of, plan_round = self.gpus, self.end, self.plan_round
+        self.rounds += 1
+        this_round = self.rounds
         times, free = [now], [total]
-        plans = {}
-        for j in order:
+        changed = []
+        planned = 0
+        for j in self.runnable:
             if not free[0]:
                 break
-            plans[j] = plan_edf(times, free, left[j], models[j], total, slot)
-        return plans
+            planned += 1
+            plan_round[j] = this_round
+            gpus, end = plan_edf(times, free, left[j], models[j], total, slot)
+            if gpus != gpus_of[j] or end != end_of[j]:
+                changed.append((j, gpus, end))
+        self.unplan(this_round, now)
+        self.planned = self.runnable[:planned]
+        return changed
 
-    def apply(self, plans: dict[int, tuple[int, float]], now: float) -> None:
+    def unplan(self, this_round: int, now: float) -> None:
+        """Jobs planned last time but not at this event lose their GPUs (end: +inf)."""
+        plan_round, done = self.plan_round, self.done
         for j in self.planned:
-            if j not in plans and not self.done[j]:
+            if plan_round[j] != this_round and not done[j]:
                 self._set(j, 0, INF, now)
-        for j, (gpus, end) in plans.items():
+
+    def apply(self, changed: list[tuple[int, int, float]], now: float) -> None:
+        for j, gpus, end in changed:
             self._set(j, gpus, end, now)
-        self.planned = list(plans)
 
     def _set(self, j: int, gpus: int, end: float, now: float) -> None:
         old_end, self.end[j] = self.end[j], end
         self.gpus[j] = gpus
+        self.rate[j] = self.models[j].rates[gpus]
         if self.running[j]:
             self.events.move_end(j, old_end, end)
         elif gpus:
