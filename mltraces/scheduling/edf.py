@@ -71,88 +71,46 @@ def _job_model(curve: Curve, cap_of: Callable[[Curve], int], gpus: int) -> JobMo
     return JobModel(dict(curve.speed), levels, cap, tuple(fit), tuple(rates))
 
 
-def plan_edf(
-    times: list[float],
-    free: list[int],
-    left: float,
-    model: JobModel,
-    total: int,
-    slot: float,
-) -> tuple[int, int]:
-    """Plan one job on the timeline from ``times[0]`` (now), updating it in place.
+def _hand_back(
+    times: list[float], free: list[int], first: int, i: int, time: float, value: int
+) -> None:
+    """A job planned on periods ``first`` … ``i`` ends inside period ``i``: from the slot
+    boundary ``time`` after its end, the period has ``value`` (its pre-job) GPUs again.
 
-    Returns the GPUs the job gets now and its planned end. Walks the timeline's
-    periods taking the cap when free, else the largest level that fits; the
-    GPUs come back at the slot boundary after the end (:func:`align`, inlined:
-    this runs for every planned job at every event).
+    As in the reference, a boundary that falls on the next step overwrites it.
+    Then merges equal neighbours; only the changed periods can have any, and
+    when period 0 alone changed, only the step after the new one can.
     """
-    speed, fit, cap = model.rates, model.fit, model.cap
-    start = times[0]
-    now_gpus = -1
-    last = len(times) - 1
-    first = -1
-    for i in range(last):
-        avail = free[i]
-        gpus = cap if avail >= cap else fit[avail] if avail > 0 else 0
-        if now_gpus < 0:
-            now_gpus = gpus
-        if not gpus:
-            continue
-        rate = speed[gpus]
-        begin, until = times[i], times[i + 1]
-        end = math.ceil(begin + left / rate)
-        free[i] = avail - gpus
-        if first < 0:
-            first = i
-        if until >= end:
-            if end == until:
-                compact_range(times, free, first, i + 2)
-                return now_gpus, end
-            # the reference writes the pre-job value at the slot boundary,
-            # overwriting a step that may already be there
-            steps, rest = divmod(end - start, slot)
-            if rest > 0:
-                steps += 1
-            back = start + steps * slot
-            if begin < back < until:
-                times.insert(i + 1, back)
-                free.insert(i + 1, avail)
-                # the new step differs from the one before it (the job's GPUs);
-                # with only period 0 changed, the step after it is all to check
-                if i or (i + 2 < len(times) and free[i + 2] == avail):
-                    compact_range(times, free, first, i + 2)
-            else:
-                _hand_back(times, free, i, back, avail)
-                compact_range(times, free, first, i + 2)
-            return now_gpus, end
-        left -= (until - begin) * rate
-    end = math.ceil(times[last] + left / speed[cap])
-    free[last] = total - cap
-    steps, rest = divmod(end - start, slot)
-    if rest > 0:
-        steps += 1
-    back = start + steps * slot
-    if back > times[last]:
-        times.append(back)
-        free.append(total)
-        if last:  # else the two steps are total − cap and total: nothing to merge
-            compact_range(times, free, first if first >= 0 else last, len(times))
-    else:
-        set_step(times, free, back, total)
-        compact_range(times, free, first if first >= 0 else last, len(times))
-    return (cap if now_gpus < 0 else now_gpus), end
-
-
-def _hand_back(times: list[float], free: list[int], i: int, time: float, value: int) -> None:
-    """:func:`set_step` for a time inside period ``i`` (or at its end), without the search."""
-    if times[i] < time <= times[i + 1]:
-        if time == times[i + 1]:
-            free[i + 1] = value
-        else:
-            times.insert(i + 1, time)
-            free.insert(i + 1, value)
+    if times[i] < time < times[i + 1]:
+        times.insert(i + 1, time)
+        free.insert(i + 1, value)
+        if not i and (len(times) < 3 or free[2] != value):
+            return
+    elif times[i] < time == times[i + 1]:
+        free[i + 1] = value
     else:  # an end before now (work overdone): wherever it falls
         set_step(times, free, time, value)
+    compact_range(times, free, first, i + 2)
+
+
+def _run_to_end(
+    times: list[float], free: list[int], first: int, last: int, time: float, held: int, total: int
+) -> None:
+    """A job still running after the last step holds it at ``held`` free GPUs until the
+    slot boundary ``time`` after its end, then all ``total`` GPUs are free.
+
+    Then merges equal neighbours; with a one-step timeline there are none
+    (``held`` < ``total``).
+    """
+    free[last] = held
+    if time > times[last]:
+        times.append(time)
+        free.append(total)
+        if not last:
+            return
+    else:
+        set_step(times, free, time, total)
+    compact_range(times, free, first if first >= 0 else last, len(times))
 
 
 class EDF:
@@ -174,6 +132,7 @@ class _EdfRun:
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
+        self.total, self.slot = setup.gpus, setup.slot
         self.jobs = setup.jobs
         self.models = job_models(setup, plain_cap)
         self.rec = Recorder(self.jobs)
@@ -194,7 +153,7 @@ class _EdfRun:
             self.events.add_start(job.index, job.submit_time)
 
     def run(self) -> Recorder:
-        events, slot = self.events, self.setup.slot
+        events, slot = self.events, self.slot
         now, step = events.first_time(), 0
         while events:
             self.progress(now, step)
@@ -246,7 +205,13 @@ class _EdfRun:
             left[j] -= done
 
     def plan(self, now: float) -> list[tuple[int, int, float]]:
-        """Plan the runnable jobs in deadline order on a fresh timeline.
+        """Plan the runnable jobs in deadline order on a fresh timeline of free GPUs.
+
+        Each job walks the timeline's periods taking its cap when free, else the
+        largest level that fits, until its work is done; its GPUs come back at
+        the slot boundary after its end (:func:`align`). The loop is written out
+        in one piece, the commonest timeline edits included: it runs for every
+        planned job at every event.
 
         Returns (job, GPUs now, planned end) of the jobs whose plan changed; the
         planned jobs become ``self.planned``. Once no GPU is free now, every later
@@ -257,7 +222,7 @@ class _EdfRun:
         placeholder). This changes no outcome and keeps congested clusters
         (thousands of waiting jobs) fast.
         """
-        total, slot, left, models = self.setup.gpus, self.setup.slot, self.left, self.models
+        total, slot, left, models = self.total, self.slot, self.left, self.models
         gpus_of, end_of, plan_round = self.gpus, self.end, self.plan_round
         self.rounds += 1
         this_round = self.rounds
@@ -269,9 +234,53 @@ class _EdfRun:
                 break
             planned += 1
             plan_round[j] = this_round
-            gpus, end = plan_edf(times, free, left[j], models[j], total, slot)
-            if gpus != gpus_of[j] or end != end_of[j]:
-                changed.append((j, gpus, end))
+            model = models[j]
+            speed, fit, cap = model.rates, model.fit, model.cap
+            work = left[j]
+            now_gpus = first = -1
+            last = len(times) - 1
+            for i in range(last):
+                avail = free[i]
+                gpus = cap if avail >= cap else fit[avail] if avail > 0 else 0
+                if now_gpus < 0:
+                    now_gpus = gpus
+                if not gpus:
+                    continue
+                rate = speed[gpus]
+                begin, until = times[i], times[i + 1]
+                end = math.ceil(begin + work / rate)
+                free[i] = avail - gpus
+                if first < 0:
+                    first = i
+                if until >= end:
+                    if end == until:
+                        compact_range(times, free, first, i + 2)
+                        break
+                    steps, rest = divmod(end - times[0], slot)
+                    back = times[0] + (steps + 1 if rest > 0 else steps) * slot
+                    if not i and begin < back < until and free[1] != avail:
+                        # the common case of _hand_back, where nothing can merge
+                        times.insert(1, back)
+                        free.insert(1, avail)
+                    else:
+                        _hand_back(times, free, first, i, back, avail)
+                    break
+                work -= (until - begin) * rate
+            else:
+                end = math.ceil(times[last] + work / speed[cap])
+                steps, rest = divmod(end - times[0], slot)
+                back = times[0] + (steps + 1 if rest > 0 else steps) * slot
+                if not last and back > times[0]:
+                    # the common case of _run_to_end, where nothing can merge
+                    free[0] = total - cap
+                    times.append(back)
+                    free.append(total)
+                else:
+                    _run_to_end(times, free, first, last, back, total - cap, total)
+                if now_gpus < 0:
+                    now_gpus = cap
+            if now_gpus != gpus_of[j] or end != end_of[j]:
+                changed.append((j, now_gpus, end))
         self.unplan(this_round, now)
         self.planned = self.runnable[:planned]
         return changed
