@@ -29,7 +29,7 @@ SET_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)
 _LOAD = operator.attrgetter("load")
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeSet:
     """Nodes serving jobs of one size; the first ``concurrency`` jobs run."""
 
@@ -61,6 +61,8 @@ class _GandivaRun:
         n = len(self.jobs)
         self.executed = [0.0] * n
         self.duration = [j.duration for j in self.jobs]
+        self.cluster_gpus = setup.gpus
+        self.round_cost, self.restart_cost = self._costs(setup)
         self.overhead = [0.0] * n
         self.free_nodes = list(range(setup.cluster.nodes))
         self.sets: dict[int, list[NodeSet]] = {size: [] for size in SET_SIZES}
@@ -74,6 +76,14 @@ class _GandivaRun:
             else:
                 self.events.add_start(job.index, job.submit_time)
         self.rounds = 0
+
+    def _costs(self, setup: Setup) -> tuple[list[float], list[float]]:
+        """Each job's overhead on a plain and on a restart round (priced once per size)."""
+        cost, total = setup.overhead.cost, setup.gpus
+        sizes = {j.num_gpu for j in self.jobs}
+        plain = {g: cost(g, total, restart=False) for g in sizes}
+        restart = {g: cost(g, total, restart=True) for g in sizes}
+        return [plain[j.num_gpu] for j in self.jobs], [restart[j.num_gpu] for j in self.jobs]
 
     def run(self) -> Recorder:
         events, slot = self.events, self.setup.slot
@@ -107,9 +117,9 @@ class _GandivaRun:
                 continue
             restart = self.setup.overhead.is_restart(self.rounds)
             self.rounds += 1
-            cost, total = self.setup.overhead.cost, self.setup.gpus
+            cost, overhead = self.restart_cost if restart else self.round_cost, self.overhead
             for j in self.running:
-                self.overhead[j] = cost(self.jobs[j].num_gpu, total, restart=restart)
+                overhead[j] = cost[j]
             events.merge_slot(now, slot)
             nxt = events.first_time()
             step, now = nxt - now, nxt
@@ -161,53 +171,77 @@ class _GandivaRun:
         rotate = int(now % 60) == 0
         released = False
         busy = 0
-        executed, overhead, duration = self.executed, self.overhead, self.duration
-        charged = self.rec.gpu_seconds
         for size, sets in self.sets.items():
-            if not sets:
-                continue
-            emptied = []
-            for node_set in sets:
-                jobs = node_set.jobs
-                slots = min(len(jobs), node_set.capacity)
-                ended = []
-                for j in jobs[:slots]:
-                    lost = overhead[j]
-                    if step > lost:
-                        executed[j] += step - lost
-                    overhead[j] = 0
-                    charged[j] += size * step
-                    if executed[j] >= duration[j]:
-                        ended.append(j)
-                        self.rec.finished(j, now - (executed[j] - duration[j]), now)
-                busy += size * slots
-                if rotate and len(jobs) > slots:
-                    jobs[:] = jobs[slots:] + jobs[:slots]
-                for j in ended:
-                    self.running.remove(j)
-                    jobs.remove(j)
-                if not jobs:
-                    self.free_nodes.extend(node_set.nodes)
-                    emptied.append(node_set)
+            if sets:
+                used, emptied = self._execute_size(size, sets, now, step, rotate)
+                busy += used
+                if emptied:
+                    for node_set in emptied:
+                        sets.remove(node_set)
                     released = True
-            for node_set in emptied:
-                sets.remove(node_set)
         if step:
             self.rec.mark(now - step, busy)
         return released
 
+    def _execute_size(
+        self, size: int, sets: list[NodeSet], now: float, step: float, rotate: bool
+    ) -> tuple[int, list[NodeSet]]:
+        """:meth:`execute` for the node sets of one size: (GPUs busy, sets emptied)."""
+        executed, overhead, duration = self.executed, self.overhead, self.duration
+        charged = self.rec.gpu_seconds
+        held = size * step
+        busy = 0
+        emptied = []
+        for node_set in sets:
+            jobs = node_set.jobs
+            slots = node_set.capacity
+            if slots >= len(jobs):
+                slots = len(jobs)
+                turn = jobs
+            else:
+                turn = jobs[:slots]
+            ended = None
+            for j in turn:
+                lost = overhead[j]
+                if step > lost:
+                    executed[j] += step - lost
+                overhead[j] = 0
+                charged[j] += held
+                if executed[j] >= duration[j]:
+                    ended = [j] if ended is None else [*ended, j]
+                    self.rec.finished(j, now - (executed[j] - duration[j]), now)
+            busy += size * slots
+            if rotate and len(jobs) > slots:
+                jobs[:] = jobs[slots:] + jobs[:slots]
+            if ended:
+                for j in ended:
+                    self.running.remove(j)
+                    jobs.remove(j)
+            if not jobs:  # also a set that never got a job back from a re-deal
+                self.free_nodes.extend(node_set.nodes)
+                emptied.append(node_set)
+        return busy, emptied
+
     def gaps(self) -> list[tuple[int, int]]:
         """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share."""
-        demand = {
-            size: sum(len(s.jobs) for s in sets) * size for size, sets in self.sets.items() if sets
-        }
-        total = sum(demand.values())
+        demand = []
+        total = 0
+        for size, sets in self.sets.items():
+            if sets:
+                jobs = 0
+                for node_set in sets:
+                    jobs += len(node_set.jobs)
+                demand.append((size, jobs * size, sets))
+                total += jobs * size
         out = []
-        for size, wanted in demand.items():
+        gpus, per_node = self.cluster_gpus, self.per_node
+        for size, wanted, sets in demand:
             if wanted:
-                target = min(math.floor(wanted / total * self.setup.gpus), wanted)
-                held = sum(len(s.nodes) for s in self.sets[size]) * self.per_node
-                out.append((size, target - held))
+                target = min(math.floor(wanted / total * gpus), wanted)
+                nodes = 0
+                for node_set in sets:
+                    nodes += len(node_set.nodes)
+                out.append((size, target - nodes * per_node))
         return out
 
     def rebalance(self) -> None:
