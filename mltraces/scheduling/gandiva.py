@@ -76,6 +76,7 @@ class _GandivaRun:
             else:
                 self.events.add_start(job.index, job.submit_time)
         self.rounds = 0
+        self.active: list[tuple[int, list[NodeSet]]] = []  # sizes with node sets (see gaps)
 
     def _costs(self, setup: Setup) -> tuple[list[float], list[float]]:
         """Each job's overhead on a plain and on a restart round (priced once per size)."""
@@ -171,14 +172,13 @@ class _GandivaRun:
         rotate = int(now % 60) == 0
         released = False
         busy = 0
-        for size, sets in self.sets.items():
-            if sets:
-                used, emptied = self._execute_size(size, sets, now, step, rotate)
-                busy += used
-                if emptied:
-                    for node_set in emptied:
-                        sets.remove(node_set)
-                    released = True
+        for size, sets in self.active:
+            used, emptied = self._execute_size(size, sets, now, step, rotate)
+            busy += used
+            if emptied:
+                for node_set in emptied:
+                    sets.remove(node_set)
+                released = True
         if step:
             self.rec.mark(now - step, busy)
         return released
@@ -223,21 +223,26 @@ class _GandivaRun:
         return busy, emptied
 
     def gaps(self) -> list[tuple[int, int]]:
-        """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share."""
-        demand = []
+        """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share.
+
+        Also notes the sizes that have node sets (``self.active``): rebalancing
+        keeps at least one set per such size and opens none for others, so the
+        round's :meth:`execute` can visit just those.
+        """
+        self.active = active = [(size, sets) for size, sets in self.sets.items() if sets]
+        wanted = []
         total = 0
-        for size, sets in self.sets.items():
-            if sets:
-                jobs = 0
-                for node_set in sets:
-                    jobs += len(node_set.jobs)
-                demand.append((size, jobs * size, sets))
-                total += jobs * size
+        for size, sets in active:
+            jobs = 0
+            for node_set in sets:
+                jobs += len(node_set.jobs)
+            wanted.append(jobs * size)
+            total += jobs * size
         out = []
         gpus, per_node = self.cluster_gpus, self.per_node
-        for size, wanted, sets in demand:
-            if wanted:
-                target = min(math.floor(wanted / total * gpus), wanted)
+        for (size, sets), want in zip(active, wanted, strict=True):
+            if want:
+                target = min(math.floor(want / total * gpus), want)
                 nodes = 0
                 for node_set in sets:
                     nodes += len(node_set.nodes)
@@ -246,11 +251,12 @@ class _GandivaRun:
 
     def rebalance(self) -> None:
         """Grow or shrink each size's node sets towards its share of the GPU demand."""
+        sets_of = self.sets
         for size, gap in self.gaps():
             if gap > 0:
-                self._expand(size, self.sets[size], math.ceil(gap / size))
-            elif gap < 0:
-                self._shrink(self.sets[size], math.ceil(-gap / size))
+                self._expand(size, sets_of[size], math.ceil(gap / size))
+            elif gap < 0 and len(sets_of[size]) > 1:  # a size keeps its last set
+                self._shrink(sets_of[size], math.ceil(-gap / size))
 
     def quiet_rounds(self, now: float, step: float) -> int:
         """How many coming rounds change nothing but progress (no arrivals left).
