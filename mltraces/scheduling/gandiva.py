@@ -29,7 +29,7 @@ SET_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)
 _LOAD = operator.attrgetter("load")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class NodeSet:
     """Nodes serving jobs of one size; the first ``concurrency`` jobs run."""
 
@@ -66,9 +66,15 @@ class _GandivaRun:
         self.overhead = [0.0] * n
         self.free_nodes = list(range(setup.cluster.nodes))
         self.sets: dict[int, list[NodeSet]] = {size: [] for size in SET_SIZES}
+        self.seated = dict.fromkeys(SET_SIZES, 0)  # jobs in the node sets, per size
+        self.span = {
+            size: math.ceil(size / self.per_node) for size in SET_SIZES
+        }  # nodes a set spans
         self.running: list[int] = []
         self.pending: list[int] = []
-        self.waited: list[int] = []  # jobs that ever waited, in order
+        # placed jobs that had to wait: the only ones whose overhead the reference
+        # clears every round (for the others still waiting it is 0 already)
+        self.waited_running: set[int] = set()
         self.events = EventQueue()
         for job in self.jobs:
             if job.num_gpu not in self.sets or job.num_gpu > setup.gpus:
@@ -99,7 +105,7 @@ class _GandivaRun:
                     now += quiet * step
             self.rebalance()
             released = self.execute(now, step)
-            for j in self.waited:  # the reference clears these jobs' pending overhead
+            for j in self.waited_running:  # the reference clears these jobs' overhead
                 self.overhead[j] = 0
             event = events.at(now)
             if event is not None:
@@ -109,7 +115,6 @@ class _GandivaRun:
                         self.rec.started(j, now)
                     else:
                         self.pending.append(j)
-                        self.waited.append(j)
                 events.remove(now)
             if released:
                 self.retry_pending(now)
@@ -134,11 +139,18 @@ class _GandivaRun:
             if self.place(j):
                 del pending[i]
                 self.running.append(j)
+                self.waited_running.add(j)
                 self.rec.started(j, now)
             i += 1
 
     def place(self, j: int) -> bool:
         """Put job ``j`` in a node set of its size; False when it has to wait."""
+        if self._seat(j):
+            self.seated[self.jobs[j].num_gpu] += 1
+            return True
+        return False
+
+    def _seat(self, j: int) -> bool:
         size = self.jobs[j].num_gpu
         sets = self.sets[size]
         if sets:
@@ -214,8 +226,10 @@ class _GandivaRun:
             if rotate and len(jobs) > slots:
                 jobs[:] = jobs[slots:] + jobs[:slots]
             if ended:
+                self.seated[size] -= len(ended)
                 for j in ended:
                     self.running.remove(j)
+                    self.waited_running.discard(j)
                     jobs.remove(j)
             if not jobs:  # also a set that never got a job back from a re-deal
                 self.free_nodes.extend(node_set.nodes)
@@ -225,28 +239,24 @@ class _GandivaRun:
     def gaps(self) -> list[tuple[int, int]]:
         """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share.
 
-        Also notes the sizes that have node sets (``self.active``): rebalancing
-        keeps at least one set per such size and opens none for others, so the
+        A size's jobs are counted as they are seated and end (re-deals move them
+        between sets of one size), and all its sets span the same nodes. Also
+        notes the sizes that have node sets (``self.active``): rebalancing keeps
+        at least one set per such size and opens none for others, so the
         round's :meth:`execute` can visit just those.
         """
         self.active = active = [(size, sets) for size, sets in self.sets.items() if sets]
-        wanted = []
+        seated = self.seated
         total = 0
-        for size, sets in active:
-            jobs = 0
-            for node_set in sets:
-                jobs += len(node_set.jobs)
-            wanted.append(jobs * size)
-            total += jobs * size
+        for size, _ in active:
+            total += seated[size] * size
         out = []
-        gpus, per_node = self.cluster_gpus, self.per_node
-        for (size, sets), want in zip(active, wanted, strict=True):
-            if want:
-                target = min(math.floor(want / total * gpus), want)
-                nodes = 0
-                for node_set in sets:
-                    nodes += len(node_set.nodes)
-                out.append((size, target - nodes * per_node))
+        gpus, per_node, span = self.cluster_gpus, self.per_node, self.span
+        for size, sets in active:
+            wanted = seated[size] * size
+            if wanted:
+                target = min(math.floor(wanted / total * gpus), wanted)
+                out.append((size, target - len(sets) * span[size] * per_node))
         return out
 
     def rebalance(self) -> None:
