@@ -16,6 +16,7 @@ multiple of 60 s, and retrying waiting jobs skips the one after each start.
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 from dataclasses import dataclass, field
@@ -179,6 +180,26 @@ class _GandivaRun:
         node_set.jobs.append(j)
         sets.sort(key=_LOAD)
 
+    @classmethod
+    def _deal(cls, sets: list[NodeSet], jobs: list[int]) -> None:
+        """Each job joins the first set, then the sets are re-sorted by load, job by job.
+
+        After the first job's full (stable) sort only the first set has moved
+        up: it goes before the first later set whose load is at least its own,
+        which is what the stable sort does, found by bisection.
+        """
+        if not jobs:
+            return
+        cls._join(sets, sets[0], jobs[0])
+        for j in jobs[1:]:
+            best = sets[0]
+            best.load += 1
+            best.jobs.append(j)
+            k = bisect.bisect_left(sets, best.load, 1, key=_LOAD)
+            if k > 1:
+                del sets[0]
+                sets.insert(k - 1, best)
+
     def execute(self, now: float, step: float) -> bool:
         """Credit the jobs that ran in the last ``step`` seconds; end the finished ones."""
         rotate = int(now % 60) == 0
@@ -322,8 +343,7 @@ class _GandivaRun:
                     jobs.extend(node_set.jobs)
                     node_set.jobs = []
                     node_set.load = 0
-            for j in jobs:
-                self._join(sets, sets[0], j)
+            self._deal(sets, jobs)
 
     def _shrink(self, sets: list[NodeSet], count: int) -> None:
         count = min(count, len(sets) - 1)
@@ -334,5 +354,4 @@ class _GandivaRun:
             node_set = sets.pop(0)
             jobs.extend(node_set.jobs)
             self.free_nodes.extend(node_set.nodes)
-        for j in jobs:
-            self._join(sets, sets[0], j)
+        self._deal(sets, jobs)
