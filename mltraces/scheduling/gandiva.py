@@ -84,6 +84,7 @@ class _GandivaRun:
                 self.events.add_start(job.index, job.submit_time)
         self.rounds = 0
         self.active: list[tuple[int, list[NodeSet]]] = []  # sizes with node sets (see gaps)
+        self.active_stale = False  # a size got its first node set or lost its last
 
     def _costs(self, setup: Setup) -> tuple[list[float], list[float]]:
         """Each job's overhead on a plain and on a restart round (priced once per size)."""
@@ -164,6 +165,8 @@ class _GandivaRun:
         if span <= len(self.free_nodes):
             nodes, self.free_nodes = self.free_nodes[:span], self.free_nodes[span:]
             new = NodeSet(nodes, int(span * self.per_node / size))
+            if not sets:
+                self.active_stale = True
             sets.append(new)
             self._join(sets, new, j)
             return True
@@ -212,6 +215,8 @@ class _GandivaRun:
                 for node_set in emptied:
                     sets.remove(node_set)
                 released = True
+                if not sets:
+                    self.active_stale = True
         if step:
             self.rec.mark(now - step, busy)
         return released
@@ -262,12 +267,15 @@ class _GandivaRun:
 
         A size's jobs are counted as they are seated and end (re-deals move them
         between sets of one size), and all its sets span the same nodes. Also
-        notes the sizes that have node sets (``self.active``): rebalancing keeps
-        at least one set per such size and opens none for others, so the
-        round's :meth:`execute` can visit just those.
+        keeps the sizes that have node sets (``self.active``, listed again only
+        when a size gets its first set or loses its last): rebalancing keeps at
+        least one set per such size and opens none for others, so the round's
+        :meth:`execute` can visit just those.
         """
-        self.active = active = [(size, sets) for size, sets in self.sets.items() if sets]
-        seated = self.seated
+        if self.active_stale:
+            self.active = [(size, sets) for size, sets in self.sets.items() if sets]
+            self.active_stale = False
+        active, seated = self.active, self.seated
         total = 0
         for size, _ in active:
             total += seated[size] * size
