@@ -95,21 +95,30 @@ class _GandivaRun:
         return [plain[j.num_gpu] for j in self.jobs], [restart[j.num_gpu] for j in self.jobs]
 
     def run(self) -> Recorder:
+        """The rounds. Each round that has events after it prices every running job's
+        overhead for the next round; that price is kept as the round's cost list
+        (``charge``) rather than written per job, and written out only before a round
+        after which no event is left (the only rounds that read per-job overhead)."""
         events, slot = self.events, self.setup.slot
         if not events:
             return self.rec
         now, step = events.first_time(), 0
+        charge: list[float] | None = None
         while events or self.pending or self.running:
+            event = events.at(now)
+            if charge is not None and len(events) <= (event is not None):
+                self._settle(charge)
+                charge = None
             if not events and step:
                 quiet = self.quiet_rounds(now, step)
                 if quiet:
                     self.skip(quiet, step)
                     now += quiet * step
             self.rebalance()
-            released = self.execute(now, step)
-            for j in self.waited_running:  # the reference clears these jobs' overhead
-                self.overhead[j] = 0
-            event = events.at(now)
+            released = self.execute(now, step, charge)
+            if charge is None:
+                for j in self.waited_running:  # the reference clears these jobs' overhead
+                    self.overhead[j] = 0
             if event is not None:
                 for j in event.starts:
                     if self.place(j):
@@ -125,13 +134,17 @@ class _GandivaRun:
                 continue
             restart = self.setup.overhead.is_restart(self.rounds)
             self.rounds += 1
-            cost, overhead = self.restart_cost if restart else self.round_cost, self.overhead
-            for j in self.running:
-                overhead[j] = cost[j]
+            charge = self.restart_cost if restart else self.round_cost
             events.merge_slot(now, slot)
             nxt = events.first_time()
             step, now = nxt - now, nxt
         return self.rec
+
+    def _settle(self, charge: list[float]) -> None:
+        """Write out the overhead the last round priced for every running job."""
+        overhead = self.overhead
+        for j in self.running:
+            overhead[j] = charge[j]
 
     def retry_pending(self, now: float) -> None:
         """Place waiting jobs in order; like the reference, skip the one after each start."""
@@ -203,13 +216,17 @@ class _GandivaRun:
                 del sets[0]
                 sets.insert(k - 1, best)
 
-    def execute(self, now: float, step: float) -> bool:
-        """Credit the jobs that ran in the last ``step`` seconds; end the finished ones."""
+    def execute(self, now: float, step: float, charge: list[float] | None) -> bool:
+        """Credit the jobs that ran in the last ``step`` seconds; end the finished ones.
+
+        A job loses its overhead: ``charge[j]`` when the last round priced it, else
+        ``self.overhead[j]``, which is then cleared.
+        """
         rotate = int(now % 60) == 0
         released = False
         busy = 0
         for size, sets in self.active:
-            used, emptied = self._execute_size(size, sets, now, step, rotate)
+            used, emptied = self._execute_size(size, sets, now, step, rotate, charge)
             busy += used
             if emptied:
                 for node_set in emptied:
@@ -222,10 +239,17 @@ class _GandivaRun:
         return released
 
     def _execute_size(
-        self, size: int, sets: list[NodeSet], now: float, step: float, rotate: bool
+        self,
+        size: int,
+        sets: list[NodeSet],
+        now: float,
+        step: float,
+        rotate: bool,
+        charge: list[float] | None,
     ) -> tuple[int, list[NodeSet]]:
         """:meth:`execute` for the node sets of one size: (GPUs busy, sets emptied)."""
         executed, overhead, duration = self.executed, self.overhead, self.duration
+        lost_of = overhead if charge is None else charge
         charged = self.rec.gpu_seconds
         held = size * step
         busy = 0
@@ -240,14 +264,16 @@ class _GandivaRun:
                 turn = jobs[:slots]
             ended = None
             for j in turn:
-                lost = overhead[j]
+                lost = lost_of[j]
                 if step > lost:
                     executed[j] += step - lost
-                overhead[j] = 0
                 charged[j] += held
                 if executed[j] >= duration[j]:
                     ended = [j] if ended is None else [*ended, j]
                     self.rec.finished(j, now - (executed[j] - duration[j]), now)
+            if charge is None:
+                for j in turn:
+                    overhead[j] = 0
             busy += size * slots
             if rotate and len(jobs) > slots:
                 jobs[:] = jobs[slots:] + jobs[:slots]
