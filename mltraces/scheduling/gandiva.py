@@ -223,11 +223,42 @@ class _GandivaRun:
         ``self.overhead[j]``, which is then cleared.
         """
         rotate = int(now % 60) == 0
+        executed, overhead, duration = self.executed, self.overhead, self.duration
+        lost_of = overhead if charge is None else charge
+        charged = self.rec.gpu_seconds
         released = False
         busy = 0
         for size, sets in self.active:
-            used, emptied = self._execute_size(size, sets, now, step, rotate, charge)
-            busy += used
+            held = size * step
+            emptied = None
+            for node_set in sets:
+                jobs = node_set.jobs
+                slots = node_set.capacity
+                if slots >= len(jobs):
+                    slots = len(jobs)
+                    turn = jobs
+                else:
+                    turn = jobs[:slots]
+                ended = None
+                for j in turn:
+                    lost = lost_of[j]
+                    if step > lost:
+                        executed[j] += step - lost
+                    charged[j] += held
+                    if executed[j] >= duration[j]:
+                        ended = [j] if ended is None else [*ended, j]
+                        self.rec.finished(j, now - (executed[j] - duration[j]), now)
+                if charge is None:
+                    for j in turn:
+                        overhead[j] = 0
+                busy += size * slots
+                if rotate and len(jobs) > slots:
+                    jobs[:] = jobs[slots:] + jobs[:slots]
+                if ended:
+                    self._end(size, jobs, ended)
+                if not jobs:  # also a set that never got a job back from a re-deal
+                    self.free_nodes.extend(node_set.nodes)
+                    emptied = [node_set] if emptied is None else [*emptied, node_set]
             if emptied:
                 for node_set in emptied:
                     sets.remove(node_set)
@@ -238,55 +269,13 @@ class _GandivaRun:
             self.rec.mark(now - step, busy)
         return released
 
-    def _execute_size(
-        self,
-        size: int,
-        sets: list[NodeSet],
-        now: float,
-        step: float,
-        rotate: bool,
-        charge: list[float] | None,
-    ) -> tuple[int, list[NodeSet]]:
-        """:meth:`execute` for the node sets of one size: (GPUs busy, sets emptied)."""
-        executed, overhead, duration = self.executed, self.overhead, self.duration
-        lost_of = overhead if charge is None else charge
-        charged = self.rec.gpu_seconds
-        held = size * step
-        busy = 0
-        emptied = []
-        for node_set in sets:
-            jobs = node_set.jobs
-            slots = node_set.capacity
-            if slots >= len(jobs):
-                slots = len(jobs)
-                turn = jobs
-            else:
-                turn = jobs[:slots]
-            ended = None
-            for j in turn:
-                lost = lost_of[j]
-                if step > lost:
-                    executed[j] += step - lost
-                charged[j] += held
-                if executed[j] >= duration[j]:
-                    ended = [j] if ended is None else [*ended, j]
-                    self.rec.finished(j, now - (executed[j] - duration[j]), now)
-            if charge is None:
-                for j in turn:
-                    overhead[j] = 0
-            busy += size * slots
-            if rotate and len(jobs) > slots:
-                jobs[:] = jobs[slots:] + jobs[:slots]
-            if ended:
-                self.seated[size] -= len(ended)
-                for j in ended:
-                    self.running.remove(j)
-                    self.waited_running.discard(j)
-                    jobs.remove(j)
-            if not jobs:  # also a set that never got a job back from a re-deal
-                self.free_nodes.extend(node_set.nodes)
-                emptied.append(node_set)
-        return busy, emptied
+    def _end(self, size: int, jobs: list[int], ended: list[int]) -> None:
+        """Take finished jobs off their node set (``jobs``) and the running list."""
+        self.seated[size] -= len(ended)
+        for j in ended:
+            self.running.remove(j)
+            self.waited_running.discard(j)
+            jobs.remove(j)
 
     def gaps(self) -> list[tuple[int, int]]:
         """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share.
