@@ -78,6 +78,9 @@ class _TiresiasRun:
         self.rounds = 0
         self.admitted = 0
         self.demand = 0  # GPUs the runnable jobs ask for
+        # jobs whose overhead was priced since the last check (None: all running ones,
+        # after a restart round); every other running job's overhead is 0
+        self.charged: list[int] | None = []
         self.all_running = True
         self.last_now = 0.0
 
@@ -152,16 +155,18 @@ class _TiresiasRun:
             self.gpus,
             self.limits,
         )
-        for j in self.running:
-            lost = overhead[j]
-            if lost:
-                gained = elapsed - lost
+        status, charged = self.status, self.charged
+        for j in self.running if charged is None else charged:
+            if status[j] == RUNNING:  # (a job priced at its start may have ended since)
+                gained = elapsed - overhead[j]
                 if gained < 0:
                     gained = 0
-                executed[j] = int(executed[j] + gained)
+                # whole seconds on whole seconds: the loop below adds ``whole`` back
+                executed[j] = int(executed[j] + gained) - whole
                 overhead[j] = 0
-            else:  # whole seconds on whole seconds: int() would change nothing
-                executed[j] += whole
+        self.charged = []
+        for j in self.running:
+            executed[j] += whole
             q = queue[j]
             if q < last_queue and executed[j] * gpus[j] >= limits[q]:
                 queue[j] = q + 1
@@ -186,6 +191,8 @@ class _TiresiasRun:
     def start(self, j: int, now: float, restart: bool) -> None:
         self.status[j] = RUNNING
         self.overhead[j] = (self.restart_cost if restart else self.start_cost)[j]
+        if self.charged is not None:
+            self.charged.append(j)
         self.rec.set_gpus(j, now, self.gpus[j])
 
     def start_waiting(self, now: float, restart: bool) -> None:
@@ -248,4 +255,6 @@ class _TiresiasRun:
                 due = int(math.ceil((limits[q] - executed[j]) / gpus[j]) + now)
                 if due < demotion:
                     demotion = due
+        if restart:
+            self.charged = None
         return first, ending, demotion
