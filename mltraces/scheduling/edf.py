@@ -135,6 +135,7 @@ class _EdfRun:
         self.total, self.slot = setup.gpus, setup.slot
         self.jobs = setup.jobs
         self.models = job_models(setup, plain_cap)
+        self.params = [(m.rates, m.fit, m.cap) for m in self.models]  # as the planner reads them
         self.rec = Recorder(self.jobs)
         n = len(self.jobs)
         self.deadline = [j.deadline for j in self.jobs]
@@ -146,8 +147,6 @@ class _EdfRun:
         self.done = [False] * n
         self.runnable: list[int] = []
         self.planned: list[int] = []  # jobs given a real plan at the last event
-        self.plan_round = [-1] * n  # the last event (count) that planned each job
-        self.rounds = 0
         self.events = EventQueue()
         for job in self.jobs:
             self.events.add_start(job.index, job.submit_time)
@@ -195,13 +194,15 @@ class _EdfRun:
             if not rate:
                 continue
             planned_end = end[j]
-            run = step - (now - planned_end if now > planned_end else 0)
-            done = run * rate
-            if left[j] <= done and planned_end > now:
-                finish = now - step + math.ceil(left[j] / rate)
-                done = (planned_end - now + step) * rate
-                self.events.move_end(j, planned_end, now)
-                end[j] = finish
+            if planned_end > now:
+                done = step * rate
+                if left[j] <= done:
+                    finish = now - step + math.ceil(left[j] / rate)
+                    done = (planned_end - now + step) * rate
+                    self.events.move_end(j, planned_end, now)
+                    end[j] = finish
+            else:  # only the seconds up to its planned end count
+                done = (step - (now - planned_end)) * rate
             left[j] -= done
 
     def plan(self, now: float) -> list[tuple[int, int, float]]:
@@ -222,20 +223,16 @@ class _EdfRun:
         placeholder). This changes no outcome and keeps congested clusters
         (thousands of waiting jobs) fast.
         """
-        total, slot, left, models = self.total, self.slot, self.left, self.models
-        gpus_of, end_of, plan_round = self.gpus, self.end, self.plan_round
-        self.rounds += 1
-        this_round = self.rounds
+        total, slot, left, params = self.total, self.slot, self.left, self.params
+        gpus_of, end_of, runnable = self.gpus, self.end, self.runnable
         times, free = [now], [total]
         changed = []
-        planned = 0
-        for j in self.runnable:
+        planned = len(runnable)
+        for k, j in enumerate(runnable):
             if not free[0]:
+                planned = k
                 break
-            planned += 1
-            plan_round[j] = this_round
-            model = models[j]
-            speed, fit, cap = model.rates, model.fit, model.cap
+            speed, fit, cap = params[j]
             work = left[j]
             now_gpus = first = -1
             last = len(times) - 1
@@ -281,15 +278,17 @@ class _EdfRun:
                     now_gpus = cap
             if now_gpus != gpus_of[j] or end != end_of[j]:
                 changed.append((j, now_gpus, end))
-        self.unplan(this_round, now)
-        self.planned = self.runnable[:planned]
+        planned_now = runnable[:planned]
+        if self.planned:
+            self.unplan(set(planned_now), now)
+        self.planned = planned_now
         return changed
 
-    def unplan(self, this_round: int, now: float) -> None:
+    def unplan(self, kept: set[int], now: float) -> None:
         """Jobs planned last time but not at this event lose their GPUs (end: +inf)."""
-        plan_round, done = self.plan_round, self.done
+        done = self.done
         for j in self.planned:
-            if plan_round[j] != this_round and not done[j]:
+            if j not in kept and not done[j]:
                 self._set(j, 0, INF, now)
 
     def apply(self, changed: list[tuple[int, int, float]], now: float) -> None:
