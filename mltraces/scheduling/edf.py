@@ -10,92 +10,107 @@ no later than the deadline. Mirrors the artifact's ``--schedule=edf``.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.profiles import plain_cap
+from mltraces.scheduling.profiles import Curve, plain_cap
 from mltraces.scheduling.results import Recorder
-from mltraces.scheduling.timeline import align, compact_range, set_step
+from mltraces.scheduling.timeline import compact_range, set_step
 
 INF = math.inf
 
 
 @dataclass(frozen=True)
 class JobModel:
-    """A job's static numbers as the elastic planners use them."""
+    """A job's static numbers as the elastic planners use them.
+
+    ``fit[a]`` is the largest level that fits in ``a`` free GPUs (0 if none), for
+    ``a`` below the cap, and ``rates[n]`` the speed on ``n`` GPUs for every level
+    ``n`` (0 elsewhere): lookups instead of a walk over the levels and a dict
+    per period.
+    """
 
     speed: dict[int, float]
     levels: tuple[int, ...]
     cap: int
+    fit: tuple[int, ...] = ()
+    rates: tuple[float, ...] = ()
 
 
-def job_models(setup: Setup, cap_of) -> list[JobModel]:
-    """Speed table, scaling levels and cap per job (``cap_of(job, curve)`` picks the cap)."""
-    models = []
+def job_models(setup: Setup, cap_of: Callable[[Curve], int]) -> list[JobModel]:
+    """Speed table, scaling levels and cap per job (``cap_of(curve)`` picks the cap).
+
+    Jobs sharing a (model, batch size) share one model: traces have thousands of
+    jobs but a few dozen curves.
+    """
+    models: list[JobModel] = []
+    shared: dict[tuple[str, int], JobModel] = {}
     for job in setup.jobs:
-        curve = setup.curve(job)
-        cap = min(cap_of(job, curve), setup.gpus)
-        levels = curve.levels(cap) or curve.allowed[:1]
-        models.append(JobModel(dict(curve.speed), levels, max(levels)))
+        key = (job.model, job.batch_size)
+        model = shared.get(key)
+        if model is None:
+            model = shared[key] = _job_model(setup.curve(job), cap_of, setup.gpus)
+        models.append(model)
     return models
 
 
-def plan_edf(
-    times: list[float],
-    free: list[int],
-    left: float,
-    model: JobModel,
-    total: int,
-    slot: float,
-) -> tuple[int, int]:
-    """Plan one job on the timeline from ``times[0]`` (now), updating it in place.
+def _job_model(curve: Curve, cap_of: Callable[[Curve], int], gpus: int) -> JobModel:
+    cap = min(cap_of(curve), gpus)
+    levels = curve.levels(cap) or curve.allowed[:1]
+    cap = max(levels)
+    fit = [0] * cap
+    for n in levels:
+        fit[n:] = [n] * (cap - n)
+    rates = [0.0] * (cap + 1)
+    for n in levels:
+        rates[n] = curve.speed[n]
+    return JobModel(dict(curve.speed), levels, cap, tuple(fit), tuple(rates))
 
-    Returns the GPUs the job gets now and its planned end. Walks the timeline's
-    periods taking the cap when free, else the largest level that fits; the
-    GPUs come back at the slot boundary after the end.
+
+def _hand_back(
+    times: list[float], free: list[int], first: int, i: int, time: float, value: int
+) -> None:
+    """A job planned on periods ``first`` … ``i`` ends inside period ``i``: from the slot
+    boundary ``time`` after its end, the period has ``value`` (its pre-job) GPUs again.
+
+    As in the reference, a boundary that falls on the next step overwrites it.
+    Then merges equal neighbours; only the changed periods can have any, and
+    when period 0 alone changed, only the step after the new one can.
     """
-    start = times[0]
-    speed, levels, cap = model.speed, model.levels, model.cap
-    now_gpus = -1
-    last = len(times) - 1
-    first = -1
-    for i in range(last):
-        avail = free[i]
-        if avail >= cap:
-            gpus = cap
-        elif avail:
-            gpus = 0
-            for n in levels:
-                if n > avail:
-                    break
-                gpus = n
-        else:
-            gpus = 0
-        if now_gpus < 0:
-            now_gpus = gpus
-        if not gpus:
-            continue
-        rate = speed[gpus]
-        begin, until = times[i], times[i + 1]
-        end = math.ceil(begin + left / rate)
-        free[i] = avail - gpus
-        if first < 0:
-            first = i
-        if until >= end:
-            if end != until:
-                # the reference writes the pre-job value at the slot boundary,
-                # overwriting a step that may already be there
-                set_step(times, free, align(start, end, slot), avail)
-            compact_range(times, free, first, i + 2)
-            return now_gpus, end
-        left -= (until - begin) * rate
-    end = math.ceil(times[last] + left / speed[cap])
-    free[last] = total - cap
-    set_step(times, free, align(start, end, slot), total)
+    if times[i] < time < times[i + 1]:
+        times.insert(i + 1, time)
+        free.insert(i + 1, value)
+        if not i and (len(times) < 3 or free[2] != value):
+            return
+    elif times[i] < time == times[i + 1]:
+        free[i + 1] = value
+    else:  # an end before now (work overdone): wherever it falls
+        set_step(times, free, time, value)
+    compact_range(times, free, first, i + 2)
+
+
+def _run_to_end(
+    times: list[float], free: list[int], first: int, last: int, time: float, held: int, total: int
+) -> None:
+    """A job still running after the last step holds it at ``held`` free GPUs until the
+    slot boundary ``time`` after its end, then all ``total`` GPUs are free.
+
+    Then merges equal neighbours; with a one-step timeline there are none
+    (``held`` < ``total``).
+    """
+    free[last] = held
+    if time > times[last]:
+        times.append(time)
+        free.append(total)
+        if not last:
+            return
+    else:
+        set_step(times, free, time, total)
     compact_range(times, free, first if first >= 0 else last, len(times))
-    return (cap if now_gpus < 0 else now_gpus), end
 
 
 class EDF:
@@ -109,17 +124,24 @@ class EDF:
 
 class _EdfRun:
     """The event loop. Only jobs that were planned at this event or the last one are
-    touched: the rest (waiting, no GPUs, end placeholder) would not change."""
+    touched: the rest (waiting, no GPUs, end placeholder) would not change.
+
+    ``runnable`` is kept in deadline order (arrivals inserted after equal
+    deadlines), which is the order the reference's stable sort gives each event.
+    """
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
+        self.total, self.slot = setup.gpus, setup.slot
         self.jobs = setup.jobs
-        self.models = job_models(setup, lambda job, curve: plain_cap(curve))
+        self.models = job_models(setup, plain_cap)
+        self.params = [(m.rates, m.fit, m.cap) for m in self.models]  # as the planner reads them
         self.rec = Recorder(self.jobs)
         n = len(self.jobs)
         self.deadline = [j.deadline for j in self.jobs]
         self.left = [float(j.iterations) for j in self.jobs]
         self.gpus = [0] * n
+        self.rate = [0.0] * n  # iterations per second on the GPUs held
         self.end = [0] * n
         self.running = [False] * n
         self.done = [False] * n
@@ -130,26 +152,16 @@ class _EdfRun:
             self.events.add_start(job.index, job.submit_time)
 
     def run(self) -> Recorder:
-        events, slot = self.events, self.setup.slot
-        deadline = self.deadline.__getitem__
+        events, slot = self.events, self.slot
         now, step = events.first_time(), 0
         while events:
             self.progress(now, step)
-            event_time, event = events.first_time(), events.first()
-            for j in event.ends:
-                if self.running[j]:
-                    self.runnable.remove(j)
-                    self.running[j] = False
-                    self.done[j] = True
-                    self.gpus[j] = 0
-                    self.rec.finished(j, self.end[j], event_time)
+            event = events.first()
+            if event.ends:
+                self.finish(event.ends, now)
             if event.starts:
-                order = sorted(self.runnable + event.starts, key=deadline)
-                self.runnable.extend(event.starts)
-            else:
-                self.runnable.sort(key=deadline)
-                order = self.runnable
-            self.apply(self.plan(order, event_time), event_time)
+                self.admit(event.starts)
+            self.apply(self.plan(now), now)
             events.pop_first()
             if not events:
                 break
@@ -158,53 +170,135 @@ class _EdfRun:
             step, now = nxt - now, nxt
         return self.rec
 
+    def finish(self, ends: list[int], now: float) -> None:
+        running, runnable = self.running, self.runnable
+        for j in ends:
+            if running[j]:
+                runnable.remove(j)
+                running[j] = False
+                self.done[j] = True
+                self.gpus[j] = 0
+                self.rate[j] = 0.0
+                self.rec.finished(j, self.end[j], now)
+
+    def admit(self, starts: list[int]) -> None:
+        runnable, deadline = self.runnable, self.deadline
+        for j in starts:
+            bisect.insort_right(runnable, j, key=deadline.__getitem__)
+
     def progress(self, now: float, step: float) -> None:
         """Advance running jobs by ``step`` seconds; a job ahead of its plan ends now."""
-        gpus_of, end, left = self.gpus, self.end, self.left
+        rate_of, end, left = self.rate, self.end, self.left
         for j in self.planned:
-            gpus = gpus_of[j]
-            if not gpus:
+            rate = rate_of[j]
+            if not rate:
                 continue
-            run = step - (now - end[j] if now > end[j] else 0)
-            rate = self.models[j].speed[gpus]
-            done = run * rate
-            if left[j] <= done and end[j] > now:
-                finish = now - step + math.ceil(left[j] / rate)
-                done = (end[j] - now + step) * rate
-                self.events.move_end(j, end[j], now)
-                end[j] = finish
+            planned_end = end[j]
+            if planned_end > now:
+                done = step * rate
+                if left[j] <= done:
+                    finish = now - step + math.ceil(left[j] / rate)
+                    done = (planned_end - now + step) * rate
+                    self.events.move_end(j, planned_end, now)
+                    end[j] = finish
+            else:  # only the seconds up to its planned end count
+                done = (step - (now - planned_end)) * rate
             left[j] -= done
 
-    def plan(self, order: list[int], now: float) -> dict[int, tuple[int, float]]:
-        """Plan ``order`` (deadline order) on a fresh timeline; (GPUs now, planned end).
+    def plan(self, now: float) -> list[tuple[int, int, float]]:
+        """Plan the runnable jobs in deadline order on a fresh timeline of free GPUs.
 
-        Once no GPU is free now, every later job gets none now, and its planned end
-        cannot come before the next event (the GPUs it waits for come back at the
-        slot boundary after some running job's end, which is an event itself), so
-        it would be re-planned before that end mattered: such jobs are not planned
-        (their end is a +inf placeholder). This changes no outcome and keeps
-        congested clusters (thousands of waiting jobs) fast.
+        Each job walks the timeline's periods taking its cap when free, else the
+        largest level that fits, until its work is done; its GPUs come back at
+        the slot boundary after its end (:func:`align`). The loop is written out
+        in one piece, the commonest timeline edits included: it runs for every
+        planned job at every event.
+
+        Returns (job, GPUs now, planned end) of the jobs whose plan changed; the
+        planned jobs become ``self.planned``. Once no GPU is free now, every later
+        job gets none now, and its planned end cannot come before the next event
+        (the GPUs it waits for come back at the slot boundary after some running
+        job's end, which is an event itself), so it would be re-planned before
+        that end mattered: such jobs are not planned (their end is a +inf
+        placeholder). This changes no outcome and keeps congested clusters
+        (thousands of waiting jobs) fast.
         """
-        total, slot, left, models = self.setup.gpus, self.setup.slot, self.left, self.models
+        total, slot, left, params = self.total, self.slot, self.left, self.params
+        gpus_of, end_of, runnable = self.gpus, self.end, self.runnable
         times, free = [now], [total]
-        plans = {}
-        for j in order:
+        changed = []
+        planned = len(runnable)
+        for k, j in enumerate(runnable):
             if not free[0]:
+                planned = k
                 break
-            plans[j] = plan_edf(times, free, left[j], models[j], total, slot)
-        return plans
+            speed, fit, cap = params[j]
+            work = left[j]
+            now_gpus = first = -1
+            last = len(times) - 1
+            for i in range(last):
+                avail = free[i]
+                gpus = cap if avail >= cap else fit[avail] if avail > 0 else 0
+                if now_gpus < 0:
+                    now_gpus = gpus
+                if not gpus:
+                    continue
+                rate = speed[gpus]
+                begin, until = times[i], times[i + 1]
+                end = math.ceil(begin + work / rate)
+                free[i] = avail - gpus
+                if first < 0:
+                    first = i
+                if until >= end:
+                    if end == until:
+                        compact_range(times, free, first, i + 2)
+                        break
+                    steps, rest = divmod(end - times[0], slot)
+                    back = times[0] + (steps + 1 if rest > 0 else steps) * slot
+                    if not i and begin < back < until and free[1] != avail:
+                        # the common case of _hand_back, where nothing can merge
+                        times.insert(1, back)
+                        free.insert(1, avail)
+                    else:
+                        _hand_back(times, free, first, i, back, avail)
+                    break
+                work -= (until - begin) * rate
+            else:
+                end = math.ceil(times[last] + work / speed[cap])
+                steps, rest = divmod(end - times[0], slot)
+                back = times[0] + (steps + 1 if rest > 0 else steps) * slot
+                if not last and back > times[0]:
+                    # the common case of _run_to_end, where nothing can merge
+                    free[0] = total - cap
+                    times.append(back)
+                    free.append(total)
+                else:
+                    _run_to_end(times, free, first, last, back, total - cap, total)
+                if now_gpus < 0:
+                    now_gpus = cap
+            if now_gpus != gpus_of[j] or end != end_of[j]:
+                changed.append((j, now_gpus, end))
+        planned_now = runnable[:planned]
+        if self.planned:
+            self.unplan(set(planned_now), now)
+        self.planned = planned_now
+        return changed
 
-    def apply(self, plans: dict[int, tuple[int, float]], now: float) -> None:
+    def unplan(self, kept: set[int], now: float) -> None:
+        """Jobs planned last time but not at this event lose their GPUs (end: +inf)."""
+        done = self.done
         for j in self.planned:
-            if j not in plans and not self.done[j]:
+            if j not in kept and not done[j]:
                 self._set(j, 0, INF, now)
-        for j, (gpus, end) in plans.items():
+
+    def apply(self, changed: list[tuple[int, int, float]], now: float) -> None:
+        for j, gpus, end in changed:
             self._set(j, gpus, end, now)
-        self.planned = list(plans)
 
     def _set(self, j: int, gpus: int, end: float, now: float) -> None:
         old_end, self.end[j] = self.end[j], end
         self.gpus[j] = gpus
+        self.rate[j] = self.models[j].rates[gpus]
         if self.running[j]:
             self.events.move_end(j, old_end, end)
         elif gpus:

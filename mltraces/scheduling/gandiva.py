@@ -16,6 +16,7 @@ multiple of 60 s, and retrying waiting jobs skips the one after each start.
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ SET_SIZES = (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 88, 128, 256)
 _LOAD = operator.attrgetter("load")
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class NodeSet:
     """Nodes serving jobs of one size; the first ``concurrency`` jobs run."""
 
@@ -61,12 +62,20 @@ class _GandivaRun:
         n = len(self.jobs)
         self.executed = [0.0] * n
         self.duration = [j.duration for j in self.jobs]
+        self.cluster_gpus = setup.gpus
+        self.round_cost, self.restart_cost = self._costs(setup)
         self.overhead = [0.0] * n
         self.free_nodes = list(range(setup.cluster.nodes))
         self.sets: dict[int, list[NodeSet]] = {size: [] for size in SET_SIZES}
+        self.seated = dict.fromkeys(SET_SIZES, 0)  # jobs in the node sets, per size
+        self.span = {
+            size: math.ceil(size / self.per_node) for size in SET_SIZES
+        }  # nodes a set spans
         self.running: list[int] = []
         self.pending: list[int] = []
-        self.waited: list[int] = []  # jobs that ever waited, in order
+        # placed jobs that had to wait: the only ones whose overhead the reference
+        # clears every round (for the others still waiting it is 0 already)
+        self.waited_running: set[int] = set()
         self.events = EventQueue()
         for job in self.jobs:
             if job.num_gpu not in self.sets or job.num_gpu > setup.gpus:
@@ -74,23 +83,42 @@ class _GandivaRun:
             else:
                 self.events.add_start(job.index, job.submit_time)
         self.rounds = 0
+        self.active: list[tuple[int, list[NodeSet]]] = []  # sizes with node sets (see gaps)
+        self.active_stale = False  # a size got its first node set or lost its last
+
+    def _costs(self, setup: Setup) -> tuple[list[float], list[float]]:
+        """Each job's overhead on a plain and on a restart round (priced once per size)."""
+        cost, total = setup.overhead.cost, setup.gpus
+        sizes = {j.num_gpu for j in self.jobs}
+        plain = {g: cost(g, total, restart=False) for g in sizes}
+        restart = {g: cost(g, total, restart=True) for g in sizes}
+        return [plain[j.num_gpu] for j in self.jobs], [restart[j.num_gpu] for j in self.jobs]
 
     def run(self) -> Recorder:
+        """The rounds. Each round that has events after it prices every running job's
+        overhead for the next round; that price is kept as the round's cost list
+        (``charge``) rather than written per job, and written out only before a round
+        after which no event is left (the only rounds that read per-job overhead)."""
         events, slot = self.events, self.setup.slot
         if not events:
             return self.rec
         now, step = events.first_time(), 0
+        charge: list[float] | None = None
         while events or self.pending or self.running:
+            event = events.at(now)
+            if charge is not None and len(events) <= (event is not None):
+                self._settle(charge)
+                charge = None
             if not events and step:
                 quiet = self.quiet_rounds(now, step)
                 if quiet:
                     self.skip(quiet, step)
                     now += quiet * step
             self.rebalance()
-            released = self.execute(now, step)
-            for j in self.waited:  # the reference clears these jobs' pending overhead
-                self.overhead[j] = 0
-            event = events.at(now)
+            released = self.execute(now, step, charge)
+            if charge is None:
+                for j in self.waited_running:  # the reference clears these jobs' overhead
+                    self.overhead[j] = 0
             if event is not None:
                 for j in event.starts:
                     if self.place(j):
@@ -98,7 +126,6 @@ class _GandivaRun:
                         self.rec.started(j, now)
                     else:
                         self.pending.append(j)
-                        self.waited.append(j)
                 events.remove(now)
             if released:
                 self.retry_pending(now)
@@ -107,13 +134,17 @@ class _GandivaRun:
                 continue
             restart = self.setup.overhead.is_restart(self.rounds)
             self.rounds += 1
-            cost, total = self.setup.overhead.cost, self.setup.gpus
-            for j in self.running:
-                self.overhead[j] = cost(self.jobs[j].num_gpu, total, restart=restart)
+            charge = self.restart_cost if restart else self.round_cost
             events.merge_slot(now, slot)
             nxt = events.first_time()
             step, now = nxt - now, nxt
         return self.rec
+
+    def _settle(self, charge: list[float]) -> None:
+        """Write out the overhead the last round priced for every running job."""
+        overhead = self.overhead
+        for j in self.running:
+            overhead[j] = charge[j]
 
     def retry_pending(self, now: float) -> None:
         """Place waiting jobs in order; like the reference, skip the one after each start."""
@@ -123,11 +154,18 @@ class _GandivaRun:
             if self.place(j):
                 del pending[i]
                 self.running.append(j)
+                self.waited_running.add(j)
                 self.rec.started(j, now)
             i += 1
 
     def place(self, j: int) -> bool:
         """Put job ``j`` in a node set of its size; False when it has to wait."""
+        if self._seat(j):
+            self.seated[self.jobs[j].num_gpu] += 1
+            return True
+        return False
+
+    def _seat(self, j: int) -> bool:
         size = self.jobs[j].num_gpu
         sets = self.sets[size]
         if sets:
@@ -140,6 +178,8 @@ class _GandivaRun:
         if span <= len(self.free_nodes):
             nodes, self.free_nodes = self.free_nodes[:span], self.free_nodes[span:]
             new = NodeSet(nodes, int(span * self.per_node / size))
+            if not sets:
+                self.active_stale = True
             sets.append(new)
             self._join(sets, new, j)
             return True
@@ -156,67 +196,121 @@ class _GandivaRun:
         node_set.jobs.append(j)
         sets.sort(key=_LOAD)
 
-    def execute(self, now: float, step: float) -> bool:
-        """Credit the jobs that ran in the last ``step`` seconds; end the finished ones."""
+    @classmethod
+    def _deal(cls, sets: list[NodeSet], jobs: list[int]) -> None:
+        """Each job joins the first set, then the sets are re-sorted by load, job by job.
+
+        After the first job's full (stable) sort only the first set has moved
+        up: it goes before the first later set whose load is at least its own,
+        which is what the stable sort does, found by bisection.
+        """
+        if not jobs:
+            return
+        cls._join(sets, sets[0], jobs[0])
+        for j in jobs[1:]:
+            best = sets[0]
+            best.load += 1
+            best.jobs.append(j)
+            k = bisect.bisect_left(sets, best.load, 1, key=_LOAD)
+            if k > 1:
+                del sets[0]
+                sets.insert(k - 1, best)
+
+    def execute(self, now: float, step: float, charge: list[float] | None) -> bool:
+        """Credit the jobs that ran in the last ``step`` seconds; end the finished ones.
+
+        A job loses its overhead: ``charge[j]`` when the last round priced it, else
+        ``self.overhead[j]``, which is then cleared.
+        """
         rotate = int(now % 60) == 0
+        executed, overhead, duration = self.executed, self.overhead, self.duration
+        lost_of = overhead if charge is None else charge
+        charged = self.rec.gpu_seconds
         released = False
         busy = 0
-        executed, overhead, duration = self.executed, self.overhead, self.duration
-        charged = self.rec.gpu_seconds
-        for size, sets in self.sets.items():
-            if not sets:
-                continue
-            emptied = []
+        for size, sets in self.active:
+            held = size * step
+            emptied = None
             for node_set in sets:
                 jobs = node_set.jobs
-                slots = min(len(jobs), node_set.capacity)
-                ended = []
-                for j in jobs[:slots]:
-                    lost = overhead[j]
+                slots = node_set.capacity
+                if slots >= len(jobs):
+                    slots = len(jobs)
+                    turn = jobs
+                else:
+                    turn = jobs[:slots]
+                ended = None
+                for j in turn:
+                    lost = lost_of[j]
                     if step > lost:
                         executed[j] += step - lost
-                    overhead[j] = 0
-                    charged[j] += size * step
+                    charged[j] += held
                     if executed[j] >= duration[j]:
-                        ended.append(j)
+                        ended = [j] if ended is None else [*ended, j]
                         self.rec.finished(j, now - (executed[j] - duration[j]), now)
+                if charge is None:
+                    for j in turn:
+                        overhead[j] = 0
                 busy += size * slots
                 if rotate and len(jobs) > slots:
                     jobs[:] = jobs[slots:] + jobs[:slots]
-                for j in ended:
-                    self.running.remove(j)
-                    jobs.remove(j)
-                if not jobs:
+                if ended:
+                    self._end(size, jobs, ended)
+                if not jobs:  # also a set that never got a job back from a re-deal
                     self.free_nodes.extend(node_set.nodes)
-                    emptied.append(node_set)
-                    released = True
-            for node_set in emptied:
-                sets.remove(node_set)
+                    emptied = [node_set] if emptied is None else [*emptied, node_set]
+            if emptied:
+                for node_set in emptied:
+                    sets.remove(node_set)
+                released = True
+                if not sets:
+                    self.active_stale = True
         if step:
             self.rec.mark(now - step, busy)
         return released
 
+    def _end(self, size: int, jobs: list[int], ended: list[int]) -> None:
+        """Take finished jobs off their node set (``jobs``) and the running list."""
+        self.seated[size] -= len(ended)
+        for j in ended:
+            self.running.remove(j)
+            self.waited_running.discard(j)
+            jobs.remove(j)
+
     def gaps(self) -> list[tuple[int, int]]:
-        """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share."""
-        demand = {
-            size: sum(len(s.jobs) for s in sets) * size for size, sets in self.sets.items() if sets
-        }
-        total = sum(demand.values())
+        """(size, GPUs wanted − GPUs held) per size with demand, towards its demand share.
+
+        A size's jobs are counted as they are seated and end (re-deals move them
+        between sets of one size), and all its sets span the same nodes. Also
+        keeps the sizes that have node sets (``self.active``, listed again only
+        when a size gets its first set or loses its last): rebalancing keeps at
+        least one set per such size and opens none for others, so the round's
+        :meth:`execute` can visit just those.
+        """
+        if self.active_stale:
+            self.active = [(size, sets) for size, sets in self.sets.items() if sets]
+            self.active_stale = False
+        active, seated = self.active, self.seated
+        total = 0
+        for size, _ in active:
+            total += seated[size] * size
         out = []
-        for size, wanted in demand.items():
+        gpus, per_node, span = self.cluster_gpus, self.per_node, self.span
+        for size, sets in active:
+            wanted = seated[size] * size
             if wanted:
-                target = min(math.floor(wanted / total * self.setup.gpus), wanted)
-                held = sum(len(s.nodes) for s in self.sets[size]) * self.per_node
-                out.append((size, target - held))
+                target = min(math.floor(wanted / total * gpus), wanted)
+                out.append((size, target - len(sets) * span[size] * per_node))
         return out
 
     def rebalance(self) -> None:
         """Grow or shrink each size's node sets towards its share of the GPU demand."""
+        sets_of = self.sets
         for size, gap in self.gaps():
             if gap > 0:
-                self._expand(size, self.sets[size], math.ceil(gap / size))
-            elif gap < 0:
-                self._shrink(self.sets[size], math.ceil(-gap / size))
+                self._expand(size, sets_of[size], math.ceil(gap / size))
+            elif gap < 0 and len(sets_of[size]) > 1:  # a size keeps its last set
+                self._shrink(sets_of[size], math.ceil(-gap / size))
 
     def quiet_rounds(self, now: float, step: float) -> int:
         """How many coming rounds change nothing but progress (no arrivals left).
@@ -272,8 +366,7 @@ class _GandivaRun:
                     jobs.extend(node_set.jobs)
                     node_set.jobs = []
                     node_set.load = 0
-            for j in jobs:
-                self._join(sets, sets[0], j)
+            self._deal(sets, jobs)
 
     def _shrink(self, sets: list[NodeSet], count: int) -> None:
         count = min(count, len(sets) - 1)
@@ -284,5 +377,4 @@ class _GandivaRun:
             node_set = sets.pop(0)
             jobs.extend(node_set.jobs)
             self.free_nodes.extend(node_set.nodes)
-        for j in jobs:
-            self._join(sets, sets[0], j)
+        self._deal(sets, jobs)

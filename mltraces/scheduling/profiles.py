@@ -18,6 +18,7 @@ import csv
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from mltraces.scheduling.errors import SchedulingError
@@ -36,9 +37,10 @@ class Curve:
     columns: tuple[int, ...]
     speed: Mapping[int, float]
 
-    @property
+    @cached_property
     def allowed(self) -> tuple[int, ...]:
-        """GPU counts this (model, batch) can run on, ascending."""
+        """GPU counts this (model, batch) can run on, ascending (computed once: policies ask
+        per job)."""
         return tuple(n for n in self.columns if n in self.speed)
 
     def levels(self, cap: int) -> tuple[int, ...]:

@@ -36,11 +36,24 @@ def compact_range(times: list[float], free: list[int], lo: int, hi: int) -> None
     """:func:`compact` in place when only steps ``lo`` … ``hi - 1`` changed.
 
     Steps outside that range were compact, so only those steps and the first
-    one after them can repeat their predecessor.
+    one after them can repeat their predecessor. Planners call this once per
+    job and it rarely finds a repeat, so the common case is a scan that builds
+    nothing.
     """
-    lo = max(lo, 1)
-    hi = min(hi, len(times))
+    if lo < 1:
+        lo = 1
+    size = len(times)
+    if hi > size:
+        hi = size
     if lo > hi:
+        return
+    last = free[lo - 1]
+    for k in range(lo, hi + 1 if hi < size else hi):
+        f = free[k]
+        if f == last:
+            break
+        last = f
+    else:
         return
     last = free[lo - 1]
     keep_t, keep_f = [], []
@@ -50,7 +63,7 @@ def compact_range(times: list[float], free: list[int], lo: int, hi: int) -> None
             keep_t.append(times[k])
             keep_f.append(f)
             last = f
-    if hi < len(times) and free[hi] == last:
+    if hi < size and free[hi] == last:
         hi += 1
     times[lo:hi] = keep_t
     free[lo:hi] = keep_f

@@ -15,6 +15,7 @@ demotion: (threshold − executed seconds) / GPUs.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 
@@ -37,21 +38,36 @@ class Tiresias:
 
 
 class _TiresiasRun:
+    """The event loop. Per event only the running jobs are visited, in the
+    reference's order (GPUs descending, then arrival; ``runnable`` is kept in that
+    order, as its stable re-sort each event leaves it).
+
+    A running job was checked at the previous event (every runnable job is, and
+    a job starts only after that event's check), so the seconds it gained are
+    the time since the previous event, less its overhead: no per-job "last
+    check" is kept. The reference's total and executed seconds never differ,
+    so one list serves both.
+    """
+
     def __init__(self, setup: Setup, thresholds: tuple[float, ...]) -> None:
         self.setup = setup
         self.jobs = setup.jobs
         self.limits = thresholds
         self.rec = Recorder(self.jobs)
         n = len(self.jobs)
+        self.cluster_gpus = setup.gpus
         self.status = [0] * n
         self.queue = [0] * n
         self.executed = [0] * n
-        self.total = [0] * n
-        self.last_check = [0] * n
         self.overhead = [0.0] * n
         self.end = [0] * n
         self.gpus = [j.num_gpu for j in self.jobs]
+        self.duration = [j.duration for j in self.jobs]
+        self.start_cost, self.restart_cost = self._costs(setup)
+        self.is_restart = setup.overhead.is_restart
+        self.order = [0] * n  # position in the runnable order: GPUs descending, then arrival
         self.runnable: list[int] = []
+        self.running: list[int] = []  # the running jobs, in runnable order
         self.queues: list[list[int]] = [[] for _ in range(len(thresholds) + 1)]
         self.arrivals = EventQueue()
         for job in self.jobs:
@@ -60,6 +76,20 @@ class _TiresiasRun:
             else:
                 self.arrivals.add_start(job.index, job.submit_time)
         self.rounds = 0
+        self.admitted = 0
+        self.demand = 0  # GPUs the runnable jobs ask for
+        # jobs whose overhead was priced since the last check (None: all running ones,
+        # after a restart round); every other running job's overhead is 0
+        self.charged: list[int] | None = []
+        self.all_running = True
+        self.last_now = 0.0
+
+    def _costs(self, setup: Setup) -> tuple[list[float], list[float]]:
+        """Each job's overhead on a plain and on a restart round (priced once per size)."""
+        cost, total = setup.overhead.cost, setup.gpus
+        plain = {g: cost(g, total, restart=False) for g in set(self.gpus)}
+        restart = {g: cost(g, total, restart=True) for g in set(self.gpus)}
+        return [plain[g] for g in self.gpus], [restart[g] for g in self.gpus]
 
     def run(self) -> Recorder:
         arrivals, slot, inf = self.arrivals, self.setup.slot, math.inf
@@ -79,12 +109,14 @@ class _TiresiasRun:
                 now, starts, ends = jump, [], []
             elif starts:
                 arrivals.pop_first()
-            self.finish(ends, now)
-            self.admit(starts)
+            if ends:
+                self.finish(ends, now)
+            if starts:
+                self.admit(starts)
             self.account(now)
             self.schedule(now)
-            end_time, end_jobs = self.next_end(now, slot)
-            jump = max(self.next_demotion(now), now + slot)
+            end_time, end_jobs, demotion = self.next_end(now, slot)
+            jump = max(demotion, now + slot)
             if arrivals:
                 arrivals.merge_slot(now, slot)
         return self.rec
@@ -92,73 +124,123 @@ class _TiresiasRun:
     def finish(self, ends: list[int], now: float) -> None:
         for j in ends:
             self.status[j] = 0
+            self.demand -= self.gpus[j]
             self.rec.finished(j, self.end[j], now)
             self.runnable.remove(j)
+            self.running.remove(j)
             self.queues[self.queue[j]].remove(j)
 
     def admit(self, starts: list[int]) -> None:
+        order, gpus, queue = self.order, self.gpus, self.queues[0]
+        self.all_running = False
         for j in starts:
+            self.demand += gpus[j]
             self.status[j] = PENDING
-            self.last_check[j] = self.jobs[j].submit_time
             self.queue[j] = 0
-            self.queues[0].append(j)
-            self.runnable.append(j)
+            queue.append(j)
+            self.admitted += 1
+            order[j] = (-gpus[j], self.admitted)
+            bisect.insort_right(self.runnable, j, key=order.__getitem__)
 
     def account(self, now: float) -> None:
         """Credit running jobs with the seconds since the last check; demote."""
+        elapsed = int(now - self.last_now)
+        self.last_now = now
+        whole = elapsed if elapsed > 0 else 0
         last_queue = len(self.queues) - 1
-        status, last_check, overhead = self.status, self.last_check, self.overhead
-        total, executed, queue, gpus = self.total, self.executed, self.queue, self.gpus
-        for j in self.runnable:
-            if status[j] == RUNNING:
-                gained = int(now - last_check[j]) - overhead[j]
+        overhead, executed, queue, gpus, limits = (
+            self.overhead,
+            self.executed,
+            self.queue,
+            self.gpus,
+            self.limits,
+        )
+        status, charged = self.status, self.charged
+        for j in self.running if charged is None else charged:
+            if status[j] == RUNNING:  # (a job priced at its start may have ended since)
+                gained = elapsed - overhead[j]
                 if gained < 0:
                     gained = 0
-                total[j] = int(total[j] + gained)
-                executed[j] = int(executed[j] + gained)
+                # whole seconds on whole seconds: the loop below adds ``whole`` back
+                executed[j] = int(executed[j] + gained) - whole
                 overhead[j] = 0
-                q = queue[j]
-                if q < last_queue and int(executed[j] * gpus[j]) >= self.limits[q]:
-                    queue[j] = q + 1
-                    self.queues[q + 1].append(j)
-                    self.queues[q].remove(j)
-            last_check[j] = now
+        self.charged = []
+        for j in self.running:
+            executed[j] += whole
+            q = queue[j]
+            if q < last_queue and executed[j] * gpus[j] >= limits[q]:
+                queue[j] = q + 1
+                self.queues[q + 1].append(j)
+                self.queues[q].remove(j)
 
     def schedule(self, now: float) -> None:
-        setup, status = self.setup, self.status
-        restart = setup.overhead.is_restart(self.rounds)
+        """Serve the queues in order, first fit; preempt running jobs that no longer fit.
+
+        Jobs left waiting move behind the running ones of their queue. When the
+        runnable jobs' GPUs add up to no more than the cluster, all of them fit
+        whatever the order: only the waiting ones need a visit.
+        """
+        restart = self.is_restart(self.rounds)
         self.rounds += 1
-        free = setup.gpus
-        for queue in self.queues:
-            for j in queue:
-                gpus = self.gpus[j]
-                if free >= gpus:
-                    if status[j] == PENDING:
-                        status[j] = RUNNING
-                        self.overhead[j] = setup.overhead.cost(gpus, setup.gpus, restart=restart)
-                        self.rec.set_gpus(j, now, gpus)
-                    free -= gpus
-                elif status[j] == RUNNING:
-                    status[j] = PENDING
-                    self.rec.set_gpus(j, now, 0)
-        self.runnable.sort(key=self.gpus.__getitem__, reverse=True)
-        for queue in self.queues:
-            waiting = [j for j in queue if status[j] == PENDING]
-            if waiting:
-                queue[:] = [j for j in queue if status[j] != PENDING] + waiting
+        if self.demand > self.cluster_gpus:
+            self.first_fit(now, restart)
+        elif not self.all_running:
+            self.start_waiting(now, restart)
         self.restart = restart
 
-    def next_end(self, now: float, slot: float) -> tuple[float, list[int]]:
-        """The earliest planned end (at least a slot away) and the jobs ending then."""
-        setup, first, ending = self.setup, math.inf, []
-        status, total, end, gpus = self.status, self.total, self.end, self.gpus
+    def start(self, j: int, now: float, restart: bool) -> None:
+        self.status[j] = RUNNING
+        self.overhead[j] = (self.restart_cost if restart else self.start_cost)[j]
+        if self.charged is not None:
+            self.charged.append(j)
+        self.rec.set_gpus(j, now, self.gpus[j])
+
+    def start_waiting(self, now: float, restart: bool) -> None:
+        status = self.status
+        for queue in self.queues:
+            for j in queue:
+                if status[j] == PENDING:
+                    self.start(j, now, restart)
+        self.running = list(self.runnable)
+        self.all_running = True
+
+    def first_fit(self, now: float, restart: bool) -> None:
+        status, gpus, rec = self.status, self.gpus, self.rec
+        free = self.cluster_gpus
+        changed = False
+        self.all_running = True
+        for queue in self.queues:
+            waiting = []
+            for j in queue:
+                need = gpus[j]
+                if free >= need:
+                    if status[j] == PENDING:
+                        self.start(j, now, restart)
+                        changed = True
+                    free -= need
+                else:
+                    if status[j] == RUNNING:
+                        status[j] = PENDING
+                        rec.set_gpus(j, now, 0)
+                        changed = True
+                    waiting.append(j)
+            if waiting:
+                queue[:] = [j for j in queue if status[j] == RUNNING] + waiting
+                self.all_running = False
+        if changed:
+            self.running = [j for j in self.runnable if status[j] == RUNNING]
+
+    def next_end(self, now: float, slot: float) -> tuple[float, list[int], float]:
+        """The earliest planned end (at least a slot away), the jobs ending then, and when
+        the next running job is due for demotion (the reference's estimate)."""
+        first, ending, demotion = math.inf, [], math.inf
+        executed, end, gpus, duration = self.executed, self.end, self.gpus, self.duration
+        queue, limits, last_queue = self.queue, self.limits, len(self.queues) - 1
         restart, soon = self.restart, now + slot
-        for j in self.runnable:
-            if status[j] != RUNNING:
-                continue
-            remaining = self.jobs[j].duration - total[j]
+        for j in self.running:
+            remaining = duration[j] - executed[j]
             if restart:
-                self.overhead[j] = setup.overhead.cost(gpus[j], setup.gpus, restart=True)
+                self.overhead[j] = self.restart_cost[j]
                 remaining += self.overhead[j]
             at = int(now + remaining)
             when = soon if soon > at else at
@@ -168,22 +250,11 @@ class _TiresiasRun:
             elif when == first:
                 end[j] = at
                 ending.append(j)
-        return first, ending
-
-    def next_demotion(self, now: float) -> float:
-        """When the next running job is due for demotion (the reference's estimate)."""
-        jump, last_queue = math.inf, len(self.queues) - 1
-        status, queue, executed, gpus, limits = (
-            self.status,
-            self.queue,
-            self.executed,
-            self.gpus,
-            self.limits,
-        )
-        for j in self.runnable:
             q = queue[j]
-            if status[j] == RUNNING and q < last_queue:
-                at = int(math.ceil((limits[q] - executed[j]) / gpus[j]) + now)
-                if at < jump:
-                    jump = at
-        return jump
+            if q < last_queue:
+                due = int(math.ceil((limits[q] - executed[j]) / gpus[j]) + now)
+                if due < demotion:
+                    demotion = due
+        if restart:
+            self.charged = None
+        return first, ending, demotion

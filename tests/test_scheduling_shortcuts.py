@@ -1,0 +1,68 @@
+"""The replays' shortcuts against the plain steps they stand for, on random inputs.
+
+Each shortcut (a scan before a rebuild, a bisection instead of a re-sort, a
+lookup table instead of a walk) must give exactly what the plain version
+gives, or per-job outcomes would drift from the artifact's.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from mltraces.scheduling.edf import _job_model
+from mltraces.scheduling.gandiva import NodeSet, _GandivaRun
+from mltraces.scheduling.profiles import Curve, plain_cap
+from mltraces.scheduling.timeline import compact, compact_range
+
+
+def _compact_timeline(rng: random.Random) -> tuple[list[float], list[int]]:
+    """A random timeline with no two equal neighbours."""
+    times, free = [0.0], [rng.randint(0, 8)]
+    for _ in range(rng.randint(0, 8)):
+        times.append(times[-1] + rng.choice((30.0, 60.0, 90.0)))
+        free.append(rng.choice([v for v in range(9) if v != free[-1]]))
+    return times, free
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_compact_range_equals_compacting_everything(seed: int) -> None:
+    rng = random.Random(seed)
+    times, free = _compact_timeline(rng)
+    lo = rng.randint(0, len(times) - 1)
+    hi = rng.randint(lo, len(times) + 1)
+    for k in range(lo, min(hi, len(times))):  # only steps lo … hi - 1 change
+        free[k] = rng.randint(0, 8)
+    expected = compact(times, free)
+    compact_range(times, free, lo, hi)
+    assert (times, free) == (list(expected[0]), list(expected[1]))
+
+
+def _sets(rng: random.Random) -> list[NodeSet]:
+    sets = [NodeSet([k], 4, rng.randint(0, 5), []) for k in range(rng.randint(1, 7))]
+    rng.shuffle(sets)
+    return sets
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_dealing_jobs_equals_joining_them_one_by_one(seed: int) -> None:
+    rng = random.Random(seed)
+    sets = _sets(rng)
+    twin = [NodeSet(s.nodes, s.capacity, s.load, list(s.jobs)) for s in sets]
+    jobs = list(range(rng.randint(0, 12)))
+    _GandivaRun._deal(sets, jobs)
+    for j in jobs:
+        _GandivaRun._join(twin, twin[0], j)
+    assert [(s.nodes, s.load, s.jobs) for s in sets] == [(s.nodes, s.load, s.jobs) for s in twin]
+
+
+def test_the_level_table_gives_the_largest_level_that_fits() -> None:
+    speed = {1: 1.0, 2: 1.9, 8: 7.0, 16: 12.0, 32: 20.0}
+    curve = Curve("m", 32, (1, 2, 4, 8, 16, 32, 64), speed)
+    model = _job_model(curve, plain_cap, gpus=24)
+    assert model.cap == 16 and model.levels == (1, 2, 8, 16)
+    for free in range(model.cap):
+        walked = max((n for n in model.levels if n <= free), default=0)
+        assert model.fit[free] == walked
+    assert [model.rates[n] for n in model.levels] == [speed[n] for n in model.levels]
