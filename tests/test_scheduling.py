@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -28,6 +29,7 @@ from mltraces.scheduling import (
     get_policy,
     load_profiles,
     process_pool,
+    run_case,
     schedule,
     sweep,
 )
@@ -363,6 +365,19 @@ def test_replays_are_deterministic() -> None:
     pd.testing.assert_frame_equal(first.utilisation, second.utilisation)
     ratios = first.summary.set_index("policy")["ddl_satis_ratio"]
     assert ratios.between(0, 1).all() and ratios["elasticflow"] >= ratios["edf"]
+
+
+def test_one_case_replayed_twice_shares_its_job_records_and_gives_the_same_result() -> None:
+    case = Case.build("t", mixed_trace(20), "n2g8", profiles())
+    records = case.jobs.records()
+    assert isinstance(records, tuple) and case.jobs.records() is records
+    first = [run_case(case, policy).job_frame() for policy in ALL.split(",")]
+    again = [run_case(case, policy).job_frame() for policy in ALL.split(",")]
+    for a, b in zip(first, again, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    shipped = pickle.loads(pickle.dumps(case))
+    assert shipped.jobs._records is None  # a worker builds its own, not a copy of ours
+    assert shipped.jobs.records() == records
 
 
 def small_cases() -> list[Case]:
