@@ -14,12 +14,12 @@ import hashlib
 import logging
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from mltraces.catalog import store
 from mltraces.catalog.plan import Plan, plan_for
 from mltraces.catalog.problems import DriftProblem
 from mltraces.catalog.readers import FileReader, reader_for
+from mltraces.catalog.store import Built
 from mltraces.errors import SchemaError
 from mltraces.schema import TableSchema, get_schema
 
@@ -29,18 +29,6 @@ log = logging.getLogger(__name__)
 CONVERTER_VERSION = 2
 
 __all__ = ["CONVERTER_VERSION", "Built", "materialize"]
-
-
-class Built(NamedTuple):
-    """A table converted to Parquet, ready for a view."""
-
-    schema: TableSchema
-    parquet: Path
-    verified: bool
-    origin: str
-    rows: int
-    inputs: tuple[str, ...]
-    warnings: tuple[DriftProblem, ...] = ()
 
 
 def _conversion_key(schema: TableSchema, keys: list[str]) -> str:
