@@ -56,3 +56,25 @@ def test_simulate_with_a_missing_local_file_says_so_once(http_mirror, tmp_path, 
     captured = capsys.readouterr()
     assert captured.err.count(str(missing)) == 1 and "--local" not in captured.err
     assert captured.err.startswith("mltraces simulate: error: local file for zeus.alibaba_groups")
+
+
+def test_a_command_led_by_its_verb_parses_the_same_without_the_other_verbs(capsys) -> None:
+    import pytest
+
+    from mltraces.cli import _leads_with, _verb_in, build_parser, main
+
+    for argv in (["sql", "SELECT 1", "--format", "csv"], ["-q", "sql", "SELECT 1", "-o", "x"],
+                 ["-v", "tables"], ["info", "zeus", "-q"]):
+        verb = _verb_in(argv)
+        assert _leads_with(argv, verb)
+        full = build_parser(verb).parse_args(argv)
+        alone = build_parser(verb, alone=True).parse_args(argv)
+        assert vars(alone).keys() == vars(full).keys()
+        assert {k: v for k, v in vars(alone).items() if k != "_run"} == {
+            k: v for k, v in vars(full).items() if k != "_run"}
+    for argv in (["-h", "sql"], ["bogus", "sql"], ["--version", "sql"], ["-qv", "sql"]):
+        assert not _leads_with(argv, _verb_in(argv))
+    with pytest.raises(SystemExit):
+        main(["-h", "sql"])
+    shown = capsys.readouterr().out
+    assert all(verb in shown for verb in VERBS)  # the top-level help: every verb
