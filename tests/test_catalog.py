@@ -487,6 +487,18 @@ def test_cli_sql_formats(http_mirror, isolated_cache, tmp_path, capsys) -> None:
     assert "195" in capsys.readouterr().out
 
 
+def test_cli_sql_writes_what_a_view_could_not_hold(capsys) -> None:
+    from mltraces.cli import main
+
+    pivot = "PIVOT (SELECT 2 AS n, 'k' AS key) ON key USING sum(n)"
+    for query, csv, json in ((pivot, "k\n2\n", '{"k":2}\n'),
+                             ("SELECT 1 AS a -- a trailing comment", "a\n1\n", '{"a":1}\n')):
+        assert main(["sql", query, "--format", "csv"]) == 0
+        assert capsys.readouterr().out == csv
+        assert main(["sql", query, "--format", "json"]) == 0
+        assert capsys.readouterr().out == json
+
+
 def test_cli_sql_with_local(synthetic_files, capsys) -> None:  # noqa: F811
     from mltraces.cli import main
 
