@@ -548,6 +548,16 @@ def test_cli_tables(capsys) -> None:
     assert "not cached (fetched on first use)" in out
 
 
+def test_the_schema_module_knows_the_built_in_readers() -> None:
+    from mltraces.catalog.readers import BUILTIN, FileReader, reader_for
+    from mltraces.schema import BUILTIN_FILE_READERS
+
+    assert set(BUILTIN) == BUILTIN_FILE_READERS
+    assert all(isinstance(reader, FileReader) for reader in BUILTIN.values())
+    for schema in all_schemas().values():
+        assert schema.external == (reader_for(schema).kind == "view")
+
+
 def test_external_reader_tables_are_views_of_their_module() -> None:
     external = [s for s in all_schemas().values() if s.external]
     if not external:
