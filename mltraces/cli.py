@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from mltraces import __version__
@@ -78,16 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.verb is None:
         parser.print_help()
         return 0
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="mltraces: %(message)s",
-    )
-    package_logger = logging.getLogger("mltraces")
-    level = package_logger.level
+    from mltraces import logs
+
+    if args.verbose or args.quiet:  # the format from the start (with -v: others' INFO too)
+        import logging
+    logs.configure(verbose=args.verbose)  # else installed once something logs (often never)
     if args.quiet:
         from mltraces.download import set_progress
 
         set_progress(False)
+        package_logger = logs.get_logger("mltraces")
+        level = package_logger.level
         package_logger.setLevel(logging.ERROR)
     try:
         return int(args._run(args) or 0)
@@ -100,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     finally:  # main() is also called in-process (tests, scripts): leave no global state
+        logs.configure(verbose=None)
         if args.quiet:
-            from mltraces.download import set_progress
-
             set_progress(None)
             package_logger.setLevel(level)
 

@@ -11,7 +11,6 @@ never hashes, locks or downloads.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from pathlib import Path
 
@@ -21,9 +20,10 @@ from mltraces.catalog.problems import DriftProblem
 from mltraces.catalog.readers import FileReader, reader_for
 from mltraces.catalog.store import Built
 from mltraces.errors import SchemaError
+from mltraces.logs import get_logger
 from mltraces.schema import TableSchema, get_schema
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Bumped when converted files change meaning (2: ``_row`` is the physical line).
 CONVERTER_VERSION = 2

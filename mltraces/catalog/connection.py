@@ -10,7 +10,6 @@ does not break the others, and ``mltraces.status`` says what is ready and why no
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -39,8 +38,6 @@ if TYPE_CHECKING:
     import duckdb
 
     from mltraces.catalog.store import Built
-
-log = logging.getLogger(__name__)
 
 __all__ = ["attach_table", "connect"]
 
@@ -214,15 +211,21 @@ def _rebuild(setup: _Setup) -> Built:
 
 def _discard(parquet: Path) -> None:
     """Forget a Parquet DuckDB cannot read, so the next materialize rebuilds it."""
-    log.warning("%s cannot be read; converting it again", parquet.name)
+    from mltraces.logs import get_logger  # loaded only when there is something to say
+
+    get_logger(__name__).warning("%s cannot be read; converting it again", parquet.name)
     store.record_path(parquet).unlink(missing_ok=True)
 
 
 def _unavailable(con: duckdb.DuckDBPyConnection, schema: TableSchema, error: MltracesError,
                  local: Path | None) -> TableStatus:
+    import logging
+
+    from mltraces.logs import get_logger
+
     quiet = _not_fetched(error)  # a status, not a problem nobody asked about
-    log.log(logging.INFO if quiet else logging.WARNING, "%s is unavailable: %s", schema.name,
-            error)
+    get_logger(__name__).log(logging.INFO if quiet else logging.WARNING,
+                             "%s is unavailable: %s", schema.name, error)
     con.execute(unavailable_sql(schema, str(error)))
     origin = f"local: {local}" if local is not None else "upstream"
     return TableStatus(schema.name, UNAVAILABLE, origin, None, str(error))
