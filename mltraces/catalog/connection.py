@@ -133,12 +133,14 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
 
 
 def _is_file_table(schema: TableSchema) -> bool:
+    """True when the catalog converts the table (the readers load only on this path)."""
     from mltraces.catalog.readers import FileReader, reader_for
 
     return isinstance(reader_for(schema), FileReader)
 
 
 def _not_fetched(error: MltracesError) -> bool:
+    """True for "nothing fetched yet": a state, never raised (problems load only on errors)."""
     from mltraces.catalog.problems import NotFetchedError
 
     return isinstance(error, NotFetchedError)
@@ -204,6 +206,7 @@ def _view_over(con: duckdb.DuckDBPyConnection, setup: _Setup) -> Built:
 
 
 def _rebuild(setup: _Setup) -> Built:
+    """Build again after the Parquet went away (the build machinery loads only then)."""
     from mltraces.catalog.build import materialize
 
     return materialize(setup.schema, setup.local, fetch=setup.fetch)
