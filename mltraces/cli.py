@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
 
 from mltraces import __version__
@@ -26,8 +25,13 @@ def _add_global_flags(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
-def build_parser(verb: str | None, *, every_verb: bool = False) -> argparse.ArgumentParser:
-    """The command's parser; only ``verb``'s options are loaded, or all with ``every_verb``."""
+def build_parser(verb: str | None, *, every_verb: bool = False, alone: bool = False
+                 ) -> argparse.ArgumentParser:
+    """The command's parser; only ``verb``'s options are loaded, or all with ``every_verb``.
+
+    ``alone`` leaves the other verbs out altogether (each costs a parser to build); only
+    for a command line that :func:`_leads_with` the verb, which parses the same either way.
+    """
     parser = argparse.ArgumentParser(
         prog="mltraces",
         description="Public GPU-cluster traces (Zeus, Microsoft ITP/ElasticFlow, AcmeTrace): "
@@ -39,6 +43,8 @@ def build_parser(verb: str | None, *, every_verb: bool = False) -> argparse.Argu
     _add_global_flags(parser, default=False)
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     for name, summary in SUMMARIES.items():
+        if alone and name != verb:
+            continue
         sub = subparsers.add_parser(name, help=summary, description=summary)
         _add_global_flags(sub, default=argparse.SUPPRESS)
         if name == verb or every_verb:
@@ -52,26 +58,36 @@ def _verb_in(argv: list[str]) -> str | None:
     return next((arg for arg in argv if arg in VERBS), None)
 
 
+_LEADING_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
+
+
+def _leads_with(argv: list[str], verb: str | None) -> bool:
+    """True when only ``-q``/``-v`` come before ``verb``: no top-level help, no other verb."""
+    return verb is not None and all(arg in _LEADING_FLAGS for arg in argv[:argv.index(verb)])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``mltraces`` console script."""
     from mltraces.errors import MltracesError
 
     argv = sys.argv[1:] if argv is None else argv
-    parser = build_parser(_verb_in(argv))
+    verb = _verb_in(argv)
+    parser = build_parser(verb, alone=_leads_with(argv, verb))
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
         return 0
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="mltraces: %(message)s",
-    )
-    package_logger = logging.getLogger("mltraces")
-    level = package_logger.level
+    from mltraces import logs
+
+    if args.verbose or args.quiet:  # the format from the start (with -v: others' INFO too)
+        import logging
+    logs.configure(verbose=args.verbose)  # else installed once something logs (often never)
     if args.quiet:
         from mltraces.download import set_progress
 
         set_progress(False)
+        package_logger = logs.get_logger("mltraces")
+        level = package_logger.level
         package_logger.setLevel(logging.ERROR)
     try:
         return int(args._run(args) or 0)
@@ -84,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     finally:  # main() is also called in-process (tests, scripts): leave no global state
+        logs.configure(verbose=None)
         if args.quiet:
-            from mltraces.download import set_progress
-
             set_progress(None)
             package_logger.setLevel(level)
 

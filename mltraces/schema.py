@@ -62,6 +62,9 @@ _CONSTRAINTS = {
 _ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
 _SEVERITIES = {"error", "warning"}
 MEMBER_STEM = "{member_stem}"
+#: Names of the readers built into the catalog (``mltraces.catalog.readers.BUILTIN``, all
+#: converting files): a table naming one is known to be converted without loading them.
+BUILTIN_FILE_READERS = frozenset({"csv"})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 # The records below are NamedTuples: immutable, and cheap to define at start-up
@@ -210,6 +213,8 @@ class TableSchema:
     @property
     def external(self) -> bool:
         """True when the reader provides the view itself over data it manages (no conversion)."""
+        if self.reader in BUILTIN_FILE_READERS:
+            return False
         from mltraces.catalog.readers import reader_for
 
         return reader_for(self).kind == "view"
@@ -362,7 +367,7 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
             problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
     if "." not in schema.name:
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
-    else:
+    elif schema.reader not in BUILTIN_FILE_READERS:  # a source's own: load the readers
         from mltraces.catalog.readers import reader_problem
 
         problem = reader_problem(schema.reader, schema.schema_name)

@@ -487,6 +487,18 @@ def test_cli_sql_formats(http_mirror, isolated_cache, tmp_path, capsys) -> None:
     assert "195" in capsys.readouterr().out
 
 
+def test_cli_sql_writes_what_a_view_could_not_hold(capsys) -> None:
+    from mltraces.cli import main
+
+    pivot = "PIVOT (SELECT 2 AS n, 'k' AS key) ON key USING sum(n)"
+    for query, csv, json in ((pivot, "k\n2\n", '{"k":2}\n'),
+                             ("SELECT 1 AS a -- a trailing comment", "a\n1\n", '{"a":1}\n')):
+        assert main(["sql", query, "--format", "csv"]) == 0
+        assert capsys.readouterr().out == csv
+        assert main(["sql", query, "--format", "json"]) == 0
+        assert capsys.readouterr().out == json
+
+
 def test_cli_sql_with_local(synthetic_files, capsys) -> None:  # noqa: F811
     from mltraces.cli import main
 
@@ -534,6 +546,16 @@ def test_cli_tables(capsys) -> None:
     for name in all_schemas():
         assert name in out
     assert "not cached (fetched on first use)" in out
+
+
+def test_the_schema_module_knows_the_built_in_readers() -> None:
+    from mltraces.catalog.readers import BUILTIN, FileReader, reader_for
+    from mltraces.schema import BUILTIN_FILE_READERS
+
+    assert set(BUILTIN) == BUILTIN_FILE_READERS
+    assert all(isinstance(reader, FileReader) for reader in BUILTIN.values())
+    for schema in all_schemas().values():
+        assert schema.external == (reader_for(schema).kind == "view")
 
 
 def test_external_reader_tables_are_views_of_their_module() -> None:

@@ -56,3 +56,64 @@ def test_simulate_with_a_missing_local_file_says_so_once(http_mirror, tmp_path, 
     captured = capsys.readouterr()
     assert captured.err.count(str(missing)) == 1 and "--local" not in captured.err
     assert captured.err.startswith("mltraces simulate: error: local file for zeus.alibaba_groups")
+
+
+def test_a_command_led_by_its_verb_parses_the_same_without_the_other_verbs(capsys) -> None:
+    import pytest
+
+    from mltraces.cli import _leads_with, _verb_in, build_parser, main
+
+    for argv in (["sql", "SELECT 1", "--format", "csv"], ["-q", "sql", "SELECT 1", "-o", "x"],
+                 ["-v", "tables"], ["info", "zeus", "-q"]):
+        verb = _verb_in(argv)
+        assert _leads_with(argv, verb)
+        full = build_parser(verb).parse_args(argv)
+        alone = build_parser(verb, alone=True).parse_args(argv)
+        assert vars(alone).keys() == vars(full).keys()
+        assert {k: v for k, v in vars(alone).items() if k != "_run"} == {
+            k: v for k, v in vars(full).items() if k != "_run"}
+    for argv in (["-h", "sql"], ["bogus", "sql"], ["--version", "sql"], ["-qv", "sql"]):
+        assert not _leads_with(argv, _verb_in(argv))
+    with pytest.raises(SystemExit):
+        main(["-h", "sql"])
+    shown = capsys.readouterr().out
+    assert all(verb in shown for verb in VERBS)  # the top-level help: every verb
+
+
+def test_every_module_takes_its_logger_from_mltraces_logs() -> None:
+    from pathlib import Path
+
+    import mltraces
+
+    package = Path(mltraces.__file__).parent
+    direct = [str(p.relative_to(package)) for p in package.rglob("*.py")
+              if "logging.getLogger(" in p.read_text() and p.name != "logs.py"]
+    assert direct == []  # else its records could print before the command's format is set
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess:
+    import os
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, env={**os.environ, **env})
+
+
+def test_the_log_format_is_installed_by_the_first_logger() -> None:
+    done = _python("import sys\nfrom mltraces import logs\nlogs.configure(verbose=False)\n"
+                   "assert 'logging' not in sys.modules\n"
+                   "logs.get_logger('mltraces.x').warning('careful')\n"
+                   "logs.get_logger('mltraces.x').info('not shown')")
+    assert done.stderr == "mltraces: careful\n"
+
+
+def test_a_warm_query_never_loads_logging(dir_mirror, isolated_cache) -> None:
+    from mltraces.cli import main
+
+    assert main(["sql", "SELECT count(*) FROM zeus.power", "--format", "csv"]) == 0  # builds it
+    done = _python("import sys\nfrom mltraces.cli import main\n"
+                   "main(['sql', 'SELECT count(*) AS n FROM zeus.power', '--format', 'csv'])\n"
+                   "heavy = ('logging', 'mltraces.download', 'mltraces.registry', "
+                   "'mltraces.catalog.build', 'mltraces.catalog.readers')\n"
+                   "print(sorted(m for m in sys.modules if m.startswith(heavy)))",
+                   MLTRACES_CACHE=str(isolated_cache), MLTRACES_MIRROR=str(dir_mirror))
+    assert done.stdout == "n\n1609\n[]\n"

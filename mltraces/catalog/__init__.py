@@ -13,6 +13,8 @@ come from ``schemas/<source>/<table>.json`` (never sniffed). One module per job:
   inputs, else convert once, tied to the bytes it came from;
 - :mod:`.store`, :mod:`.upkeep`: the Parquet cache (records, integrity, leases)
   and its upkeep (pruning, leftovers of killed runs, ``verify``);
+- :mod:`.warm`: a verified table's reuse decision remembered, keyed by every file
+  and the code it came from (a warm ``connect()`` loads neither registry nor downloads);
 - :mod:`.views`, :mod:`.status`, :mod:`.connection`: view SQL, the
   ``mltraces.status`` view, ``connect()``;
 - :mod:`.describe`: ``describe_table()``.

@@ -11,36 +11,24 @@ never hashes, locks or downloads.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from mltraces.catalog import store
 from mltraces.catalog.plan import Plan, plan_for
 from mltraces.catalog.problems import DriftProblem
 from mltraces.catalog.readers import FileReader, reader_for
+from mltraces.catalog.store import Built
 from mltraces.errors import SchemaError
+from mltraces.logs import get_logger
 from mltraces.schema import TableSchema, get_schema
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Bumped when converted files change meaning (2: ``_row`` is the physical line).
 CONVERTER_VERSION = 2
 
 __all__ = ["CONVERTER_VERSION", "Built", "materialize"]
-
-
-class Built(NamedTuple):
-    """A table converted to Parquet, ready for a view."""
-
-    schema: TableSchema
-    parquet: Path
-    verified: bool
-    origin: str
-    rows: int
-    inputs: tuple[str, ...]
-    warnings: tuple[DriftProblem, ...] = ()
 
 
 def _conversion_key(schema: TableSchema, keys: list[str]) -> str:

@@ -10,16 +10,12 @@ does not break the others, and ``mltraces.status`` says what is ready and why no
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mltraces.catalog import store
-from mltraces.catalog.build import Built, materialize
-from mltraces.catalog.problems import NotFetchedError
-from mltraces.catalog.readers import FileReader, reader_for
+from mltraces.catalog import store, warm
 from mltraces.catalog.selection import resolve_local, select_schemas
 from mltraces.catalog.status import (
     READY,
@@ -41,7 +37,7 @@ from mltraces.schema import TableSchema, quote_ident
 if TYPE_CHECKING:
     import duckdb
 
-log = logging.getLogger(__name__)
+    from mltraces.catalog.store import Built
 
 __all__ = ["attach_table", "connect"]
 
@@ -122,21 +118,46 @@ def connect(
 
 def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bool
                 ) -> list[TableStatus]:
-    """Build every table, lease the files the views will read, then create the views."""
+    """Build every table, lease the files the views will read, then create the views.
+
+    A verified table whose inputs are unchanged since its last build is recalled
+    (:mod:`.warm`) without loading the registry, the downloads or the build machinery.
+    """
     for setup in setups:
-        if isinstance(reader_for(setup.schema), FileReader):
+        if setup.local is None:
+            setup.built = warm.recall(setup.schema)
+        if setup.built is None and _is_file_table(setup.schema):
             _build(setup, strict)
     store.lease([s.built.parquet for s in setups if s.built is not None])
     return [_attach(con, s, strict) for s in setups]
 
 
+def _is_file_table(schema: TableSchema) -> bool:
+    """True when the catalog converts the table (the readers load only on this path)."""
+    from mltraces.catalog.readers import FileReader, reader_for
+
+    return isinstance(reader_for(schema), FileReader)
+
+
+def _not_fetched(error: MltracesError) -> bool:
+    """True for "nothing fetched yet": a state, never raised (problems load only on errors)."""
+    from mltraces.catalog.problems import NotFetchedError
+
+    return isinstance(error, NotFetchedError)
+
+
 def _build(setup: _Setup, strict: bool) -> None:
+    from mltraces.catalog.build import materialize
+
     try:
         setup.built = materialize(setup.schema, setup.local, fetch=setup.fetch)
     except MltracesError as error:
-        if strict and not isinstance(error, NotFetchedError):
+        if strict and not _not_fetched(error):
             raise
         setup.error = error
+        return
+    if setup.local is None:
+        warm.remember(setup.built)
 
 
 def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> TableStatus:
@@ -145,12 +166,13 @@ def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> Tabl
     try:
         if setup.error is not None:
             raise setup.error
-        reader = reader_for(schema)
-        if not isinstance(reader, FileReader):
-            return reader.attach(con, schema, setup.local)
+        if setup.built is None:  # not built: a table its source's reader serves itself
+            from mltraces.catalog.readers import reader_for
+
+            return reader_for(schema).attach(con, schema, setup.local)
         built = _view_over(con, setup)
     except MltracesError as error:
-        if strict and not isinstance(error, NotFetchedError):
+        if strict and not _not_fetched(error):
             raise
         return _unavailable(con, schema, error, setup.local)
     state = READY if built.verified else UNVERIFIED
@@ -177,23 +199,36 @@ def _view_over(con: duckdb.DuckDBPyConnection, setup: _Setup) -> Built:
                                         f"{built.parquet} cannot be read ({error}); run "
                                         "`mltraces verify` to remove it") from None
                 _discard(built.parquet)
-        built = materialize(setup.schema, setup.local, fetch=setup.fetch)
+        built = _rebuild(setup)
         store.lease([built.parquet])
     raise MltracesError(f"{setup.schema.name}: its converted file keeps disappearing "
                         f"({built.parquet}); is another process pruning this cache?")
 
 
+def _rebuild(setup: _Setup) -> Built:
+    """Build again after the Parquet went away (the build machinery loads only then)."""
+    from mltraces.catalog.build import materialize
+
+    return materialize(setup.schema, setup.local, fetch=setup.fetch)
+
+
 def _discard(parquet: Path) -> None:
     """Forget a Parquet DuckDB cannot read, so the next materialize rebuilds it."""
-    log.warning("%s cannot be read; converting it again", parquet.name)
+    from mltraces.logs import get_logger  # loaded only when there is something to say
+
+    get_logger(__name__).warning("%s cannot be read; converting it again", parquet.name)
     store.record_path(parquet).unlink(missing_ok=True)
 
 
 def _unavailable(con: duckdb.DuckDBPyConnection, schema: TableSchema, error: MltracesError,
                  local: Path | None) -> TableStatus:
-    quiet = isinstance(error, NotFetchedError)  # a status, not a problem nobody asked about
-    log.log(logging.INFO if quiet else logging.WARNING, "%s is unavailable: %s", schema.name,
-            error)
+    import logging
+
+    from mltraces.logs import get_logger
+
+    quiet = _not_fetched(error)  # a status, not a problem nobody asked about
+    get_logger(__name__).log(logging.INFO if quiet else logging.WARNING,
+                             "%s is unavailable: %s", schema.name, error)
     con.execute(unavailable_sql(schema, str(error)))
     origin = f"local: {local}" if local is not None else "upstream"
     return TableStatus(schema.name, UNAVAILABLE, origin, None, str(error))

@@ -9,7 +9,6 @@ disk or an unwritable cache is one :class:`ConversionError`, never a bad row.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -22,9 +21,10 @@ from mltraces.catalog.build import CONVERTER_VERSION, Built
 from mltraces.catalog.plan import Plan
 from mltraces.catalog.problems import disk_problem
 from mltraces.catalog.readers import FileReader, ReadRequest
+from mltraces.logs import get_logger
 from mltraces.schema import TableSchema
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = ["convert_table"]
 

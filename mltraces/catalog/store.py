@@ -1,5 +1,8 @@
 """The Parquet cache under ``<cache>/tables``: names, records, integrity, readers' leases.
 
+A build's outcome (:class:`Built`) is defined here, beside the records it is read
+from, so a warm ``connect()`` can hold one without loading the build machinery.
+
 Each conversion is ``<table>-<origin>-<key>.parquet`` plus a ``.parquet.json``
 record (written last, so it marks a complete file). The key hashes the inputs'
 verified sha256 (local files: path, size, mtime), the schema and the converter
@@ -25,11 +28,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mltraces import config
 
-__all__ = ["TABLES_DIR", "InputStamp", "damage", "inputs_current", "lease", "leased_names",
+if TYPE_CHECKING:
+    from mltraces.catalog.problems import DriftProblem
+    from mltraces.schema import TableSchema
+
+__all__ = ["TABLES_DIR", "Built", "InputStamp", "damage", "inputs_current", "lease", "leased_names",
            "new_record", "pid_alive", "read_record", "record_path", "target_path", "write_record"]
 
 TABLES_DIR = "tables"
@@ -52,6 +59,18 @@ def target_path(table: str, origin_kind: str, key: str) -> Path:
 def record_path(target: Path) -> Path:
     """The record (``.json`` sidecar) of a Parquet file."""
     return target.with_name(target.name + ".json")
+
+
+class Built(NamedTuple):
+    """A table converted to Parquet, ready for a view."""
+
+    schema: TableSchema
+    parquet: Path
+    verified: bool
+    origin: str
+    rows: int
+    inputs: tuple[str, ...]
+    warnings: tuple[DriftProblem, ...] = ()
 
 
 # --------------------------------------------------------------------------- input stamps

@@ -78,13 +78,16 @@ def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:
 
 
 def _copy(con, relation, fmt: str, target: Path) -> None:
-    """``COPY`` the result to ``target``: csv with a header, json one object per line, parquet."""
+    """``COPY`` the result to ``target``: csv with a header, json one object per line, parquet.
+
+    The relation's own SQL is copied (no view in between: one statement less, and
+    results a view cannot hold, such as PIVOT or EXPLAIN, are written too); the line
+    breaks end a trailing ``--`` comment before the closing parenthesis.
+    """
     from mltraces.schema import sql_literal
 
-    relation.to_view("_mltraces_result", replace=True)
     options = "FORMAT csv, HEADER" if fmt == "csv" else f"FORMAT {fmt}"
-    con.execute(f"COPY (SELECT * FROM _mltraces_result) TO {sql_literal(str(target))} "
-                f"({options})")
+    con.execute(f"COPY (\n{relation.sql_query()}\n) TO {sql_literal(str(target))} ({options})")
 
 
 def _print_copy(con, relation, fmt: str) -> None:

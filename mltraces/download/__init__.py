@@ -31,7 +31,6 @@ Examples
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -49,9 +48,10 @@ from mltraces.download.paths import (
 )
 from mltraces.errors import OfflineError, VerificationError
 from mltraces.hashing import file_sha256
+from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 RETRY_WAIT_S = 0.5  # times the attempt number, between retries of one URL
 LARGE_DOWNLOAD_BYTES = 1 << 30

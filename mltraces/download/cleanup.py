@@ -13,7 +13,6 @@ temporaries (e.g. ``convert-<pid>-*`` folders) with their own pattern.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
@@ -22,8 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from mltraces.download.paths import LOCK_SUFFIX
+from mltraces.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 OWNED = re.compile(r"\.(?:tmp|staging)-(?P<pid>\d+)$")
 POOCH_TEMP = re.compile(r"^tmp[a-z0-9_]{8}$")

@@ -49,9 +49,10 @@ from mltraces.errors import (
     OfflineError,
     VerificationError,
 )
+from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 ATTEMPTS_PER_URL = 3
 LOCK_GRACE_S = 600.0  # a lock holder may hash and move for this long after its deadline

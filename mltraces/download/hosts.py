@@ -12,7 +12,6 @@ clears the record. Only cold paths read this file; warm ones never look.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from pathlib import Path
@@ -20,8 +19,9 @@ from urllib.parse import urlsplit
 
 from mltraces import config
 from mltraces.errors import HostDownError
+from mltraces.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = ["check", "mark_down", "mark_up", "record_path"]
 

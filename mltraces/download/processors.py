@@ -28,7 +28,6 @@ returns::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,9 +38,10 @@ from mltraces.download import stamps
 from mltraces.download.checks import mismatch, rejected, sniff_file
 from mltraces.download.paths import extracted_dir
 from mltraces.errors import VerificationError
+from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Processor = Callable[[str, str, Any], Any]
 

@@ -22,7 +22,6 @@ own analysis (``figure=""``). The registry is plain data: each source folder's
 from __future__ import annotations
 
 import importlib
-import logging
 import os
 import sys
 import weakref
@@ -32,11 +31,13 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.logs import get_logger
+
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: Where notebooks write figures when set (unset: they only display them).
 OUTPUT_ENV = "MLTRACES_FIGURES_DIR"

@@ -37,7 +37,6 @@ written; next-page links must stay on the Hub's tree API; an answer may be at mo
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import time
@@ -50,9 +49,10 @@ from urllib.parse import quote, urlsplit
 from mltraces import config
 from mltraces.download.paths import check_segment, inside, relative_parts, url_parts
 from mltraces.errors import ConfigError, FetchError, MltracesError, OfflineError
+from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 REPO = "Qinghao/AcmeTrace"
 DEFAULT_ENDPOINT = "https://huggingface.co"

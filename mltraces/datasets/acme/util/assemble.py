@@ -16,7 +16,6 @@ month rebuilds only the months it touches.
 from __future__ import annotations
 
 import json
-import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,9 +28,10 @@ from mltraces.datasets.acme.util.convert import (
     converted_meta,
     duckdb_connection,
 )
+from mltraces.logs import get_logger
 from mltraces.schema import sql_path
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Key = tuple[str, str, str]  # (table, group, metric)
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 import os
 import re
 import time
@@ -56,9 +55,10 @@ from mltraces.datasets.acme.util.chunks import (
 from mltraces.datasets.acme.util.chunks import sql_text as _sql_text
 from mltraces.datasets.acme.util.pipeline import Pipeline
 from mltraces.errors import SchemaError
+from mltraces.logs import get_logger
 from mltraces.schema import sql_path
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 SHANGHAI_OFFSET_US = 8 * 3600 * 1_000_000
 IPMI_COLUMNS = {  # upstream name → stored name

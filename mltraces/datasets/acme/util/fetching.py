@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import calendar
 import json
-import logging
 import os
 import shutil
 from collections.abc import Callable, Iterable
@@ -33,9 +32,10 @@ from mltraces.datasets.acme.util import layout
 from mltraces.datasets.acme.util.assemble import Key, assemble, keys, sources_for
 from mltraces.datasets.acme.util.convert import Settings, convert, converted_meta
 from mltraces.errors import ConfigError, FetchError
+from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 __all__ = ["UtilFetch", "fetch_util", "parse_day", "select"]
 

@@ -30,7 +30,6 @@ reason; a file that cannot be read is an error naming it and the layout expected
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 from collections.abc import Iterable
@@ -51,8 +50,9 @@ from mltraces.datasets.acme.util.local_verify import (
     check,
 )
 from mltraces.errors import MltracesError, SchemaError
+from mltraces.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 #: the layout each table's files must have, for conversion errors
 LAYOUTS = {

@@ -27,7 +27,6 @@ and not resolved for naming: a ``huggingface_hub`` snapshot file is a symlink to
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 from collections.abc import Iterable
@@ -36,8 +35,9 @@ from typing import NamedTuple
 
 from mltraces.datasets.acme.hub import UTIL_FOLDER, HubFile
 from mltraces.errors import SchemaError
+from mltraces.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 GROUPS = ("seren", "kalos", "ipmi")
 _NAME = re.compile(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,8 +24,9 @@ from typing import NamedTuple
 from mltraces.datasets.acme.hub import REPO, HubFile
 from mltraces.datasets.acme.util import layout
 from mltraces.datasets.acme.util.local_files import LocalFile
+from mltraces.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 VERIFIED, UNLISTED, DIFFERS = "verified", "unlisted", "differs"
 UNHASHED = "unhashed"  # listed with its size, not hashed yet (a look that must stay cheap)
