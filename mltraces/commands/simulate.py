@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from mltraces.commands.common import add_table_options, open_catalog
+from mltraces.commands.common import add_table_options, local_overrides, open_catalog
 from mltraces.commands.output import Rows, cell, frame_rows, render_rows, view_table, write_text
 
 if TYPE_CHECKING:
@@ -104,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
         )
     if not args.alibaba and args.processes is not None:
         raise SimulationError("--processes applies to --alibaba only: drop it")
-    tables = ["zeus.train", "zeus.power"] + (["zeus.alibaba_groups"] if args.alibaba else [])
-    con = open_catalog(args, tables, strict=True)  # a table it cannot read: one error, its cause
-    traces = load_traces(con)
     summary = args.summary or (args.format == "table" and not args.history)
     if args.alibaba:
-        rows = _alibaba_rows(traces, con, args, summary)
+        tables = ["zeus.train", "zeus.power", "zeus.alibaba_groups"]
+        con = open_catalog(args, tables, strict=True)  # a table it cannot read: one error
+        rows = _alibaba_rows(load_traces(con), con, args, summary)
     else:
+        traces = _traces(args)
         result = simulate(
             traces,
             args.gpu,
@@ -130,6 +130,27 @@ def run(args: argparse.Namespace) -> int:
     readable = args.format == "table" and not args.summary and not args.history
     write_text(render(*rows, args.format, readable=readable), args.output)
     return 0
+
+
+def _traces(args: argparse.Namespace) -> Any:
+    """The Zeus traces: the saved arrays while the catalog vouches for their tables
+    (no DuckDB then), else read through the catalog and saved for the next run."""
+    from mltraces.simulation import load_traces, trace_cache
+
+    cacheable = not local_overrides(args)
+    key = trace_cache.current_key() if cacheable else None
+    if key is not None:
+        traces = trace_cache.load(key)
+        if traces is not None:
+            return traces
+    con = open_catalog(args, ["zeus.train", "zeus.power"], strict=True)  # one error, its cause
+    if not cacheable:
+        return load_traces(con)
+    key = trace_cache.current_key()
+    traces = load_traces(con)
+    if key is not None and key == trace_cache.current_key():  # nothing moved while reading
+        trace_cache.save(traces, key)
+    return traces
 
 
 def _alibaba_rows(traces: Any, con: Any, args: argparse.Namespace, summary: bool) -> Rows:

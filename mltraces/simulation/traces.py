@@ -226,6 +226,27 @@ class TraceSet:
 
         return pd.DataFrame(self._power)
 
+    @property
+    def train_arrays(self) -> dict[str, np.ndarray]:
+        """The train trace's columns in the simulator's form (names as str objects)."""
+        return self._train
+
+    @property
+    def power_arrays(self) -> dict[str, np.ndarray]:
+        """The power traces' columns in the simulator's form."""
+        return self._power
+
+    @classmethod
+    def from_arrays(cls, train: Mapping[str, np.ndarray], power: Mapping[str, np.ndarray]
+                    ) -> TraceSet:
+        """From columns already in the simulator's form (:attr:`train_arrays`,
+        :attr:`power_arrays`; how :mod:`.trace_cache` restores a saved set)."""
+        traces = cls.__new__(cls)
+        traces._train = {name: train[name] for name in TRAIN_COLUMNS}
+        traces._power = {name: power[name] for name in POWER_COLUMNS}
+        traces._jobs = {}
+        return traces
+
     @classmethod
     def from_frames(
         cls, train: pd.DataFrame, power: pd.DataFrame, gpu: str | None = None
