@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mltraces import config
+from mltraces.atomic import write_text_atomic
 
 if TYPE_CHECKING:
     from mltraces.catalog.problems import DriftProblem
@@ -183,9 +184,8 @@ def lease(paths: list[Path]) -> None:
         held |= names
         target = _lease_file(folder)
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + f".tmp-{os.getpid()}")
-        tmp.write_text(json.dumps({"host": _host(), "pid": os.getpid(), "parquet": sorted(held)}))
-        os.replace(tmp, target)
+        lease = {"host": _host(), "pid": os.getpid(), "parquet": sorted(held)}
+        write_text_atomic(target, json.dumps(lease))
         _release_at_exit()
 
 

@@ -30,6 +30,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.atomic import write_text_atomic
 from mltraces.catalog import store
 
 if TYPE_CHECKING:
@@ -159,9 +160,4 @@ def _write(built: store.Built, files: list[tuple[str, list[int] | None]],
     record = {"key": _key(built.schema), "built": saved, "files": files, "folders": folders}
     target = warm_path(built.schema.name)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text_atomic(target, json.dumps(record, indent=1))

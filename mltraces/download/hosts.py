@@ -12,12 +12,12 @@ clears the record. Only cold paths read this file; warm ones never look.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from mltraces import config
+from mltraces.atomic import write_text_atomic
 from mltraces.errors import HostDownError
 from mltraces.logs import get_logger
 
@@ -45,15 +45,11 @@ def _load() -> dict[str, dict]:
 
 def _save(data: dict[str, dict]) -> None:
     path = record_path()
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data, indent=1))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(data, indent=1))
     except OSError as error:  # remembering is an optimisation: never fail a fetch over it
         log.debug("could not record host health in %s: %s", path, error)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def check(url: str) -> None:

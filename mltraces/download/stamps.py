@@ -9,11 +9,11 @@ verification.
 from __future__ import annotations
 
 import json
-import os
 import stat as stat_module
 import time
 from pathlib import Path
 
+from mltraces.atomic import write_text_atomic
 from mltraces.download.paths import stamp_path
 from mltraces.hashing import Digest
 from mltraces.registry import RemoteFile
@@ -34,14 +34,8 @@ def write(path: Path, file: RemoteFile, found: Digest) -> None:
         "verified_by": file.hash_kind,
         "verified_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    target = stamp_path(path)
-    # named per process: stamps of an already-cached file are also written outside the lock
-    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # per-process temp file: stamps of an already-cached file are also written outside the lock
+    write_text_atomic(stamp_path(path), json.dumps(record, indent=1))
 
 
 def read(path: Path) -> dict | None:
