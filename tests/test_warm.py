@@ -120,3 +120,20 @@ def test_local_tables_are_not_remembered(dir_mirror, upstream_dir, isolated_cach
     connect(tables=["zeus.train"],
             local={"zeus.train": next(upstream_dir.rglob("summary_train.csv"))}).close()
     assert not warm.warm_path("zeus.train").exists()
+
+
+def test_a_record_pointing_outside_the_cache_is_not_served(remembered, tmp_path) -> None:
+    """A consistent record (identities updated) naming a Parquet file elsewhere: refused."""
+    outside = tmp_path / "elsewhere.parquet"
+    shutil.copy2(remembered["built"]["parquet"], outside)
+    record = json.loads(json.dumps(remembered))
+    record["built"]["parquet"] = str(outside)
+    record["files"].append([str(outside), warm._identity(str(outside))])
+    warm.warm_path(TABLE).write_text(json.dumps(record))
+    assert warm.recall(get_schema(TABLE)) is None
+    con = connect(tables=[TABLE])  # the full path decides, and the table is the cache's own
+    [(path,)] = con.execute(
+        "SELECT DISTINCT filename FROM read_parquet("
+        f"'{warm.recall(get_schema(TABLE)).parquet}', filename = true)"
+    ).fetchall()
+    assert Path(path).resolve().is_relative_to(Path(warm.warm_path(TABLE)).parents[1].resolve())

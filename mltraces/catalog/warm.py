@@ -94,9 +94,19 @@ def recall(schema: TableSchema) -> store.Built | None:
             return None
         if any(os.path.realpath(path) != real for path, real in record["folders"]):
             return None
+        if not _in_tables_dir(record["built"]["parquet"]):
+            return None
         return _built(schema, record["built"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def _in_tables_dir(parquet: str) -> bool:
+    """A record is a file anyone with the cache can edit: the table it names must be a
+    Parquet file of the catalog's own folder (after links), as the full path makes them."""
+    root = os.path.realpath(store.tables_dir())
+    real = os.path.realpath(parquet)
+    return real.endswith(".parquet") and os.path.commonpath([real, root]) == root
 
 
 def _built(schema: TableSchema, saved: dict[str, Any]) -> store.Built:
