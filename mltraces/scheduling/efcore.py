@@ -46,7 +46,7 @@ NONE = -(2**62)  # an unset GPU count (the reference's undefined variable)
 
 
 # -- small helpers -------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def align(origin: float, time: float, slot: float) -> float:
     """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod)."""
     x = time - origin
@@ -65,7 +65,7 @@ def align(origin: float, time: float, slot: float) -> float:
     return origin + steps * slot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bisect_left(a, n: int, x: float) -> int:
     lo, hi = 0, n
     while lo < hi:
@@ -77,7 +77,7 @@ def bisect_left(a, n: int, x: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def bisect_right(a, n: int, x: float) -> int:
     lo, hi = 0, n
     while lo < hi:
@@ -89,7 +89,7 @@ def bisect_right(a, n: int, x: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step_index(a, n: int, x: float) -> int:
     """Index of the step starting exactly at ``x``, or -1."""
     i = bisect_left(a, n, x)
@@ -98,7 +98,7 @@ def step_index(a, n: int, x: float) -> int:
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def wrap(i: int, n: int) -> int:
     """A Python list index: -1 is the last element."""
     if i < 0:
@@ -108,7 +108,7 @@ def wrap(i: int, n: int) -> int:
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def set_step(times, free, n: int, time: float, value: int) -> int:
     """Set the value from ``time`` on (insert a step or overwrite one); the new length.
 
@@ -128,28 +128,28 @@ def set_step(times, free, n: int, time: float, value: int) -> int:
     return n + 1
 
 
-@njit(cache=True)
-def fit_of(fit, x: int) -> int:
-    """``fit[x]`` with Python's indexing (negative wraps, too large raises)."""
+@njit(cache=True, inline="always")
+def fit_of(fit2, row: int, x: int) -> int:
+    """``fit2[row, x]`` with Python's indexing (negative wraps, too large raises)."""
     if x == NONE:
         raise TypeError("free GPUs unset")
-    n = fit.shape[0]
+    n = fit2.shape[1]
     if x < 0:
         x += n
     if x < 0 or x >= n:
         raise IndexError("more free GPUs than the cluster has")
-    return fit[x]
+    return fit2[row, x]
 
 
-@njit(cache=True)
-def rate(speed, g: int) -> float:
-    """Iterations per second on ``g`` GPUs; a count the profile lacks raises (a KeyError)."""
-    if g < 0 or g >= speed.shape[0] or math.isnan(speed[g]):
+@njit(cache=True, inline="always")
+def rate(speed2, m: int, g: int) -> float:
+    """Iterations per second of model row ``m`` on ``g`` GPUs; a count the profile lacks raises."""
+    if g < 0 or g >= speed2.shape[1] or math.isnan(speed2[m, g]):
         raise KeyError("no throughput for this GPU count")
-    return speed[g]
+    return speed2[m, g]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gpu_time(at, ag, na: int, end: float) -> float:
     """GPU-seconds of an allocation held until ``end``."""
     total = 0.0
@@ -160,14 +160,14 @@ def gpu_time(at, ag, na: int, end: float) -> float:
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def value_at(times, free, n: int, time: float, default: int) -> int:
     """Free GPUs at ``time`` (``default`` before the first step)."""
     i = bisect_right(times, n, time)
     return free[i - 1] if i else default
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def hold(aval, aset, nf, k: int, gpus: int) -> None:
     """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
     aval[k] = gpus
@@ -175,19 +175,28 @@ def hold(aval, aset, nf, k: int, gpus: int) -> None:
     nf[k] -= gpus
 
 
+@njit(cache=True, inline="always")
+def copy_into(src, dst, n: int) -> None:
+    """``dst[:n] = src[:n]`` without making views (a view costs a reference count)."""
+    for k in range(n):
+        dst[k] = src[k]
+
+
 # -- one plan --------------------------------------------------------------------------------
-@njit(cache=True)
-def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
+# A plan writes into buffers its caller owns (a workspace reused for every plan of
+# a round): ``nt``/``nf``/``aval``/``aset`` need room for n + 2 entries, ``at``/``ag``
+# for n + 3, where n is the length of the timeline planned on.
+@njit(cache=True, inline="always")
+def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value, at, ag):
     """Collect the allocation steps (sorted, repeats dropped) and add the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
     (NaN: none); only a start that the timeline lost has one (the released
     timeline of a job holding more GPUs than were free, which the reference
-    would have refused by an assertion). Returns ``(times, free, n, at, ag, na)``, the
-    timeline not yet compacted (see :func:`compact`).
+    would have refused by an assertion). Writes the allocation to ``at``/``ag``
+    and returns ``(n, na)``: the timeline's new length (not yet compacted, see
+    :func:`compact`) and the allocation's.
     """
-    at = np.empty(nn + 1, np.float64)
-    ag = np.empty(nn + 1, np.int64)
     na = 0
     last = -1
     pending = xt == xt
@@ -206,18 +215,17 @@ def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value):
             last = aval[k]
     if end_step == end_step:  # not NaN: insert the end step
         nn = set_step(nt, nf, nn, end_step, end_value)
-    return nt, nf, nn, at, ag, na
+    return nn, na
 
 
 @njit(cache=True)
-def compact(nt, nf, nn):
-    """The timeline without repeated values (a plan's raw timeline, ready to plan on).
+def compact(nt, nf, nn, ct, cf) -> int:
+    """Copy the timeline into ``ct``/``cf`` without repeated values; the new length.
 
     Kept apart from :func:`finish_plan` because most plans are only priced:
-    their timeline is compacted only for the one a step chooses.
+    their timeline is compacted only for the one a step chooses. ``ct`` may be
+    ``nt`` (in place).
     """
-    ct = np.empty(nn, np.float64)
-    cf = np.empty(nn, np.int64)
     m = 0
     prev = -1
     for k in range(nn):
@@ -226,29 +234,28 @@ def compact(nt, nf, nn):
             cf[m] = nf[k]
             m += 1
             prev = nf[k]
-    return ct, cf, m
+    return m
 
 
 @njit(cache=True)
 def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, fitrow, cap2,
-         total, slot, assign):
+         total, slot, assign, nt, nf, aval, aset, at, ag):
     """Plan a job from ``start`` backwards from its deadline on the timeline.
 
     With ``assign`` the job first holds that many GPUs until the timeline's
-    next step (how a scale-up is priced), then is planned as usual.
-    Returns ``(times, free, n, at, ag, na, end, real_end)``.
+    next step (how a scale-up is priced), then is planned as usual. Writes the
+    timeline with the plan to ``nt``/``nf`` and the allocation to ``at``/``ag``;
+    returns ``(n, na, end, real_end)``.
     """
-    speed = speed2[m]
-    levels = levels2[m, : nlev[m]]
-    fit = fit2[fitrow[m]]
+    fr = fitrow[m]
     cap = cap2[m]
-    nt = np.empty(n + 2, np.float64)
-    nf = np.empty(n + 2, np.int64)
-    nt[:n] = times[:n]
-    nf[:n] = free[:n]
+    nl = nlev[m]
+    copy_into(times, nt, n)
+    copy_into(free, nf, n)
     nn = n
-    aval = np.zeros(n + 2, np.int64)
-    aset = np.zeros(n + 2, np.bool_)
+    for k in range(n + 2):
+        aval[k] = 0
+        aset[k] = False
     aligned = align(start, deadline, slot)
     carried = NONE  # the pre-job value the reference restores after a plan's end
     if aligned >= start and step_index(nt, nn, aligned) < 0:
@@ -262,7 +269,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
         aset[i_start] = True
     event = start
     if assign:
-        sp = rate(speed, assign)
+        sp = rate(speed2, m, assign)
         nxt = bisect_right(times, n, start)
         future = times[nxt] if nxt < n else aligned
         if i_start < 0:
@@ -285,10 +292,10 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             if step_index(times, n, end) < 0:
                 if back == NONE:
                     raise TypeError("a timeline step without a value")
-                r = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
             else:
-                r = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0)
-            return r[0], r[1], r[2], r[3], r[4], r[5], end, real_end
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+            return nn, na, end, real_end
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
         event = future
@@ -303,21 +310,23 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
         aset[k] = True  # setdefault(t, 0): aval is 0 where unset
     # 1. the smallest count that, counted back from the deadline, is enough
     last_q = 0
-    for q in levels:
+    for i in range(nl):
+        q = levels2[m, i]
         if q > total:
             break
         until = aligned
         gathered = 0.0
         for k in range(hi - 1, lo - 1, -1):
             p = nt[k]
-            got = q if nf[k] >= q else min(q, fit_of(fit, nf[k]))
+            got = q if nf[k] >= q else min(q, fit_of(fit2, fr, nf[k]))
             if not got:
                 until = p
                 continue
-            gathered += ((deadline if until == aligned else until) - p) * rate(speed, got)
+            gathered += ((deadline if until == aligned else until) - p) * rate(speed2, m, got)
             if gathered >= left:
                 return forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event,
-                               left, deadline, aligned, speed, fit, q, last_q, p, total, slot)
+                               left, deadline, aligned, speed2, m, fit2, fr, q, last_q, p,
+                               total, slot, at, ag)
             until = p
         last_q = q
     # 2. not enough before the deadline: the top count on what is free until then
@@ -331,14 +340,14 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
         if last_k >= 0:
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
-                left -= ((deadline if t == aligned else t) - last_t) * rate(speed, last_a)
-        last_t, last_k, last_a = t, k, min(last_q, fit_of(fit, nf[k]))
+                left -= ((deadline if t == aligned else t) - last_t) * rate(speed2, m, last_a)
+        last_t, last_k, last_a = t, k, min(last_q, fit_of(fit2, fr, nf[k]))
     # 3. after the deadline: whatever fits, up to the cap, until done
     last_t = max(aligned, event)
     lk = step_index(nt, nn, last_t)
     for k in range(bisect_right(nt, nn, aligned), nn):
         t = nt[k]
-        q = min(fit_of(fit, nf[wrap(lk, nn)]), cap)
+        q = min(fit_of(fit2, fr, nf[wrap(lk, nn)]), cap)
         if not q:
             aval[wrap(lk, nn)] = 0
             aset[wrap(lk, nn)] = True
@@ -346,9 +355,9 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             continue
         aval[wrap(lk, nn)] = q
         aset[wrap(lk, nn)] = True
-        gained = (t - last_t) * rate(speed, q)
+        gained = (t - last_t) * rate(speed2, m, q)
         if gained >= left:
-            real_end = float(math.ceil(last_t + left / rate(speed, q)))
+            real_end = float(math.ceil(last_t + left / rate(speed2, m, q)))
             end = align(start, real_end, slot)
             for u in range(n):
                 if times[u] >= end:
@@ -360,10 +369,10 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
                     raise TypeError("free GPUs unset")
                 nf[wrap(lk, nn)] = carried - q
             if step_index(times, n, end) < 0:
-                r = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag)
             else:
-                r = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0)
-            return r[0], r[1], r[2], r[3], r[4], r[5], end, real_end
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+            return nn, na, end, real_end
         left -= gained
         for u in range(n):
             if times[u] >= last_t:
@@ -375,23 +384,24 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
     q = assign
     if not q:
         q = -1
-        for g in levels:
+        for i in range(nl):
+            g = levels2[m, i]
             if g <= min(total, cap) and g > q:
                 q = g
         if q < 0:
-            q = levels[0]
+            q = levels2[m, 0]
     aval[wrap(lk, nn)] = q
     aset[wrap(lk, nn)] = True
-    real_end = float(math.ceil(last_t + left / rate(speed, q)))
+    real_end = float(math.ceil(last_t + left / rate(speed2, m, q)))
     end = align(start, real_end, slot)
     nf[wrap(lk, nn)] = total - q
-    r = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total)
-    return r[0], r[1], r[2], r[3], r[4], r[5], end, real_end
+    nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag)
+    return nn, na, end, real_end
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, deadline,
-            aligned, speed, fit, q, prev_q, point, total, slot):
+            aligned, speed2, m, fit2, fr, q, prev_q, point, total, slot, at, ag):
     """Allocate from ``event``: ``prev_q`` before ``point``, ``q`` from it, until done."""
     end = math.nan
     real_end = math.nan
@@ -405,7 +415,7 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
         if last_k >= 0:
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
-                sp = rate(speed, last_a)
+                sp = rate(speed2, m, last_a)
                 gained = ((deadline if t == aligned else t) - last_t) * sp
                 if last_t < point or gained < left:
                     left -= gained
@@ -415,12 +425,12 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
                     real_end = last_t + real_left
                     break
         last_t, last_k = t, k
-        last_a = min(q if t >= point else prev_q, fit_of(fit, nf[k]))
+        last_a = min(q if t >= point else prev_q, fit_of(fit2, fr, nf[k]))
     if end != end:
         if last_k < 0:
             raise TypeError("nothing to allocate before the deadline")
         hold(aval, aset, nf, last_k, last_a)
-        real_left = float(math.ceil(left / rate(speed, last_a)))
+        real_left = float(math.ceil(left / rate(speed2, m, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
     back = total
@@ -430,27 +440,29 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
         if times[u] >= event:
             back = free[u]
     if step_index(times, n, end) < 0:
-        r = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back)
+        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
     else:
-        r = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0)
-    return r[0], r[1], r[2], r[3], r[4], r[5], end, real_end
+        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+    return nn, na, end, real_end
 
 
 # -- a round: plan every job, then hand out the free GPUs ----------------------------------
-@njit(cache=True)
-def next_level_of(levels, gpus: int) -> int:
-    """The next scaling step above ``gpus`` (``gpus`` itself at the top)."""
-    for g in levels:
+@njit(cache=True, inline="always")
+def next_level_of(levels2, m: int, nl: int, gpus: int) -> int:
+    """The next scaling step of model row ``m`` above ``gpus`` (``gpus`` itself at the top)."""
+    for i in range(nl):
+        g = levels2[m, i]
         if g > gpus:
             return g
     return gpus
 
 
-@njit(cache=True)
-def released(times, free, n, at, ag, na, end, total):
-    """The cluster timeline plus a job's own allocation until its planned end."""
-    out_t = np.empty(n + na + 1, np.float64)
-    out_f = np.empty(n + na + 1, np.int64)
+@njit(cache=True, inline="always")
+def released(times, free, n, at, ag, na, end, total, out_t, out_f) -> int:
+    """The cluster timeline plus a job's own allocation until its planned end.
+
+    Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
+    """
     m = 0
     i = a = 0
     end_left = True
@@ -479,7 +491,7 @@ def released(times, free, n, at, ag, na, end, total):
             out_f[m] = value
             m += 1
             last = value
-    return out_t, out_f, m
+    return m
 
 
 @njit(cache=True)
@@ -493,8 +505,15 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
     and the timeline they leave.
     """
     m = left.shape[0]
-    times = np.empty(1, np.float64)
-    free = np.empty(1, np.int64)
+    width = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
+    times = np.empty(width, np.float64)
+    free = np.empty(width, np.int64)
+    nt = np.empty(width, np.float64)
+    nf = np.empty(width, np.int64)
+    aval = np.empty(width, np.int64)
+    aset = np.empty(width, np.bool_)
+    at = np.empty(width, np.float64)
+    ag = np.empty(width, np.int64)
     times[0] = now
     free[0] = total
     n = 1
@@ -506,20 +525,23 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
     ok = True
     planned = 0
     for i in range(m):
-        r = plan(times, free, n, now, left[i], deadline[i], model[i], speed2, levels2, nlev,
-                 fit2, fitrow, cap2, total, slot, 0)
-        times, free, n = compact(r[0], r[1], r[2])
-        na = r[5]
+        if n + 3 > width:
+            raise RuntimeError("planner workspace too small")
+        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i], speed2,
+                             levels2, nlev, fit2, fitrow, cap2, total, slot, 0, nt, nf, aval,
+                             aset, at, ag)
+        n = compact(nt, nf, nn, times, free)
         if ptr[i] + na > at_all.shape[0]:
             at_all = np.concatenate((at_all, np.empty(at_all.shape[0] + na, np.float64)))
             ag_all = np.concatenate((ag_all, np.empty(ag_all.shape[0] + na, np.int64)))
-        at_all[ptr[i] : ptr[i] + na] = r[3][:na]
-        ag_all[ptr[i] : ptr[i] + na] = r[4][:na]
+        for k in range(na):
+            at_all[ptr[i] + k] = at[k]
+            ag_all[ptr[i] + k] = ag[k]
         ptr[i + 1] = ptr[i] + na
-        end[i] = r[6]
-        real_end[i] = r[7]
+        end[i] = e
+        real_end[i] = re
         planned = i + 1
-        if r[7] > deadline[i]:
+        if re > deadline[i]:
             ok = False
             if stop_on_miss:
                 break
@@ -527,64 +549,134 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
 
 
 @njit(cache=True)
-def stable_desc(order, key):
-    """``order`` stably sorted by ``key[order]``, largest first (Python's sort(reverse=True))."""
-    return order[np.argsort(-key[order], kind="mergesort")]
+def sort_desc(order, key) -> None:
+    """Sort ``order`` in place by ``key[order]``, largest first, stably (NaN last).
+
+    What Python's ``sort(reverse=True)`` does; an insertion sort, as the
+    lists are short and mostly sorted already.
+    """
+    for i in range(1, order.shape[0]):
+        x = order[i]
+        kx = key[x]
+        j = i - 1
+        while j >= 0:
+            ky = key[order[j]]
+            if kx > ky or (ky != ky and kx == kx):
+                order[j + 1] = order[j]
+                j -= 1
+            else:
+                break
+        order[j + 1] = x
 
 
-class _Offers:  # documentation only: what the parallel arrays in scale_up hold
-    """Per job (by position): the plan one scaling step up, priced on some timeline.
+class _Workspace:  # documentation only: what the arrays in scale_up hold
+    """Per job (by position ``p``, a row of each 2-D array):
 
-    ``ot/of/on`` its timeline, ``oat/oag/ona`` its allocation, ``oend/oreal`` its
-    ends, ``has`` whether it is valid for the current timeline.
+    ``current = (cat, cag, cna)`` its allocation; ``offers = (ot, of, on, oat,
+    oag, ona, oend, oreal, has)`` its offer (the plan one scaling step up):
+    that plan's timeline, allocation and ends, and whether it is valid for the
+    current timeline; ``prices = (marginal, reuse, r_step, r_horizon,
+    r_jump)`` its price and what :func:`keep` needs to know when it still holds.
+    The cluster timeline is row ``cur`` of ``tt/tf`` (two rows: the one before
+    a step and the one after, for :func:`keep`); ``work = (rt, rf, aval,
+    aset)`` is scratch: the last released timeline and a plan's marks.
+    Rows are ``width`` wide and widened when a timeline could outgrow them.
+
+    Why tuples: the helpers below are inlined into :func:`scale_up` (a call
+    of a compiled function pays two atomic reference counts per array
+    argument, which cost a third of the replay before), and a call of more
+    than 30 arguments cannot be inlined.
     """
 
 
 @njit(cache=True)
-def make_offer(p, now, total, slot, times, free, n, at_l, ag_l, end, left, deadline, model,
-               next_level, ot, of, on, oat, oag, ona, oend, oreal, has, speed2, levels2, nlev,
-               fit2, fitrow, cap2):
+def widen(a, width: int):
+    """A copy of the 2-D buffer ``a`` with ``width`` columns."""
+    out = np.empty((a.shape[0], width), a.dtype)
+    for r in range(a.shape[0]):
+        for k in range(min(width, a.shape[1])):
+            out[r, k] = a[r, k]
+    return out
+
+
+@njit(cache=True)
+def widened(a, b, c, d, width: int):
+    """Four 2-D buffers of one dtype, widened to ``width`` columns (a growing workspace)."""
+    return widen(a, width), widen(b, width), widen(c, width), widen(d, width)
+
+
+@njit(cache=True)
+def scratch(width: int):
+    """The 1-D scratch of a round: ``(rt, rf, aval, aset)`` and keep()'s ``(keys, delta, next)``."""
+    work = (np.empty(width, np.float64), np.empty(width, np.int64),
+            np.empty(width, np.int64), np.empty(width, np.bool_))  # fmt: skip
+    merged = (np.empty(2 * width, np.float64), np.empty(2 * width, np.int64),
+              np.empty(2 * width, np.float64))  # fmt: skip
+    return work, merged
+
+
+@njit(cache=True, inline="always")
+def make_offer(p, now, total, slot, times, free, n, current, end, left, deadline, model,
+               next_level, offers, work, tables) -> int:
     """Plan job ``p`` one step up on the timeline with its own GPUs handed back.
 
-    Returns the released timeline it was planned on.
+    The released timeline it was planned on is left in ``work``; returns its length.
     """
-    rt, rf, rn = released(times, free, n, at_l[p], ag_l[p], at_l[p].shape[0], end[p], total)
-    r = plan(rt, rf, rn, now, left[p], deadline[p], model[p], speed2, levels2, nlev, fit2,
-             fitrow, cap2, total, slot, next_level[p])
-    ot[p], of[p], on[p] = r[0], r[1], r[2]
-    oat[p], oag[p], ona[p] = r[3], r[4], r[5]
-    oend[p], oreal[p] = r[6], r[7]
+    cat, cag, cna = current
+    ot, of, on, oat, oag, ona, oend, oreal, has = offers
+    rt, rf, aval, aset = work
+    speed2, levels2, nlev, fit2, fitrow, cap2 = tables
+    rn = released(times, free, n, cat[p], cag[p], cna[p], end[p], total, rt, rf)
+    nn, na, e, re = plan(rt, rf, rn, now, left[p], deadline[p], model[p], speed2, levels2,
+                         nlev, fit2, fitrow, cap2, total, slot, next_level[p], ot[p], of[p],
+                         aval, aset, oat[p], oag[p])
+    on[p] = nn
+    ona[p] = na
+    oend[p] = e
+    oreal[p] = re
     has[p] = True
-    return rt, rf, rn
+    return rn
 
 
-@njit(cache=True)
-def price(p, spare, now, total, slot, times, free, n, gpus, at_l, ag_l, end, left, deadline,
-          model, next_level, marginal, reuse, r_step, r_horizon, r_jump, ot, of, on, oat, oag,
-          ona, oend, oreal, has, speed2, levels2, nlev, fit2, fitrow, cap2):
+@njit(cache=True, inline="always")
+def price(p, spare, now, total, slot, times, free, n, gpus, current, end, left, deadline,
+          model, next_level, prices, offers, work, tables) -> None:
     """The GPU-time per added GPU of scaling job ``p`` one step now (+inf for idle jobs).
 
     Notes, for :func:`keep`, the window of the timeline the price read: from
     its first step after now to the first step at or after its deadline slot
     and its end (if the deadline slot comes earlier, it reads more).
     """
+    marginal, reuse, r_step, r_horizon, r_jump, r_fast = prices
     level, g = next_level[p], gpus[p]
     reuse[p] = False
-    has[p] = False
+    offers[8][p] = False
     if level - g > spare or level == g:
         marginal[p] = -INF
         return
     if g == 0:
         marginal[p] = INF  # idle jobs come first; plan them only when chosen
         return
-    rt, rf, rn = make_offer(p, now, total, slot, times, free, n, at_l, ag_l, end, left,
-                            deadline, model, next_level, ot, of, on, oat, oag, ona, oend,
-                            oreal, has, speed2, levels2, nlev, fit2, fitrow, cap2)
+    rn = make_offer(p, now, total, slot, times, free, n, current, end, left, deadline, model,
+                    next_level, offers, work, tables)
+    cat, cag, cna = current
+    oat, oag, ona, oend = offers[3], offers[4], offers[5], offers[6]
+    rt, rf = work[0], work[1]
     new = gpu_time(oat[p], oag[p], ona[p], oend[p])
-    old = gpu_time(at_l[p], ag_l[p], at_l[p].shape[0], end[p])
+    old = gpu_time(cat[p], cag[p], cna[p], end[p])
     marginal[p] = (new - old) / (level - g)
     aligned = align(now, deadline[p], slot)
-    if rn > 1 and aligned >= rt[1]:
+    # the plan's first branch: the new count until done, before the timeline's first
+    # step after now (and the deadline); then the price reads nothing else of it
+    sp = rate(tables[0], model[p], level)
+    real_end = float(math.ceil(now + left[p] / sp))
+    nxt = bisect_right(rt, rn, now)
+    future = rt[nxt] if nxt < rn else aligned
+    r_fast[p] = future >= align(now, real_end, slot) and deadline[p] >= real_end
+    if r_fast[p]:
+        reuse[p] = True
+        r_horizon[p] = oend[p]
+    elif rn > 1 and aligned >= rt[1]:
         k = bisect_left(rt, rn, max(aligned, oend[p]))
         reuse[p] = True
         r_step[p] = rt[1]
@@ -592,19 +684,19 @@ def price(p, spare, now, total, slot, times, free, n, gpus, at_l, ag_l, end, lef
         r_jump[p] = rf[1] - rf[0]
 
 
-@njit(cache=True)
-def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, reuse, r_step, r_horizon, r_jump,
-         has):
+@njit(cache=True, inline="always")
+def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, prices, has, merged) -> None:
     """Drop the reusable prices that the timeline change old → new can affect.
 
     A job's price reads the timeline (with its own GPUs handed back) on a
     window from its first step after now, ``f``, to a horizon ``h``. It is
     unchanged if the change is a constant before ``f``, nothing on [f, h], and
-    ``f`` is still a step.
+    ``f`` is still a step. ``merged`` is scratch with room for both timelines' steps.
     """
+    _, reuse, r_step, r_horizon, r_jump, r_fast = prices
+    keys, delta, next_change = merged
     if not reuse.any():
         return
-    keys = np.empty(old_n + new_n, np.float64)
     i = j = nk = 0
     while i < old_n or j < new_n:
         if j >= new_n or (i < old_n and old_t[i] < new_t[j]):
@@ -619,7 +711,6 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, reuse, r_step, r_horiz
             j += 1
         keys[nk] = k
         nk += 1
-    delta = np.empty(nk, np.int64)
     for i in range(nk):
         delta[i] = value_at(new_t, new_f, new_n, keys[i], total) - value_at(
             old_t, old_f, old_n, keys[i], total
@@ -630,7 +721,6 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, reuse, r_step, r_horiz
         if delta[i] != first:
             change = keys[i]
             break
-    next_change = np.empty(nk, np.float64)
     upcoming = INF
     for i in range(nk - 1, -1, -1):
         next_change[i] = upcoming
@@ -638,6 +728,12 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, reuse, r_step, r_horiz
             upcoming = keys[i]
     for p in range(reuse.shape[0]):
         if not reuse[p]:
+            continue
+        if r_fast[p]:  # read only that no step falls before its end
+            if change >= r_horizon[p]:
+                has[p] = False
+            else:
+                reuse[p] = False
             continue
         step = r_step[p]
         i = wrap(bisect_right(keys, nk, step) - 1, nk)
@@ -650,8 +746,25 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, reuse, r_step, r_horiz
             reuse[p] = False
 
 
+@njit(cache=True, inline="always")
+def take_offer(p, offers, tt, tf, row, current) -> int:
+    """Make job ``p``'s offer current: its timeline into row ``row``, its allocation its own.
+
+    Returns the new timeline's length.
+    """
+    ot, of, on, oat, oag, ona = offers[0], offers[1], offers[2], offers[3], offers[4], offers[5]
+    cat, cag, cna = current
+    n = compact(ot[p], of[p], on[p], tt[row], tf[row])
+    na = ona[p]
+    for k in range(na):
+        cat[p, k] = oat[p, k]
+        cag[p, k] = oag[p, k]
+    cna[p] = na
+    return n
+
+
 @njit(cache=True)
-def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline, model,
+def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, deadline, model,
              end_in, real_end_in, ptr, at_all, ag_all, speed2, levels2, nlev, fit2, fitrow,
              cap2):
     """Give free GPUs one scaling step at a time to the job with the best offer.
@@ -667,37 +780,47 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
     runnable list's new order (positions), the new counts and ends, which
     jobs got their first GPUs here, and the earliest allocation change after now.
     """
+    tables = (speed2, levels2, nlev, fit2, fitrow, cap2)
     m = gpus_in.shape[0]
-    n = times.shape[0]
+    n = times_in.shape[0]
     gpus = gpus_in.copy()
     end = end_in.copy()
     real_end = real_end_in.copy()
     started = np.zeros(m, np.bool_)
     order = np.arange(m)
-    at_l = [at_all[ptr[p] : ptr[p + 1]].copy() for p in range(m)]
-    ag_l = [ag_all[ptr[p] : ptr[p + 1]].copy() for p in range(m)]
     next_level = np.empty(m, np.int64)
     spare = total
     need = 0
     for p in range(m):
-        lv = levels2[model[p], : nlev[model[p]]]
-        next_level[p] = next_level_of(lv, gpus[p])
+        mp = model[p]
+        next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
         spare -= gpus[p]
-        need += lv[-1] - gpus[p]
-    ot = [times for _ in range(m)]
-    of = [free for _ in range(m)]
-    on = np.zeros(m, np.int64)
-    oat = [at_all[:0] for _ in range(m)]
-    oag = [ag_all[:0] for _ in range(m)]
-    ona = np.zeros(m, np.int64)
-    oend = np.zeros(m, np.float64)
-    oreal = np.zeros(m, np.float64)
-    has = np.zeros(m, np.bool_)
-    marginal = np.zeros(m, np.float64)
-    reuse = np.zeros(m, np.bool_)
-    r_step = np.zeros(m, np.float64)
-    r_horizon = np.zeros(m, np.float64)
-    r_jump = np.zeros(m, np.int64)
+        need += levels2[mp, nlev[mp] - 1] - gpus[p]
+    cna = ptr[1:] - ptr[:-1]
+    width = 2 * (n + (cna.max() if m else 0)) + 16  # a plan on a released timeline needs n + na + 4
+    tt = np.empty((2, width), np.float64)
+    tf = np.empty((2, width), np.int64)
+    cur = 0
+    copy_into(times_in, tt[0], n)
+    copy_into(free_in, tf[0], n)
+    cat = np.empty((m, width), np.float64)
+    cag = np.empty((m, width), np.int64)
+    for p in range(m):
+        for k in range(cna[p]):
+            cat[p, k] = at_all[ptr[p] + k]
+            cag[p, k] = ag_all[ptr[p] + k]
+    ot = np.empty((m, width), np.float64)
+    of = np.empty((m, width), np.int64)
+    oat = np.empty((m, width), np.float64)
+    oag = np.empty((m, width), np.int64)
+    on, ona, has = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.bool_)
+    oend, oreal = np.zeros(m, np.float64), np.zeros(m, np.float64)
+    work, merged = scratch(width)
+    current = (cat, cag, cna)
+    offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
+    marginal, reuse = np.zeros(m, np.float64), np.zeros(m, np.bool_)
+    prices = (marginal, reuse, np.zeros(m, np.float64), np.zeros(m, np.float64),
+              np.zeros(m, np.int64), np.zeros(m, np.bool_))  # fmt: skip
     if spare != 0 and not reprice_all and spare >= need:
         # fill up: idle jobs first, then the rest, each planned once at its top level
         fill = np.concatenate((order[gpus[order] == 0], order[gpus[order] != 0]))
@@ -705,29 +828,38 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
             top = levels2[model[p], nlev[model[p]] - 1]
             if top <= gpus[p]:
                 continue
+            if n + cna.max() + 8 > width:
+                width = 2 * (n + cna.max()) + 16
+                tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
+                tf, cag, of, oag = widened(tf, cag, of, oag, width)
+                work, merged = scratch(width)
+                current = (cat, cag, cna)
+                offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
             next_level[p] = top
-            make_offer(p, now, total, slot, times, free, n, at_l, ag_l, end, left, deadline,
-                       model, next_level, ot, of, on, oat, oag, ona, oend, oreal, has,
-                       speed2, levels2, nlev, fit2, fitrow, cap2)
-            times, free, n = compact(ot[p], of[p], on[p])
-            at_l[p], ag_l[p] = oat[p][: ona[p]].copy(), oag[p][: ona[p]].copy()
+            make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left, deadline,
+                       model, next_level, offers, work, tables)
+            cur = 1 - cur
+            n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
             started[p] = True
         idle = np.zeros(m, np.float64)
         for p in range(m):
             idle[p] = INF if gpus[p] == 0 else 0.0
-        order = stable_desc(order, idle)
+        sort_desc(order, idle)
         spare = 0
-    elif spare != 0:
-        for p in order:
-            price(p, spare, now, total, slot, times, free, n, gpus, at_l, ag_l, end, left,
-                  deadline, model, next_level, marginal, reuse, r_step, r_horizon, r_jump, ot,
-                  of, on, oat, oag, ona, oend, oreal, has, speed2, levels2, nlev, fit2,
-                  fitrow, cap2)
-        order = stable_desc(order, marginal)
+    stale = np.ones(m, np.bool_)  # to be priced: everyone at first
+    priced = spare != 0
     grew = True
-    while spare > 0 and grew:
+    while True:
+        if priced:
+            for p in order:
+                if stale[p]:
+                    price(p, spare, now, total, slot, tt[cur], tf[cur], n, gpus, current, end,
+                          left, deadline, model, next_level, prices, offers, work, tables)
+            sort_desc(order, marginal)
+        if spare <= 0 or not grew:
+            break
         grew = False
         chosen = -1
         for p in order:
@@ -735,45 +867,43 @@ def scale_up(now, total, slot, reprice_all, times, free, gpus_in, left, deadline
             if step > spare or step == 0:
                 continue
             if not has[p]:  # priced without a plan (idle job) or on an older timeline
-                make_offer(p, now, total, slot, times, free, n, at_l, ag_l, end, left,
-                           deadline, model, next_level, ot, of, on, oat, oag, ona, oend,
-                           oreal, has, speed2, levels2, nlev, fit2, fitrow, cap2)
-            old_t, old_f, old_n = times, free, n
-            times, free, n = compact(ot[p], of[p], on[p])
-            at_l[p], ag_l[p] = oat[p][: ona[p]].copy(), oag[p][: ona[p]].copy()
+                make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left,
+                           deadline, model, next_level, offers, work, tables)
+            old_n = n
+            cur = 1 - cur
+            n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = next_level[p]
             end[p], real_end[p] = oend[p], oreal[p]
             started[p] = True
             spare -= step
             grew = True
-            lv = levels2[model[p], : nlev[model[p]]]
-            next_level[p] = next_level_of(lv, gpus[p])
+            mp = model[p]
+            next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
             reuse[p] = False
-            keep(old_t, old_f, old_n, times, free, n, total, reuse, r_step, r_horizon,
-                 r_jump, has)
+            keep(tt[1 - cur], tf[1 - cur], old_n, tt[cur], tf[cur], n, total, prices, has,
+                 merged)
             chosen = p
             break
+        if grew and n + cna.max() + 8 > width:  # room for the next plans
+            width = 2 * (n + cna.max()) + 16
+            tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
+            tf, cag, of, oag = widened(tf, cag, of, oag, width)
+            work, merged = scratch(width)
+            current = (cat, cag, cna)
+            offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
         if not reprice_all and grew:
             has[:] = False  # every other offer's timeline is stale now
-            if next_level[chosen] > gpus[chosen]:
-                price(chosen, spare, now, total, slot, times, free, n, gpus, at_l, ag_l, end,
-                      left, deadline, model, next_level, marginal, reuse, r_step, r_horizon,
-                      r_jump, ot, of, on, oat, oag, ona, oend, oreal, has, speed2, levels2,
-                      nlev, fit2, fitrow, cap2)
-            order = stable_desc(order, marginal)
-            continue
-        for p in order:
-            if next_level[p] > gpus[p]:
-                if reuse[p] and next_level[p] - gpus[p] <= spare:
-                    continue
-                price(p, spare, now, total, slot, times, free, n, gpus, at_l, ag_l, end, left,
-                      deadline, model, next_level, marginal, reuse, r_step, r_horizon, r_jump,
-                      ot, of, on, oat, oag, ona, oend, oreal, has, speed2, levels2, nlev, fit2,
-                      fitrow, cap2)
-        order = stable_desc(order, marginal)
+            stale[:] = False
+            stale[chosen] = next_level[chosen] > gpus[chosen]
+        else:  # every job that can still grow, unless its price provably holds
+            for p in range(m):
+                step = next_level[p] - gpus[p]
+                stale[p] = step > 0 and not (reuse[p] and step <= spare)
+        priced = True
     first_change = INF
     for p in range(m):
-        for t in at_l[p]:
+        for k in range(cna[p]):
+            t = cat[p, k]
             if t > now and t < first_change:
                 first_change = t
     return order, gpus, end, real_end, started, first_change

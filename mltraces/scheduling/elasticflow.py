@@ -181,7 +181,6 @@ class _ElasticFlowRun:
         while events or self.pending or self.running:
             self.progress(now, step)
             event = events.at(now)
-            assert event is not None, "TEMP"
             if event is not None:
                 events.remove(now)
                 if not self.pending and not self.running and event.empty():
