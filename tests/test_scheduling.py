@@ -522,3 +522,55 @@ def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -
             check_dtype=False,
         )
     assert not expected["admitted"].all()  # congested: admission control had to decline
+
+
+_PRICE_REUSE_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_scheduling import ElasticFlow, mixed_trace, profiles, schedule
+from mltraces.scheduling import efcore
+
+real_keep = efcore.keep
+kept = {{"windowed": 0, "fast": 0}}
+
+def counting_keep(*args):
+    real_keep(*args)
+    reuse, fast = args[7][1], args[7][5]
+    kept["fast"] += int((reuse & fast).sum())
+    kept["windowed"] += int((reuse & ~fast).sum())
+
+def no_reuse(*args):
+    args[7][1][:] = False  # every job re-priced after every step, as the artifact does
+
+sublinear = profiles({{1: 1.0, 2: 1.8, 4: 3.2, 8: 5.6}})
+for name, trace, cluster, speeds in [("toy", mixed_trace(40, 3), "n2g8", profiles()),
+                                     ("idle", mixed_trace(60, 5), "n8g8", sublinear)]:
+    for keep, tag in ((counting_keep, "reuse"), (no_reuse, "full")):
+        efcore.keep = keep
+        jobs = schedule(trace, cluster, speeds, ElasticFlow()).jobs
+        jobs.to_csv({out!r} + f"{{name}}-{{tag}}.csv", index=False)
+print(kept["windowed"], kept["fast"])
+"""
+
+
+def test_elasticflow_price_reuse_equals_repricing_every_job_after_every_step(tmp_path) -> None:
+    """The prices kept across a scaling step (:func:`efcore.keep`) change no job's outcome.
+
+    Runs the planner as plain Python so the rule can be switched off: once as
+    shipped, once re-pricing every job after every step (the artifact's rule).
+    """
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = _PRICE_REUSE_RUN.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600,
+                          capture_output=True, text=True)  # fmt: skip
+    windowed, fast = map(int, done.stdout.split())
+    assert windowed > 0 and fast > 0, (windowed, fast)  # both kinds of kept price were used
+    for name in ("toy", "idle"):
+        reused = pd.read_csv(tmp_path / f"{name}-reuse.csv")
+        full = pd.read_csv(tmp_path / f"{name}-full.csv")
+        pd.testing.assert_frame_equal(reused, full)
