@@ -615,6 +615,22 @@ def widened(a, b, c, d, width: int):
 
 
 @njit(cache=True)
+def roomier(n, tt, tf, current, offers):
+    """The workspace widened for plans on an ``n``-step timeline (they need n + na + 4).
+
+    Returns ``(width, tt, tf, current, offers, work, merged)``; the rows keep their contents.
+    """
+    cat, cag, cna = current
+    ot, of, on, oat, oag, ona, oend, oreal, has = offers
+    width = 2 * (n + cna.max()) + 16
+    tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
+    tf, cag, of, oag = widened(tf, cag, of, oag, width)
+    work, merged = scratch(width)
+    offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
+    return width, tt, tf, (cat, cag, cna), offers, work, merged
+
+
+@njit(cache=True)
 def scratch(width: int):
     """The 1-D scratch of a round: ``(rt, rf, aval, aset)`` and keep()'s ``(keys, delta, next)``."""
     work = (np.empty(width, np.float64), np.empty(width, np.int64),
@@ -838,12 +854,7 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             if top <= gpus[p]:
                 continue
             if n + cna.max() + 8 > width:
-                width = 2 * (n + cna.max()) + 16
-                tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
-                tf, cag, of, oag = widened(tf, cag, of, oag, width)
-                work, merged = scratch(width)
-                current = (cat, cag, cna)
-                offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
+                width, tt, tf, current, offers, work, merged = roomier(n, tt, tf, current, offers)
             next_level[p] = top
             make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left, deadline,
                        model, next_level, offers, work, tables)
@@ -894,12 +905,7 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             chosen = p
             break
         if grew and n + cna.max() + 8 > width:  # room for the next plans
-            width = 2 * (n + cna.max()) + 16
-            tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
-            tf, cag, of, oag = widened(tf, cag, of, oag, width)
-            work, merged = scratch(width)
-            current = (cat, cag, cna)
-            offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
+            width, tt, tf, current, offers, work, merged = roomier(n, tt, tf, current, offers)
         if not reprice_all and grew:
             has[:] = False  # every other offer's timeline is stale now
             stale[:] = False
@@ -910,6 +916,7 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
                 stale[p] = step > 0 and not (reuse[p] and step <= spare)
         priced = True
     first_change = INF
+    cat = current[0]
     for p in range(m):
         for k in range(cna[p]):
             t = cat[p, k]
