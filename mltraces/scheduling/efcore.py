@@ -35,20 +35,10 @@ same explicitly.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
-try:  # pragma: no cover - exercised by whichever environment runs the tests
-    from numba import njit
-except ImportError:  # pragma: no cover
-
-    def njit(*args, **kwargs):
-        """No numba: run the functions as plain Python."""
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]
-        return lambda function: function
-
+from mltraces.scheduling.jit import in_cache, njit
 
 INF = math.inf
 NONE = -(2**62)  # an unset GPU count (the reference's undefined variable)
@@ -926,13 +916,6 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
 
 
 def compiled() -> bool:
-    """Whether numba's cache already holds the compiled planner.
-
-    False means the next ElasticFlow replay compiles it first (about 40 s, once
-    per installation), which the CLI says rather than look stuck. Plain Python
-    (no numba, or ``NUMBA_DISABLE_JIT``) has nothing to compile.
-    """
-    folder = getattr(getattr(scale_up, "_cache", None), "cache_path", None)
-    if folder is None:
-        return True
-    return all(any(Path(folder).glob(f"efcore.{name}-*.nbi")) for name in ("scale_up", "estimate"))
+    """Whether numba's cache already holds the planner (else the next replay compiles
+    it first, about 40 s once per installation)."""
+    return in_cache(scale_up, estimate)
