@@ -131,13 +131,14 @@ def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
 
     pytest.importorskip("numba", reason="numba is not installed")
     from mltraces.commands.schedule import _announce_compilation
-    from mltraces.scheduling import EDF, ElasticFlow, efcore
+    from mltraces.scheduling import EDF, ElasticFlow, Gandiva, efcore, gandivacore
 
-    probe = "from mltraces.scheduling import efcore; print(efcore.compiled())"
+    probe = ("from mltraces.scheduling import efcore, gandivacore; "
+             "print(efcore.compiled(), gandivacore.compiled())")
     cold = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
                           check=True)
-    assert cold.stdout.strip() == "False"  # an empty cache: nothing compiled yet
+    assert cold.stdout.split() == ["False", "False"]  # an empty cache: nothing compiled yet
 
     monkeypatch.setattr(efcore, "compiled", lambda: False)
     _announce_compilation([EDF()], quiet=False)
@@ -146,3 +147,7 @@ def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
     assert capsys.readouterr().err == ""
     _announce_compilation([ElasticFlow()], quiet=False)
     assert "compiling ElasticFlow's planner" in capsys.readouterr().err
+    monkeypatch.setattr(gandivacore, "compiled", lambda: False)
+    _announce_compilation([Gandiva(), ElasticFlow()], quiet=False)
+    said = capsys.readouterr().err
+    assert "Gandiva's round loop" in said and "ElasticFlow's planner" in said

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
+from mltraces.scheduling import gandivacore
 from mltraces.scheduling.edf import _job_model
-from mltraces.scheduling.gandiva import NodeSet, _GandivaRun
 from mltraces.scheduling.profiles import Curve, plain_cap
 from mltraces.scheduling.timeline import compact, compact_range
 
@@ -39,22 +40,50 @@ def test_compact_range_equals_compacting_everything(seed: int) -> None:
     assert (times, free) == (list(expected[0]), list(expected[1]))
 
 
-def _sets(rng: random.Random) -> list[NodeSet]:
-    sets = [NodeSet([k], 4, rng.randint(0, 5), []) for k in range(rng.randint(1, 7))]
-    rng.shuffle(sets)
-    return sets
+def _node_sets(rng: random.Random) -> tuple[np.ndarray, ...]:
+    """Random node sets (ids in a random order, random loads and jobs) as the compiled core
+    keeps them: order row, loads, and per-set linked job lists."""
+    n = rng.randint(1, 7)
+    row = np.array(rng.sample(range(n), n), np.int64)
+    load = np.array([rng.randint(0, 5) for _ in range(n)], np.int64)
+    jobs = 40
+    head, tail = np.full(n, -1, np.int64), np.full(n, -1, np.int64)
+    count = np.zeros(n, np.int64)
+    nxt, prv = np.full(jobs, -1, np.int64), np.full(jobs, -1, np.int64)
+    for j in range(20, 20 + rng.randint(0, 10)):  # jobs already seated
+        gandivacore.push(rng.randrange(n), j, head, tail, count, nxt, prv)
+    return row, load, head, tail, count, nxt, prv
+
+
+def _listed(sets: tuple[np.ndarray, ...]) -> list[tuple[int, int, list[int]]]:
+    row, load, head, _, count, nxt, _ = sets
+    out = []
+    for s in row:
+        jobs, j = [], head[s]
+        while j >= 0:
+            jobs.append(int(j))
+            j = nxt[j]
+        assert len(jobs) == count[s]
+        out.append((int(s), int(load[s]), jobs))
+    return out
 
 
 @pytest.mark.parametrize("seed", range(200))
 def test_dealing_jobs_equals_joining_them_one_by_one(seed: int) -> None:
+    """A deal bisects where the reference re-sorts the sets after every job it places."""
     rng = random.Random(seed)
-    sets = _sets(rng)
-    twin = [NodeSet(s.nodes, s.capacity, s.load, list(s.jobs)) for s in sets]
-    jobs = list(range(rng.randint(0, 12)))
-    _GandivaRun._deal(sets, jobs)
-    for j in jobs:
-        _GandivaRun._join(twin, twin[0], j)
-    assert [(s.nodes, s.load, s.jobs) for s in sets] == [(s.nodes, s.load, s.jobs) for s in twin]
+    sets = _node_sets(rng)
+    twin = tuple(a.copy() for a in sets)
+    jobs = np.arange(rng.randint(0, 12), dtype=np.int64)
+    row, load, head, tail, count, nxt, prv = sets
+    gandivacore.deal(row, len(row), jobs, len(jobs), load, head, tail, count, nxt, prv)
+    row, load, head, tail, count, nxt, prv = twin
+    for j in jobs:  # join the first set, then a full stable sort by load
+        first = row[0]
+        load[first] += 1
+        gandivacore.push(first, j, head, tail, count, nxt, prv)
+        row[:] = sorted(row, key=lambda s: load[s])
+    assert _listed(sets) == _listed(twin)
 
 
 def test_the_level_table_gives_the_largest_level_that_fits() -> None:

@@ -155,16 +155,18 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when ElasticFlow's planner is about to be compiled: ~40 s of silence otherwise."""
-    from mltraces.scheduling import ElasticFlow
+    """Say so when a compiled core is about to be built: ~40 s of silence otherwise."""
+    from mltraces.scheduling import ElasticFlow, Gandiva, efcore, gandivacore
 
-    if quiet or not any(isinstance(policy, ElasticFlow) for policy in policies):
+    if quiet:
         return
-    from mltraces.scheduling import efcore
-
-    if not efcore.compiled():
-        print("compiling ElasticFlow's planner (once per installation, about 40 s) ...",
-              file=sys.stderr)
+    cores = [
+        (ElasticFlow, efcore, "ElasticFlow's planner", "about 40 s"),
+        (Gandiva, gandivacore, "Gandiva's round loop", "a few seconds"),
+    ]
+    for kind, core, what, how_long in cores:
+        if any(isinstance(policy, kind) for policy in policies) and not core.compiled():
+            print(f"compiling {what} (once per installation, {how_long}) ...", file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
