@@ -660,3 +660,30 @@ def test_elasticflow_price_reuse_equals_repricing_every_job_after_every_step(tmp
         reused = pd.read_csv(tmp_path / f"{name}-reuse.csv")
         full = pd.read_csv(tmp_path / f"{name}-full.csv")
         pd.testing.assert_frame_equal(reused, full)
+
+
+_NO_NUMBA_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_scheduling import mixed_trace, profiles, schedule
+from mltraces.commands.schedule import _announce_compilation
+from mltraces.scheduling import EDF, Tiresias
+_announce_compilation([EDF(), Tiresias()], quiet=False)
+schedule(mixed_trace(20), "n2g8", profiles(), "edf,tiresias,themis,fifo,sjf")
+print("numba" in sys.modules)
+schedule(mixed_trace(20), "n2g8", profiles(), "gandiva")
+print("numba" in sys.modules)
+"""
+
+
+def test_only_the_compiled_policies_load_numba() -> None:
+    """Starting numba costs a process ~0.5 s: EDF, Tiresias, Themis, FIFO and SJF never pay it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("numba", reason="numba is not installed")
+    script = _NO_NUMBA_RUN.format(tests=str(Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          check=True, timeout=300)  # fmt: skip
+    assert done.stdout.split() == ["False", "True"]

@@ -12,6 +12,7 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -155,18 +156,24 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a compiled core is about to be built: ~40 s of silence otherwise."""
-    from mltraces.scheduling import ElasticFlow, Gandiva, efcore, gandivacore
+    """Say so when a compiled core is about to be built: ~40 s of silence otherwise.
+
+    The cores (and numba) are imported only when a policy that runs on them is asked for.
+    """
+    from mltraces.scheduling import ElasticFlow, Gandiva
 
     if quiet:
         return
     cores = [
-        (ElasticFlow, efcore, "ElasticFlow's planner", "about 40 s"),
-        (Gandiva, gandivacore, "Gandiva's round loop", "a few seconds"),
+        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
+        (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
     ]
-    for kind, core, what, how_long in cores:
-        if any(isinstance(policy, kind) for policy in policies) and not core.compiled():
-            print(f"compiling {what} (once per installation, {how_long}) ...", file=sys.stderr)
+    for kind, module, what, how_long in cores:
+        if any(isinstance(policy, kind) for policy in policies):
+            core = importlib.import_module(f"mltraces.scheduling.{module}")
+            if not core.compiled():
+                print(f"compiling {what} (once per installation, {how_long}) ...",
+                      file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:

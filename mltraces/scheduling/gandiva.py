@@ -24,7 +24,6 @@ import math
 
 import numpy as np
 
-from mltraces.scheduling import gandivacore
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.results import Recorder
 
@@ -38,6 +37,8 @@ class Gandiva:
     name = "gandiva"
 
     def simulate(self, setup: Setup) -> Recorder:
+        from mltraces.scheduling import gandivacore  # numba loads only when Gandiva runs
+
         jobs, rec = setup.jobs, Recorder(setup.jobs)
         kind = np.full(len(jobs), -1, np.int64)
         for job in jobs:
