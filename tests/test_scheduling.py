@@ -687,3 +687,18 @@ def test_only_the_compiled_policies_load_numba() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=True, timeout=300)  # fmt: skip
     assert done.stdout.split() == ["False", "True"]
+
+
+@pytest.mark.parametrize("slot", [0, -60, math.nan, math.inf, "60s"])
+def test_a_slot_that_would_never_advance_the_clock_is_refused(slot) -> None:
+    with pytest.raises(SchedulingError, match="scheduling slot must be a positive number"):
+        schedule(mixed_trace(5), "n2g8", profiles(), "edf", slot=slot)
+
+
+@pytest.mark.parametrize("duration", [math.nan, math.inf])
+def test_gandiva_names_the_job_without_a_run_time_instead_of_running_forever(duration) -> None:
+    jobs = itp([("A", 0, 960, 2000, 8), ("B", 0, 960, 2000, 8)])
+    jobs["duration"] = jobs["duration"].astype(float)
+    jobs.loc[1, "duration"] = duration
+    with pytest.raises(SchedulingError, match=r"gandiva needs every job's duration.*'B'"):
+        schedule(jobs, "n1g8", profiles(), "gandiva")

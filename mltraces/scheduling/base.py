@@ -12,6 +12,7 @@ Two ways to plug in a policy:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -41,6 +42,16 @@ class Setup:
     profiles: Profiles | None = None
     slot: float = 60
     overhead: Overhead = field(default_factory=Overhead)
+
+    def __post_init__(self) -> None:
+        try:
+            slot = float(self.slot)
+        except (TypeError, ValueError):
+            slot = math.nan
+        if not 0 < slot < math.inf:
+            raise SchedulingError(
+                f"the scheduling slot must be a positive number of seconds, got {self.slot!r}"
+            )  # a replay's clock advances by slots: anything else never ends
 
     @property
     def gpus(self) -> int:

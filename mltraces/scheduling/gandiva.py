@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from mltraces.scheduling.base import Setup
+from mltraces.scheduling.errors import SchedulingError
 from mltraces.scheduling.results import Recorder
 
 #: job sizes that get node sets, in the reference's order
@@ -46,6 +47,8 @@ class Gandiva:
                 kind[job.index] = SET_SIZES.index(job.num_gpu)
             else:
                 rec.reject(job.index)  # the reference exits on such a job
+        duration = np.array([j.duration for j in jobs], float)
+        _check_durations(setup, duration, kind)
         per_node = setup.cluster.gpus_per_node
         sizes = np.array(SET_SIZES, np.int64)
         span = np.array([math.ceil(size / per_node) for size in SET_SIZES], np.int64)
@@ -58,7 +61,7 @@ class Gandiva:
         finish = np.full(len(jobs), np.nan)
         gpu_seconds = np.zeros(len(jobs))
         times, allocated, n_marks = gandivacore.replay(
-            kind, sizes, span, capacity, np.array([j.duration for j in jobs], float),
+            kind, sizes, span, capacity, duration,
             plain, restart, etime, eptr, ejobs, setup.cluster.nodes, per_node, setup.gpus,
             float(setup.slot), setup.overhead.restart_every, start, finish, gpu_seconds,
         )
@@ -67,6 +70,17 @@ class Gandiva:
         rec.gpu_seconds = gpu_seconds.tolist()
         rec.times, rec.allocated = times[:n_marks].tolist(), allocated[:n_marks].tolist()
         return rec
+
+
+def _check_durations(setup: Setup, duration: np.ndarray, kind: np.ndarray) -> None:
+    """Gandiva's work is the trace's run time: a job without a finite one would never end."""
+    bad = np.flatnonzero((kind >= 0) & ~np.isfinite(duration))
+    if len(bad):
+        named = ", ".join(f"{setup.jobs[j].job_id!r} ({duration[j]})" for j in bad[:3])
+        raise SchedulingError(
+            f"gandiva needs every job's duration in seconds; {len(bad)} job(s) have none "
+            f"or an infinite one: {named}{', ...' if len(bad) > 3 else ''}"
+        )
 
 
 def _overhead_costs(setup: Setup) -> tuple[np.ndarray, np.ndarray]:

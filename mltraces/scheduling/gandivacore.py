@@ -457,6 +457,8 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             n_pending = kept
 
         if first >= n_groups:
+            if n_pending and not n_running and not released:
+                raise RuntimeError("jobs wait with nothing running and no arrival left")
             step = slot
             now = now + slot
             continue
