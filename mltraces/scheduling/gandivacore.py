@@ -31,7 +31,9 @@ import numpy as np
 
 from mltraces.scheduling.jit import in_cache, njit
 
-FREE, PHANTOM, SPARE = 0, 1, 2  # slots of ``state``: free nodes, held nodes, unused set ids
+# slots of ``state``: free nodes, nodes held for sets never built, unused set ids, running
+# jobs, jobs placed after waiting
+FREE, PHANTOM, SPARE, RUNNING, WAITED = 0, 1, 2, 3, 4
 #: build the empty sets a rebalance opens instead of only holding their nodes (the tests
 #: switch this on, in plain Python, to check that the shortcut changes nothing)
 BUILD_EMPTY_SETS = False
@@ -250,6 +252,125 @@ def seat(j, k, order, nsets, span, capacity, state, spare, load, head, tail, cou
     return False
 
 
+# -- a round -------------------------------------------------------------------------------
+@njit(cache=True)
+def execute(now, step, lost_of, clear_overhead, sizes, order, nsets, span, capacity, seated,
+            state, spare, links, progress, roster, scratch):
+    """Credit the jobs that ran in the last ``step`` s; end the finished ones; drop empty sets.
+
+    A job in its set's turn loses ``lost_of[j]`` seconds of the step (its
+    overhead); ``clear_overhead`` zeroes its own overhead afterwards. On
+    rounds at a multiple of 60 s a set's turn goes to the back of its queue.
+    Returns ``(released, busy)``: whether nodes came free, and the GPUs in use.
+    """
+    _, head, tail, count, nxt, prv = links
+    executed, overhead, duration, finish, gpu_seconds = progress
+    running, waited, waited_at = roster
+    emptied, ended = scratch
+    rotate = int(now % 60) == 0
+    released = state[PHANTOM] > 0
+    state[FREE] += state[PHANTOM]
+    state[PHANTOM] = 0
+    busy = 0
+    for k in range(len(sizes)):
+        n = nsets[k]
+        if n == 0:
+            continue
+        held = sizes[k] * step
+        row = order[k]
+        any_emptied = False
+        for pos in range(n):
+            s = row[pos]
+            jobs_in = count[s]
+            slots = min(capacity[k], jobs_in)
+            n_ended = 0
+            j = head[s]
+            last = -1
+            for _ in range(slots):
+                lost = lost_of[j]
+                if step > lost:
+                    executed[j] += step - lost
+                gpu_seconds[j] += held
+                if executed[j] >= duration[j]:
+                    ended[n_ended] = j
+                    n_ended += 1
+                    finish[j] = now - (executed[j] - duration[j])
+                if clear_overhead:
+                    overhead[j] = 0.0
+                last = j
+                j = nxt[j]
+            busy += sizes[k] * slots
+            if rotate and jobs_in > slots:  # the turn goes to the back of the queue
+                old_head, old_tail = head[s], tail[s]
+                head[s] = j
+                prv[j] = -1
+                nxt[old_tail] = old_head
+                prv[old_head] = old_tail
+                tail[s] = last
+                nxt[last] = -1
+            seated[k] -= n_ended
+            for e in range(n_ended):
+                j = ended[e]
+                running[j] = False
+                state[RUNNING] -= 1
+                at = waited_at[j]
+                if at >= 0:  # swap-remove from the waited list
+                    state[WAITED] -= 1
+                    moved = waited[state[WAITED]]
+                    waited[at] = moved
+                    waited_at[moved] = at
+                    waited_at[j] = -1
+                unlink(s, j, head, tail, count, nxt, prv)
+            emptied[pos] = count[s] == 0
+            if emptied[pos]:  # also a set that got no job back from a re-deal
+                state[FREE] += span[k]
+                any_emptied = True
+        if any_emptied:
+            kept = 0
+            for pos in range(n):
+                s = row[pos]
+                if emptied[pos]:
+                    spare[state[SPARE]] = s
+                    state[SPARE] += 1
+                else:
+                    row[kept] = s
+                    kept += 1
+            nsets[k] = kept
+            released = True
+    return released, busy
+
+
+@njit(cache=True)
+def start_job(j, now, kind, order, nsets, span, capacity, seated, state, spare, links,
+              running, start):
+    """Seat job ``j`` and mark it running (its first start is recorded); False if it waits."""
+    load, head, tail, count, nxt, prv = links
+    k = kind[j]
+    if not seat(j, k, order, nsets, span, capacity, state, spare, load, head, tail, count,
+                nxt, prv):
+        return False
+    seated[k] += 1
+    running[j] = True
+    state[RUNNING] += 1
+    if start[j] != start[j]:
+        start[j] = now
+    return True
+
+
+@njit(cache=True)
+def credit_quiet_rounds(gained, sizes, order, nsets, capacity, head, count, nxt, executed,
+                        gpu_seconds):
+    """Credit ``gained`` seconds to every job in its set's turn (see :func:`quiet_rounds`)."""
+    for k in range(len(sizes)):
+        for pos in range(nsets[k]):
+            s = order[k, pos]
+            j = head[s]
+            for _ in range(min(count[s], capacity[k])):
+                executed[j] += gained
+                gpu_seconds[j] += sizes[k] * gained
+                j = nxt[j]
+
+
 # -- the run -------------------------------------------------------------------------------
 @njit(cache=True)
 def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
@@ -266,28 +387,28 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
     n_groups = len(etime)
     executed = np.zeros(n_jobs)
     overhead = np.zeros(n_jobs)
-    nxt = np.full(n_jobs, -1, np.int64)
-    prv = np.full(n_jobs, -1, np.int64)
-    running = np.zeros(n_jobs, np.bool_)
-    n_running = 0
-    waited = np.empty(n_jobs, np.int64)  # placed after waiting: overhead cleared per round
-    waited_at = np.full(n_jobs, -1, np.int64)
-    n_waited = 0
-    pending = np.empty(n_jobs, np.int64)
-    n_pending = 0
-    buf = np.empty(n_jobs, np.int64)
-    ended = np.empty(n_jobs, np.int64)
+    progress = (executed, overhead, duration, finish, gpu_seconds)
     pool = max(nodes, 1)
     load = np.zeros(pool, np.int64)
     head = np.full(pool, -1, np.int64)
     tail = np.full(pool, -1, np.int64)
     count = np.zeros(pool, np.int64)
+    nxt = np.full(n_jobs, -1, np.int64)
+    prv = np.full(n_jobs, -1, np.int64)
+    links = (load, head, tail, count, nxt, prv)
+    running = np.zeros(n_jobs, np.bool_)
+    waited = np.empty(n_jobs, np.int64)  # placed after waiting: overhead cleared per round
+    waited_at = np.full(n_jobs, -1, np.int64)
+    roster = (running, waited, waited_at)
+    pending = np.empty(n_jobs, np.int64)
+    n_pending = 0
+    buf = np.empty(n_jobs, np.int64)
+    scratch = (np.empty(pool, np.bool_), np.empty(n_jobs, np.int64))
     spare = np.arange(pool - 1, -1, -1).astype(np.int64)
-    emptied = np.empty(pool, np.bool_)
     order = np.empty((n_sizes, pool), np.int64)
     nsets = np.zeros(n_sizes, np.int64)
     seated = np.zeros(n_sizes, np.int64)
-    state = np.zeros(3, np.int64)
+    state = np.zeros(5, np.int64)
     state[FREE] = nodes
     state[SPARE] = pool
     mark_time = np.empty(1024)
@@ -300,7 +421,7 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
     now, step = etime[0], 0.0
     mode = 0  # whose overhead a job loses: 0 its own, 1 a plain round's, 2 a restart's
     rounds = 0
-    while first < n_groups or n_pending or n_running:
+    while first < n_groups or n_pending or state[RUNNING]:
         has_event = first < n_groups and head_time == now
         n_events = n_groups - head_end + 1 if first < n_groups else 0
         if mode and n_events <= (1 if has_event else 0):
@@ -313,92 +434,15 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             quiet = quiet_rounds(now, step, sizes, seated, nsets, order, span, capacity,
                                  per_node, gpus, head, count, nxt, overhead, duration, executed)
             if quiet:
-                gained = quiet * step
-                for k in range(n_sizes):
-                    for pos in range(nsets[k]):
-                        s = order[k, pos]
-                        j = head[s]
-                        for _ in range(min(count[s], capacity[k])):
-                            executed[j] += gained
-                            gpu_seconds[j] += sizes[k] * gained
-                            j = nxt[j]
+                credit_quiet_rounds(quiet * step, sizes, order, nsets, capacity, head, count,
+                                    nxt, executed, gpu_seconds)
                 now += quiet * step
         rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, buf,
                   load, head, tail, count, nxt, prv)
-
-        # execute: credit the jobs that ran in the last ``step`` s, end the finished ones
         lost_of = overhead if mode == 0 else (restart_cost if mode == 2 else plain_cost)
-        rotate = int(now % 60) == 0
-        released = state[PHANTOM] > 0
-        state[FREE] += state[PHANTOM]
-        state[PHANTOM] = 0
-        busy = 0
-        for k in range(n_sizes):
-            n = nsets[k]
-            if n == 0:
-                continue
-            held = sizes[k] * step
-            row = order[k]
-            any_emptied = False
-            for pos in range(n):
-                s = row[pos]
-                jobs_in = count[s]
-                slots = min(capacity[k], jobs_in)
-                n_ended = 0
-                j = head[s]
-                last = -1
-                for _ in range(slots):
-                    lost = lost_of[j]
-                    if step > lost:
-                        executed[j] += step - lost
-                    gpu_seconds[j] += held
-                    if executed[j] >= duration[j]:
-                        ended[n_ended] = j
-                        n_ended += 1
-                        finish[j] = now - (executed[j] - duration[j])
-                    if mode == 0:
-                        overhead[j] = 0.0
-                    last = j
-                    j = nxt[j]
-                busy += sizes[k] * slots
-                if rotate and jobs_in > slots:  # the turn goes to the back of the queue
-                    old_head, old_tail = head[s], tail[s]
-                    head[s] = j
-                    prv[j] = -1
-                    nxt[old_tail] = old_head
-                    prv[old_head] = old_tail
-                    tail[s] = last
-                    nxt[last] = -1
-                if n_ended:
-                    seated[k] -= n_ended
-                    for e in range(n_ended):
-                        j = ended[e]
-                        running[j] = False
-                        n_running -= 1
-                        at = waited_at[j]
-                        if at >= 0:  # swap-remove from the waited list
-                            n_waited -= 1
-                            moved = waited[n_waited]
-                            waited[at] = moved
-                            waited_at[moved] = at
-                            waited_at[j] = -1
-                        unlink(s, j, head, tail, count, nxt, prv)
-                emptied[pos] = count[s] == 0
-                if emptied[pos]:  # also a set that got no job back from a re-deal
-                    state[FREE] += span[k]
-                    any_emptied = True
-            if any_emptied:
-                kept = 0
-                for pos in range(n):
-                    s = row[pos]
-                    if emptied[pos]:
-                        spare[state[SPARE]] = s
-                        state[SPARE] += 1
-                    else:
-                        row[kept] = s
-                        kept += 1
-                nsets[k] = kept
-                released = True
+        released, busy = execute(now, step, lost_of, mode == 0, sizes, order, nsets, span,
+                                 capacity, seated, state, spare, links, progress, roster,
+                                 scratch)
         if step:
             t = now - step
             if n_marks and mark_time[n_marks - 1] == t:
@@ -411,21 +455,14 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
                 mark_gpus[n_marks] = busy
                 n_marks += 1
         if mode == 0:
-            for i in range(n_waited):  # the reference clears these jobs' overhead
+            for i in range(state[WAITED]):  # the reference clears these jobs' overhead
                 overhead[waited[i]] = 0.0
 
         if has_event:
             for i in range(eptr[first], eptr[head_end]):
                 j = ejobs[i]
-                k = kind[j]
-                if seat(j, k, order, nsets, span, capacity, state, spare,
-                        load, head, tail, count, nxt, prv):
-                    seated[k] += 1
-                    running[j] = True
-                    n_running += 1
-                    if start[j] != start[j]:
-                        start[j] = now
-                else:
+                if not start_job(j, now, kind, order, nsets, span, capacity, seated, state,
+                                 spare, links, running, start):
                     pending[n_pending] = j
                     n_pending += 1
             first = head_end
@@ -439,17 +476,11 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
                 j = pending[i]
                 if skip_next:
                     skip_next = False
-                elif seat(j, kind[j], order, nsets, span, capacity, state, spare,
-                          load, head, tail, count, nxt, prv):
-                    k = kind[j]
-                    seated[k] += 1
-                    running[j] = True
-                    n_running += 1
-                    waited[n_waited] = j
-                    waited_at[j] = n_waited
-                    n_waited += 1
-                    if start[j] != start[j]:
-                        start[j] = now
+                elif start_job(j, now, kind, order, nsets, span, capacity, seated, state,
+                               spare, links, running, start):
+                    waited[state[WAITED]] = j
+                    waited_at[j] = state[WAITED]
+                    state[WAITED] += 1
                     skip_next = True
                     continue
                 pending[kept] = j
@@ -457,7 +488,7 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             n_pending = kept
 
         if first >= n_groups:
-            if n_pending and not n_running and not released:
+            if n_pending and not state[RUNNING] and not released:
                 raise RuntimeError("jobs wait with nothing running and no arrival left")
             step = slot
             now = now + slot
