@@ -124,7 +124,7 @@ def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
 def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
     tmp_path, monkeypatch, capsys
 ) -> None:
-    """The first ElasticFlow replay compiles for ~40 s: the CLI says so instead of looking stuck."""
+    """The first ElasticFlow replay compiles for a minute: the CLI says so, not looking stuck."""
     import os
     import subprocess
     import sys

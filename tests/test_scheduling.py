@@ -577,8 +577,9 @@ _INTERPRETED_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_scheduling import ElasticFlow, mixed_trace, profiles, schedule
-from mltraces.scheduling import efcore
+from mltraces.scheduling import efcore, efrounds
 assert not hasattr(efcore.estimate, "signatures"), "numba still compiled the planner"
+assert not hasattr(efrounds.replay, "signatures"), "numba still compiled the rounds"
 for mode in ("all", "chosen"):
     jobs = schedule(mixed_trace(40, 3), "n2g8", profiles(), ElasticFlow(repricing=mode)).jobs
     jobs.to_csv({out!r} + mode + ".csv", index=False)
@@ -586,21 +587,21 @@ for mode in ("all", "chosen"):
 
 
 def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -> None:
-    """numba and plain Python run the same planner: congested trace, both repricing modes."""
+    """numba and plain Python run the same planner and rounds: congested, both repricing modes."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
     pytest.importorskip("numba", reason="numba is not installed")
-    from mltraces.scheduling import efcore
+    from mltraces.scheduling import efrounds
 
     script = _INTERPRETED_RUN.format(tests=str(Path(__file__).parent), out=str(tmp_path / "py-"))
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
     for mode in ("all", "chosen"):
         compiled = schedule(mixed_trace(40, 3), "n2g8", profiles(), ElasticFlow(repricing=mode))
-        assert efcore.estimate.signatures and efcore.scale_up.signatures, "not compiled"
+        assert efrounds.replay.signatures, "not compiled"
         interpreted = pd.read_csv(tmp_path / f"py-{mode}.csv", dtype={"job_id": str})
         expected = compiled.jobs.reset_index(drop=True)
         pd.testing.assert_frame_equal(

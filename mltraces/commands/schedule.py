@@ -156,7 +156,7 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a compiled core is about to be built: ~40 s of silence otherwise.
+    """Say so when a compiled core is about to be built: a minute of silence otherwise.
 
     The cores (and numba) are imported only when a policy that runs on them is asked for.
     """
@@ -165,7 +165,7 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
     if quiet:
         return
     cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
+        (ElasticFlow, "efcore", "ElasticFlow's planner", "about a minute"),
         (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
     ]
     for kind, module, what, how_long in cores:

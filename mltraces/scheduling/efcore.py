@@ -916,6 +916,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
 
 
 def compiled() -> bool:
-    """Whether numba's cache already holds the planner (else the next replay compiles
-    it first, about 40 s once per installation)."""
-    return in_cache(scale_up, estimate)
+    """Whether numba's cache already holds the planner and the round loop (else the next
+    replay compiles them first, about a minute once per installation)."""
+    from mltraces.scheduling import efrounds
+
+    return in_cache(scale_up, estimate) and efrounds.compiled()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 @dataclass
 class Event:
@@ -108,3 +110,21 @@ class EventQueue:
             first.starts.extend(later.starts)
             first.ends.extend(later.ends)
         self._retime_first(now + slot)
+
+
+def arrival_groups(submit: np.ndarray, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``jobs`` (indices) grouped by their ``submit`` time, for the compiled round loops.
+
+    Returns ``(times, offsets, order)``: distinct times ascending, and the jobs
+    arriving at ``times[i]`` as ``order[offsets[i]:offsets[i + 1]]`` in index
+    order, the order :meth:`EventQueue.add_start` would list them.
+    """
+    jobs = np.asarray(jobs, np.int64)
+    submit = np.asarray(submit, float)[jobs]
+    order = np.argsort(submit, kind="stable")
+    jobs, times = jobs[order], submit[order]
+    if not len(times):
+        return times, np.zeros(1, np.int64), jobs
+    new = np.flatnonzero(np.diff(times)) + 1
+    offsets = np.concatenate(([0], new, [len(times)])).astype(np.int64)
+    return times[offsets[:-1]], offsets, jobs

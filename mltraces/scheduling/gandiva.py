@@ -26,6 +26,7 @@ import numpy as np
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
+from mltraces.scheduling.events import arrival_groups
 from mltraces.scheduling.results import Recorder
 
 #: job sizes that get node sets, in the reference's order
@@ -56,7 +57,8 @@ class Gandiva:
             [int(n * per_node / size) for n, size in zip(span, SET_SIZES, strict=True)], np.int64
         )
         plain, restart = _overhead_costs(setup)
-        etime, eptr, ejobs = _arrival_groups(setup, kind)
+        submit = np.array([j.submit_time for j in jobs], float)
+        etime, eptr, ejobs = arrival_groups(submit, np.flatnonzero(kind >= 0))
         start = np.full(len(jobs), np.nan)
         finish = np.full(len(jobs), np.nan)
         gpu_seconds = np.zeros(len(jobs))
@@ -93,16 +95,3 @@ def _overhead_costs(setup: Setup) -> tuple[np.ndarray, np.ndarray]:
         np.array([plain[j.num_gpu] for j in setup.jobs], float),
         np.array([restart[j.num_gpu] for j in setup.jobs], float),
     )
-
-
-def _arrival_groups(setup: Setup, kind: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Arrivals of the jobs that have a size class, grouped by time: (times, offsets, jobs)."""
-    index = np.flatnonzero(kind >= 0)
-    submit = np.array([setup.jobs[j].submit_time for j in index], float)
-    order = np.argsort(submit, kind="stable")  # index order within a time
-    jobs, times = index[order].astype(np.int64), submit[order]
-    new = np.flatnonzero(np.diff(times)) + 1 if len(times) else np.array([], np.int64)
-    offsets = np.concatenate(([0], new, [len(times)])).astype(np.int64) if len(times) else (
-        np.zeros(1, np.int64)
-    )
-    return times[offsets[:-1]], offsets, jobs
