@@ -20,7 +20,10 @@ What it mirrors, step by step, so per-job outcomes are bit-identical:
   else opens a group on the lowest-numbered free nodes.
 * The :class:`.results.Recorder`'s bookkeeping and the policy's round.
 
-Layout. Events: times ``et[:ne]`` sorted, with ids ``eid``; an event's
+Layout. Events: negated times ``et[:ne]`` sorted ascending (so the first
+event is the last entry, and the list changes near its end, where shifting
+is cheap: early in a large trace thousands of arrivals lie ahead), with ids
+``eid``; an event's
 arriving and ending jobs are linked lists of pool nodes (``nj`` job, ``nn``
 next) from ``sh``/``st`` and ``dh``/``dt``. Node groups: ids with first
 node, node count, capacity, used GPUs, filing size and jobs. Job lists
@@ -50,11 +53,17 @@ SIZES_DESC = np.array([256, 128, 88, 72, 64, 56, 48, 40, 32, 24, 16, 12, 8, 4, 2
 # -- the event list ------------------------------------------------------------------------
 @njit(cache=True, inline="always")
 def find_event(et, ne, time):
-    """Position of the event at ``time``, or -1."""
-    k = efcore.bisect_left(et, ne, time)
-    if k < ne and et[k] == time:
+    """Position of the event at ``time``, or -1 (``et`` holds negated times, see above)."""
+    k = efcore.bisect_left(et, ne, -time)
+    if k < ne and et[k] == -time:
         return k
     return -1
+
+
+@njit(cache=True, inline="always")
+def first_time(ev, S):
+    """The time of the first event (the last entry: times are stored negated)."""
+    return -ev[0][S[NE] - 1]
 
 
 @njit(cache=True)
@@ -62,8 +71,8 @@ def event_at(time, ev, S):
     """The id of the event at ``time``, created empty if there is none."""
     et, eid, sh, st, dh, dt, efree = ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6]
     ne = S[NE]
-    k = efcore.bisect_left(et, ne, time)
-    if k < ne and et[k] == time:
+    k = efcore.bisect_left(et, ne, -time)
+    if k < ne and et[k] == -time:
         return eid[k]
     for i in range(ne, k, -1):
         et[i] = et[i - 1]
@@ -74,7 +83,7 @@ def event_at(time, ev, S):
     st[e] = -1
     dh[e] = -1
     dt[e] = -1
-    et[k] = time
+    et[k] = -time
     eid[k] = e
     S[NE] = ne + 1
     return e
@@ -182,11 +191,11 @@ def merge_slot(now, slot, ev, nodes, S):
     """
     et, eid, sh, st, dh, dt, efree = ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6]
     nn = nodes[1]
-    if S[NE] < 2 or et[0] - now > slot:
+    if S[NE] < 2 or first_time(ev, S) - now > slot:
         return
-    first = eid[0]
-    while S[NE] > 1 and et[1] - now <= slot:
-        later = eid[1]
+    first = eid[S[NE] - 1]
+    while S[NE] > 1 and -et[S[NE] - 2] - now <= slot:
+        later = eid[S[NE] - 2]
         if sh[later] >= 0:
             if st[first] < 0:
                 sh[first] = sh[later]
@@ -201,11 +210,10 @@ def merge_slot(now, slot, ev, nodes, S):
             dt[first] = dt[later]
         efree[S[EFREE]] = later
         S[EFREE] += 1
-        for i in range(1, S[NE] - 1):
-            et[i] = et[i + 1]
-            eid[i] = eid[i + 1]
+        et[S[NE] - 2] = et[S[NE] - 1]
+        eid[S[NE] - 2] = first
         S[NE] -= 1
-    et[0] = now + slot
+    et[S[NE] - 1] = -(now + slot)
 
 
 @njit(cache=True)
@@ -447,7 +455,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
              np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
     S[NFREE] = cap_n
     nj, nn, nfree = nodes
-    for i in range(len(etimes)):
+    for i in range(len(etimes) - 1, -1, -1):  # latest first: each goes to the end
         e = event_at(etimes[i], ev, S)
         for k in range(eptr[i], eptr[i + 1]):
             S[NFREE] -= 1
@@ -480,7 +488,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     step = 0.0
     if S[NE] == 0:
         return marks[0], marks[1], 0
-    now = ev[0][0]
+    now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
         need = 5 * (S[NRUNNABLE] + S[NPEND]) + 8  # a round adds at most this many
         if S[EFREE] < need:
@@ -518,7 +526,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
             if not S[NPEND] and not S[NRUN] and ns == 0 and nd == 0:
                 if S[NE] == 0:
                     break
-                now = ev[0][0]
+                now = first_time(ev, S)
                 step = 0.0
                 continue
             planned = handle(now, ns, nd, starts, ends, runnable, pending, status, placed,
@@ -567,7 +575,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
             r = first_rank(j, pl, per_node, gpus)
             cached[j] = seen[r, gpus[j]] == generation
             seen[r, gpus[j]] = generation
-        if first_change < INF and (S[NE] == 0 or first_change < ev[0][0]):
+        if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
             break
@@ -590,7 +598,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                 move_end(j, end[j], end[j] + cost, ev, nodes, S)
                 end[j] += cost
         merge_slot(now, slot, ev, nodes, S)
-        nxt = ev[0][0]
+        nxt = first_time(ev, S)
         step = nxt - now
         now = nxt
     return marks[0], marks[1], S[NMARK]
