@@ -576,14 +576,27 @@ def test_jobs_too_large_for_the_cluster_are_turned_away() -> None:
 _INTERPRETED_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
-from test_scheduling import ElasticFlow, mixed_trace, profiles, schedule
+from test_scheduling import ElasticFlow, burst_trace, mixed_trace, profiles, schedule
 from mltraces.scheduling import efcore, efrounds
 assert not hasattr(efcore.estimate, "signatures"), "numba still compiled the planner"
 assert not hasattr(efrounds.replay, "signatures"), "numba still compiled the rounds"
 for mode in ("all", "chosen"):
     jobs = schedule(mixed_trace(40, 3), "n2g8", profiles(), ElasticFlow(repricing=mode)).jobs
     jobs.to_csv({out!r} + mode + ".csv", index=False)
+schedule(burst_trace(), "n8g8", profiles(), ElasticFlow()).jobs.to_csv({out!r} + "burst.csv",
+                                                                       index=False)
 """
+
+
+def burst_trace(n: int = 80, seed: int = 4) -> pd.DataFrame:
+    """``n`` jobs arriving at once: one round plans, admits and moves the ends of all of them."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(n):
+        gpus = int(rng.choice([1, 2, 4, 8]))
+        iterations = int(rng.integers(500, 30_000))
+        rows.append((f"b{k}", 0, iterations, int(rng.uniform(20, 60) * iterations / gpus), gpus))
+    return itp(rows)
 
 
 def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -> None:
@@ -609,6 +622,12 @@ def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -
             check_dtype=False,
         )
     assert not expected["admitted"].all()  # congested: admission control had to decline
+    burst = schedule(burst_trace(), "n8g8", profiles(), ElasticFlow()).jobs
+    interpreted = pd.read_csv(tmp_path / "py-burst.csv", dtype={"job_id": str})
+    pd.testing.assert_frame_equal(burst.astype(interpreted.dtypes.to_dict(), errors="ignore"),
+                                  interpreted, check_dtype=False)  # fmt: skip
+    admitted = burst[burst["admitted"]]
+    assert len(admitted) > 40 and admitted["finish_time"].notna().all()
 
 
 _PRICE_REUSE_RUN = """

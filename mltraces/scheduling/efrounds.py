@@ -334,6 +334,8 @@ def place_job(job, gpus, pl, per_node, PS):
     size and jobs. ``PS`` = (free nodes from, groups made, nodes).
     """
     files, nfiles, gfirst, gnodes, gcap, gused, gsize, gjobs, gnj, group_of = pl
+    if gpus < 1 or gpus > SIZES_DESC[0] or filing(gpus) != gpus:
+        raise KeyError("a GPU count outside the placement's size classes")
     home = gpus
     if nfiles[home]:
         g = files[home, 0]
@@ -490,7 +492,9 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
         return marks[0], marks[1], 0
     now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
-        need = 5 * (S[NRUNNABLE] + S[NPEND]) + 8  # a round adds at most this many
+        # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
+        # progress, handle (arrivals included), scale-up and overhead, n starts, a wake-up
+        need = 5 * n + 8
         if S[EFREE] < need:
             ev = grown_events(ev, S, need)
         if S[NFREE] < need:
