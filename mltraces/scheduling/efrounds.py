@@ -419,6 +419,100 @@ def first_rank(job, pl, per_node, gpus_of):
     raise KeyError("job not in its group")
 
 
+# -- the steps of a round ------------------------------------------------------------------
+@njit(cache=True)
+def progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model, speed2,
+             ev, nodes, S):
+    """Advance running jobs by ``step`` seconds; a job ahead of its plan ends at this event."""
+    for i in range(S[NRUNNABLE]):
+        j = runnable[i]
+        g = gpus[j]
+        if not g:
+            continue
+        run = step - (now - real_end[j] if now > real_end[j] else 0.0)
+        lost = overhead[j]
+        run = 0.0 if run < lost else run - lost
+        sp = efcore.rate(speed2, model[j], g)
+        done = run * sp
+        if left[j] <= done and end[j] > now:
+            fin = now - step + math.ceil(left[j] / sp)
+            done = (end[j] - now + step) * sp
+            move_end(j, end[j], now, ev, nodes, S)
+            end[j] = fin
+            done_at[j] = fin
+        left[j] -= done
+        overhead[j] = 0.0
+
+
+@njit(cache=True)
+def start_planned(now, pending, status, gpus, end, start, ev, nodes, S):
+    """Start the pending jobs that the round's plans gave GPUs; their ends become events."""
+    i = 0
+    while i < S[NPEND]:
+        j = pending[i]
+        if gpus[j] > 0:
+            remove_from(pending, S, NPEND, j)
+            status[j] = RUNNING
+            S[NRUN] += 1
+            if start[j] != start[j]:
+                start[j] = now
+            add_end(j, end[j], ev, nodes, S)
+        else:
+            i += 1
+
+
+@njit(cache=True)
+def place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
+          per_node, scratch, rec, marks, S):
+    """Record the round's allocations and lay the jobs on nodes, largest first.
+
+    A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
+    this ``generation`` (the periodic restart starts a new one).
+    """
+    head = runnable[: S[NRUNNABLE]]
+    wide = -gpus[head].astype(np.float64)  # the float sort the deadlines compile anyway
+    runnable[: S[NRUNNABLE]] = head[np.argsort(wide, kind="mergesort")]  # stable, as Python's
+    pl[1][:] = 0  # no groups yet: placement starts afresh every round
+    PS[0] = 0
+    PS[1] = 0
+    PS[2] = nodes_total
+    m = 0
+    for i in range(S[NRUNNABLE]):
+        j = runnable[i]
+        g = gpus[j]
+        set_gpus(j, now, g, rec, marks, S)
+        if g:
+            if not place_job(j, g, pl, per_node, PS):
+                raise RuntimeError("no room for a job on its GPUs")
+            scratch[m] = j
+            m += 1
+            placed[j] = True
+    for i in range(m):
+        j = scratch[i]
+        r = first_rank(j, pl, per_node, gpus)
+        cached[j] = seen[r, gpus[j]] == generation
+        seen[r, gpus[j]] = generation
+
+
+@njit(cache=True)
+def charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain, cost_restart,
+                    cost_cached, ev, nodes, S):
+    """Price this round's (re)starts and push the planned ends back by them."""
+    for i in range(S[NRUNNABLE]):
+        j = runnable[i]
+        g = gpus[j]
+        if g:
+            if cached[j]:
+                cost = cost_cached[g]
+            elif restart:
+                cost = cost_restart[g]
+            else:
+                cost = cost_plain[g]
+            overhead[j] = cost
+            move_end(j, end[j], end[j] + cost, ev, nodes, S)
+            end[j] += cost
+
+
 # -- the run -------------------------------------------------------------------------------
 @njit(cache=True)
 def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice_all,
@@ -505,25 +599,8 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
             grown[0][: S[NMARK]] = marks[0][: S[NMARK]]
             grown[1][: S[NMARK]] = marks[1][: S[NMARK]]
             marks = grown
-        # progress: advance running jobs; a job ahead of plan ends at this event
-        for i in range(S[NRUNNABLE]):
-            j = runnable[i]
-            g = gpus[j]
-            if not g:
-                continue
-            run = step - (now - real_end[j] if now > real_end[j] else 0.0)
-            lost = overhead[j]
-            run = 0.0 if run < lost else run - lost
-            sp = efcore.rate(speed2, model[j], g)
-            done = run * sp
-            if left[j] <= done and end[j] > now:
-                fin = now - step + math.ceil(left[j] / sp)
-                done = (end[j] - now + step) * sp
-                move_end(j, end[j], now, ev, nodes, S)
-                end[j] = fin
-                done_at[j] = fin
-            left[j] -= done
-            overhead[j] = 0.0
+        progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model,
+                 speed2, ev, nodes, S)
         k = find_event(ev[0], S[NE], now)
         if k >= 0:
             ns, nd = take_event(k, ev, nodes, S, starts, ends)
@@ -537,48 +614,12 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                              gpus, end, real_end, done_at, old_end, left, deadline, model,
                              total, slot, speed2, levels2, nlev, fit2, fitrow, cap2, ev,
                              nodes, S, rec, marks)
-        # start the pending jobs that got GPUs in the plan
-        i = 0
-        while i < S[NPEND]:
-            j = pending[i]
-            if gpus[j] > 0:
-                remove_from(pending, S, NPEND, j)
-                status[j] = RUNNING
-                S[NRUN] += 1
-                if start[j] != start[j]:
-                    start[j] = now
-                add_end(j, end[j], ev, nodes, S)
-            else:
-                i += 1
+        start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
         first_change = scale_up(now, total, slot, reprice_all, planned, runnable, pending,
                                 status, gpus, end, real_end, left, deadline, model, speed2,
                                 levels2, nlev, fit2, fitrow, cap2, ev, nodes, S, start)
-        head = runnable[: S[NRUNNABLE]]
-        # largest first, stably (Python's reverse sort)
-        wide = -gpus[head].astype(np.float64)  # the float sort deadlines compile anyway
-        runnable[: S[NRUNNABLE]] = head[np.argsort(wide, kind="mergesort")]
-        # placement and overhead caching
-        files, nfiles = pl[0], pl[1]
-        nfiles[:] = 0
-        PS[0] = 0
-        PS[1] = 0
-        PS[2] = nodes_total
-        m_placed = 0
-        for i in range(S[NRUNNABLE]):
-            j = runnable[i]
-            g = gpus[j]
-            set_gpus(j, now, g, rec, marks, S)
-            if g:
-                if not place_job(j, g, pl, per_node, PS):
-                    raise RuntimeError("no room for a job on its GPUs")
-                starts[m_placed] = j
-                m_placed += 1
-                placed[j] = True
-        for i in range(m_placed):
-            j = starts[i]
-            r = first_rank(j, pl, per_node, gpus)
-            cached[j] = seen[r, gpus[j]] == generation
-            seen[r, gpus[j]] = generation
+        place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
+              per_node, starts, rec, marks, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -588,19 +629,8 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
         rounds += 1
         if restart:
             generation += 1
-        for i in range(S[NRUNNABLE]):
-            j = runnable[i]
-            g = gpus[j]
-            if g:
-                if cached[j]:
-                    cost = cost_cached[g]
-                elif restart:
-                    cost = cost_restart[g]
-                else:
-                    cost = cost_plain[g]
-                overhead[j] = cost
-                move_end(j, end[j], end[j] + cost, ev, nodes, S)
-                end[j] += cost
+        charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain,
+                        cost_restart, cost_cached, ev, nodes, S)
         merge_slot(now, slot, ev, nodes, S)
         nxt = first_time(ev, S)
         step = nxt - now
