@@ -327,7 +327,7 @@ def sort_by_used(row, n, used):
 
 @njit(cache=True)
 def place_job(job, gpus, pl, per_node, PS):
-    """Lay ``job`` on ``gpus`` GPUs the way :meth:`NodeSets.place` does; False if no room.
+    """Lay ``job`` on ``gpus`` GPUs (the rules in the module docstring); False if no room.
 
     ``pl`` holds the groups: per size class a row of group ids (``files``),
     and per group its first node, node count, capacity, used GPUs, filing
@@ -386,7 +386,7 @@ def place_job(job, gpus, pl, per_node, PS):
 
 @njit(cache=True)
 def add_to_group(g, job, gpus, home, pl, per_node):
-    """Add ``job`` to group ``g`` and file the group again (``NodeSets._add``)."""
+    """Add ``job`` to group ``g`` and file the group again under its free GPUs' size class."""
     files, nfiles, _, gnodes, _, gused, gsize, gjobs, gnj, group_of = pl
     gused[g] += gpus
     gjobs[g, gnj[g]] = job

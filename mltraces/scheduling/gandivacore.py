@@ -19,8 +19,9 @@ Events are the arrivals only, grouped by time as ``(etime, eptr, ejobs)``
 on, and its head is groups ``first … head_end - 1`` merged into one event at
 ``head_time`` (what the reference's slot merging does).
 
-Every arithmetic step is the interpreted replay's, in the same order, so
-per-job times and GPU-seconds are bit-identical.
+Every arithmetic step is the one the earlier interpreted replay took, in the
+same order, so per-job times and GPU-seconds are bit-identical to it (and, on
+every trace the artifact runs here, to the artifact's).
 """
 
 from __future__ import annotations
