@@ -337,28 +337,20 @@ def place_job(job, gpus, pl, per_node, PS):
     if gpus < 1 or gpus > SIZES_DESC[0] or filing(gpus) != gpus:
         raise KeyError("a GPU count outside the placement's size classes")
     home = gpus
-    if nfiles[home]:
-        g = files[home, 0]
-        for i in range(nfiles[home] - 1):
-            files[home, i] = files[home, i + 1]
-        nfiles[home] -= 1
-        if gused[g] + gpus <= gcap[g]:
-            add_to_group(g, job, gpus, home, pl, per_node)
-            return True
-        files[home, nfiles[home]] = g
-        nfiles[home] += 1
-    for size in SIZES_DESC:
-        if size <= gpus:
+    # the first group filed under its own size, then under each larger size, largest first
+    for k in range(-1, len(SIZES_DESC)):
+        size = home if k < 0 else SIZES_DESC[k]
+        if k >= 0 and size <= gpus:
             break
         if nfiles[size]:
-            g = files[size, 0]
+            g = files[size, 0]  # taken off the front of its file ...
             for i in range(nfiles[size] - 1):
                 files[size, i] = files[size, i + 1]
             nfiles[size] -= 1
             if gused[g] + gpus <= gcap[g]:
                 add_to_group(g, job, gpus, home, pl, per_node)
                 return True
-            files[size, nfiles[size]] = g
+            files[size, nfiles[size]] = g  # ... and put back at its end when too full
             nfiles[size] += 1
     span = -(-gpus // per_node)
     if span > PS[2] - PS[0]:
@@ -686,8 +678,7 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
         order = by_deadline(runnable, S[NRUNNABLE], deadline)
         planned = efcore.estimate(now, total, slot, left[order], deadline[order], model[order],
                                   ns > 0, speed2, levels2, nlev, fit2, fitrow, cap2)
-    order = by_deadline(runnable, S[NRUNNABLE], deadline)
-    runnable[: S[NRUNNABLE]] = order
+    runnable[: S[NRUNNABLE]] = order  # the runnable jobs just planned, in deadline order
     ptr, ag, new_ends, real_ends = planned[2], planned[4], planned[5], planned[6]
     for p in range(S[NRUNNABLE]):
         j = runnable[p]
