@@ -429,15 +429,17 @@ def test_a_policy_over_allocating_is_caught() -> None:
         schedule(jobs, "n1g8", profiles(), Greedy())
 
 
-def mixed_trace(n: int = 40, seed: int = 7) -> pd.DataFrame:
+def mixed_trace(n: int = 40, seed: int = 7, *, at_once: bool = False,
+                slack: tuple[float, float] = (0.5, 4.0)) -> pd.DataFrame:
+    """Random jobs of 1–8 GPUs, spread out in time, or all arriving at t=0 (``at_once``)."""
     rng = np.random.default_rng(seed)
     rows = []
     for k in range(n):
         gpus = int(rng.choice([1, 2, 4, 8]))
         iterations = int(rng.integers(200, 20_000))
-        submit = int(k * rng.integers(30, 400))
-        slack = float(rng.uniform(0.5, 4.0))
-        rows.append((f"j{k}", submit, iterations, submit + int(slack * iterations / gpus), gpus))
+        submit = 0 if at_once else int(k * rng.integers(30, 400))
+        factor = float(rng.uniform(*slack))
+        rows.append((f"j{k}", submit, iterations, submit + int(factor * iterations / gpus), gpus))
     return itp(rows)
 
 
@@ -588,15 +590,10 @@ schedule(burst_trace(), "n8g8", profiles(), ElasticFlow()).jobs.to_csv({out!r} +
 """
 
 
-def burst_trace(n: int = 80, seed: int = 4) -> pd.DataFrame:
-    """``n`` jobs arriving at once: one round plans, admits and moves the ends of all of them."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k in range(n):
-        gpus = int(rng.choice([1, 2, 4, 8]))
-        iterations = int(rng.integers(500, 30_000))
-        rows.append((f"b{k}", 0, iterations, int(rng.uniform(20, 60) * iterations / gpus), gpus))
-    return itp(rows)
+def burst_trace() -> pd.DataFrame:
+    """80 jobs arriving at once with room to spare: one round plans, admits and moves the
+    ends of all of them."""
+    return mixed_trace(80, 4, at_once=True, slack=(20.0, 60.0))
 
 
 def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -> None:
