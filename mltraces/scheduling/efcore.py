@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from mltraces.scheduling.jit import in_cache, njit
+from mltraces.scheduling.jit import borrowed, in_cache, keep_alive, njit
 
 INF = math.inf
 NONE = -(2**62)  # an unset GPU count (the reference's undefined variable)
@@ -503,16 +503,18 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
     stops at the first miss), their allocations as ``at[ptr[i]:ptr[i+1]]``,
     and the timeline they leave.
     """
+    # views without owners (see :func:`.jit.borrowed`): arguments live until we
+    # return, the workspace is kept alive to the end
+    left, deadline, model = borrowed((left, deadline, model))
+    speed2, levels2, nlev, fit2, fitrow, cap2 = borrowed((speed2, levels2, nlev, fit2, fitrow,
+                                                          cap2))  # fmt: skip
     m = left.shape[0]
     width = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
-    times = np.empty(width, np.float64)
-    free = np.empty(width, np.int64)
-    nt = np.empty(width, np.float64)
-    nf = np.empty(width, np.int64)
-    aval = np.empty(width, np.int64)
-    aset = np.empty(width, np.bool_)
-    at = np.empty(width, np.float64)
-    ag = np.empty(width, np.int64)
+    owned = (np.empty(width, np.float64), np.empty(width, np.int64),
+             np.empty(width, np.float64), np.empty(width, np.int64),
+             np.empty(width, np.int64), np.empty(width, np.bool_),
+             np.empty(width, np.float64), np.empty(width, np.int64))  # fmt: skip
+    times, free, nt, nf, aval, aset, at, ag = borrowed(owned)
     times[0] = now
     free[0] = total
     n = 1
@@ -544,7 +546,9 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
             ok = False
             if stop_on_miss:
                 break
-    return ok, planned, ptr, at_all, ag_all, end, real_end, times[:n].copy(), free[:n].copy()
+    timeline = times[:n].copy(), free[:n].copy()
+    keep_alive(owned)
+    return ok, planned, ptr, at_all, ag_all, end, real_end, timeline[0], timeline[1]
 
 
 @njit(cache=True)
@@ -605,19 +609,46 @@ def widened(a, b, c, d, width: int):
 
 
 @njit(cache=True)
-def roomier(n, tt, tf, current, offers):
-    """The workspace widened for plans on an ``n``-step timeline (they need n + na + 4).
+def roomier(n, longest, space):
+    """A new workspace (see :func:`allocate`) for plans on an ``n``-step timeline.
 
-    Returns ``(width, tt, tf, current, offers, work, merged)``; the rows keep their contents.
+    Plans need n + na + 4 entries (``longest``: the largest na). Returns
+    ``(width, space)``; the rows keep their contents, in new arrays.
     """
-    cat, cag, cna = current
-    ot, of, on, oat, oag, ona, oend, oreal, has = offers
-    width = 2 * (n + cna.max()) + 16
+    tt, tf, cat, cag, ot, of, oat, oag, _, _ = space
+    width = 2 * (n + longest) + 16
     tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
     tf, cag, of, oag = widened(tf, cag, of, oag, width)
     work, merged = scratch(width)
+    return width, (tt, tf, cat, cag, ot, of, oat, oag, work, merged)
+
+
+@njit(cache=True)
+def allocate(m: int, width: int):
+    """The rows a round's plans write to: ``(tt, tf, cat, cag, ot, of, oat, oag, work, merged)``.
+
+    The cluster timeline's two rows, then per job its allocation and its
+    offer's timeline and allocation, then the scratch (see :class:`_Workspace`).
+    """
+    work, merged = scratch(width)
+    return (np.empty((2, width), np.float64), np.empty((2, width), np.int64),
+            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
+            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
+            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
+            work, merged)  # fmt: skip
+
+
+@njit(cache=True, inline="always")
+def lend(space, per_job):
+    """Borrowed views of the workspace, grouped as the helpers take them.
+
+    Returns ``(tt, tf, current, offers, work, merged)``; ``per_job`` is
+    ``(cna, on, ona, oend, oreal, has)``.
+    """
+    tt, tf, cat, cag, ot, of, oat, oag, work, merged = borrowed(space)
+    cna, on, ona, oend, oreal, has = borrowed(per_job)
     offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
-    return width, tt, tf, (cat, cag, cna), offers, work, merged
+    return tt, tf, (cat, cag, cna), offers, work, merged
 
 
 @njit(cache=True)
@@ -795,15 +826,21 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
     runnable list's new order (positions), the new counts and ends, which
     jobs got their first GPUs here, and the earliest allocation change after now.
     """
-    tables = (speed2, levels2, nlev, fit2, fitrow, cap2)
+    # The arguments live until we return, so their views need no owner; what we
+    # allocate is owned by ``results``, ``per_job``, ``space`` and ``state``,
+    # which stay alive to the end (see :func:`.jit.borrowed`).
+    tables = borrowed((speed2, levels2, nlev, fit2, fitrow, cap2))
+    left, deadline, model, levels2, nlev = borrowed((left, deadline, model, levels2, nlev))
     m = gpus_in.shape[0]
     n = times_in.shape[0]
-    gpus = gpus_in.copy()
-    end = end_in.copy()
-    real_end = real_end_in.copy()
-    started = np.zeros(m, np.bool_)
-    order = np.arange(m)
-    next_level = np.empty(m, np.int64)
+    results = (np.arange(m), gpus_in.copy(), end_in.copy(), real_end_in.copy(),
+               np.zeros(m, np.bool_))  # fmt: skip
+    order, gpus, end, real_end, started = borrowed(results)
+    state = (np.empty(m, np.int64), np.ones(m, np.bool_), np.zeros(m, np.float64),
+             np.zeros(m, np.bool_), np.zeros(m, np.float64), np.zeros(m, np.float64),
+             np.zeros(m, np.int64), np.zeros(m, np.bool_))  # fmt: skip
+    next_level, stale, marginal, reuse, r_step, r_horizon, r_jump, r_fast = borrowed(state)
+    prices = (marginal, reuse, r_step, r_horizon, r_jump, r_fast)
     spare = total
     need = 0
     for p in range(m):
@@ -811,31 +848,21 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
         next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
         spare -= gpus[p]
         need += levels2[mp, nlev[mp] - 1] - gpus[p]
-    cna = ptr[1:] - ptr[:-1]
-    width = 2 * (n + (cna.max() if m else 0)) + 16  # a plan on a released timeline needs n + na + 4
-    tt = np.empty((2, width), np.float64)
-    tf = np.empty((2, width), np.int64)
+    per_job = (ptr[1:] - ptr[:-1], np.zeros(m, np.int64), np.zeros(m, np.int64),
+               np.zeros(m, np.float64), np.zeros(m, np.float64), np.zeros(m, np.bool_))  # fmt: skip
+    # a plan on a released timeline needs n + na + 4
+    width = 2 * (n + (per_job[0].max() if m else 0)) + 16
+    space = allocate(m, width)
+    tt, tf, current, offers, work, merged = lend(space, per_job)
+    cat, cag, cna = current
+    oend, oreal, has = offers[6], offers[7], offers[8]
     cur = 0
     copy_into(times_in, tt[0], n)
     copy_into(free_in, tf[0], n)
-    cat = np.empty((m, width), np.float64)
-    cag = np.empty((m, width), np.int64)
     for p in range(m):
         for k in range(cna[p]):
             cat[p, k] = at_all[ptr[p] + k]
             cag[p, k] = ag_all[ptr[p] + k]
-    ot = np.empty((m, width), np.float64)
-    of = np.empty((m, width), np.int64)
-    oat = np.empty((m, width), np.float64)
-    oag = np.empty((m, width), np.int64)
-    on, ona, has = np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros(m, np.bool_)
-    oend, oreal = np.zeros(m, np.float64), np.zeros(m, np.float64)
-    work, merged = scratch(width)
-    current = (cat, cag, cna)
-    offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
-    marginal, reuse = np.zeros(m, np.float64), np.zeros(m, np.bool_)
-    prices = (marginal, reuse, np.zeros(m, np.float64), np.zeros(m, np.float64),
-              np.zeros(m, np.int64), np.zeros(m, np.bool_))  # fmt: skip
     if spare != 0 and not reprice_all and spare >= need:
         # fill up: idle jobs first, then the rest, each planned once at its top level
         fill = np.concatenate((order[gpus[order] == 0], order[gpus[order] != 0]))
@@ -844,7 +871,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             if top <= gpus[p]:
                 continue
             if n + cna.max() + 8 > width:
-                width, tt, tf, current, offers, work, merged = roomier(n, tt, tf, current, offers)
+                width, space = roomier(n, cna.max(), space)
+                tt, tf, current, offers, work, merged = lend(space, per_job)
             next_level[p] = top
             make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left, deadline,
                        model, next_level, offers, work, tables)
@@ -858,7 +886,7 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             idle[p] = INF if gpus[p] == 0 else 0.0
         sort_desc(order, idle)
         spare = 0
-    stale = np.ones(m, np.bool_)  # to be priced: everyone at first
+    # stale (to be priced) is everyone at first
     priced = spare != 0
     grew = True
     while True:
@@ -895,7 +923,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             chosen = p
             break
         if grew and n + cna.max() + 8 > width:  # room for the next plans
-            width, tt, tf, current, offers, work, merged = roomier(n, tt, tf, current, offers)
+            width, space = roomier(n, cna.max(), space)
+            tt, tf, current, offers, work, merged = lend(space, per_job)
         if not reprice_all and grew:
             has[:] = False  # every other offer's timeline is stale now
             stale[:] = False
@@ -912,7 +941,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             t = cat[p, k]
             if t > now and t < first_change:
                 first_change = t
-    return order, gpus, end, real_end, started, first_change
+    keep_alive((space, per_job, state))
+    return results[0], results[1], results[2], results[3], results[4], first_change
 
 
 def compiled() -> bool:

@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from mltraces.scheduling import efcore
-from mltraces.scheduling.jit import in_cache, njit
+from mltraces.scheduling.jit import borrowed, in_cache, keep_alive, njit
 
 INF = math.inf
 PENDING, RUNNING, DONE, DECLINED = 1, 2, 3, 4
@@ -516,31 +516,33 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
     in index order). Returns ``(times, allocated, n)``: the first ``n`` points.
     """
+    # Everything below works on borrowed views (see :func:`.jit.borrowed`): the
+    # arguments live until we return, and what we allocate is owned by the
+    # ``*_owned`` tuples, which reach keep_alive at the end.
+    etimes, eptr, ejobs, deadline, model = borrowed((etimes, eptr, ejobs, deadline, model))
+    speed2, levels2, nlev, fit2, fitrow, cap2 = borrowed((speed2, levels2, nlev, fit2, fitrow,
+                                                          cap2))  # fmt: skip
+    admitted, start, finish, met, gpu_seconds = borrowed((admitted, start, finish, met,
+                                                          gpu_seconds))  # fmt: skip
     n = left.shape[0]
-    left = left.copy()
-    status = np.zeros(n, np.int64)
-    gpus = np.zeros(n, np.int64)
-    end = np.zeros(n)
-    real_end = np.zeros(n)
-    done_at = np.full(n, np.nan)
-    overhead = np.zeros(n)
-    cached = np.zeros(n, np.bool_)
-    placed = np.zeros(n, np.bool_)
-    runnable = np.empty(n, np.int64)
-    pending = np.empty(n, np.int64)
-    starts = np.empty(n, np.int64)
-    ends = np.empty(n + 16, np.int64)
-    old_end = np.zeros(n)
-    S = np.zeros(8, np.int64)
+    jobs_owned = (left.copy(), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n),
+                  np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n, np.bool_),
+                  np.zeros(n, np.bool_), np.empty(n, np.int64), np.empty(n, np.int64),
+                  np.empty(n, np.int64), np.empty(n + 16, np.int64), np.zeros(n),
+                  np.zeros(8, np.int64))  # fmt: skip
+    (left, status, gpus, end, real_end, done_at, overhead, cached, placed, runnable, pending,
+     starts, ends, old_end, S) = borrowed(jobs_owned)  # fmt: skip
     # events
     cap_e = len(etimes) + 64
-    ev = (np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
-          np.empty(cap_e, np.int64), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
-          np.arange(cap_e - 1, -1, -1).astype(np.int64))  # fmt: skip
+    ev_owned = (np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
+                np.empty(cap_e, np.int64), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
+                np.arange(cap_e - 1, -1, -1).astype(np.int64))  # fmt: skip
+    ev = borrowed(ev_owned)
     S[EFREE] = cap_e
     cap_n = n + 64
-    nodes = (np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
-             np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
+    nodes_owned = (np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
+                   np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
+    nodes = borrowed(nodes_owned)
     S[NFREE] = cap_n
     nj, nn, nfree = nodes
     for i in range(len(etimes) - 1, -1, -1):  # latest first: each goes to the end
@@ -556,41 +558,46 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                 nn[ev[3][e]] = x
             ev[3][e] = x
     # the recorder
-    held = np.zeros(n, np.int64)
-    since = np.zeros(n)
+    held_owned = (np.zeros(n, np.int64), np.zeros(n))
+    held, since = borrowed(held_owned)
     rec = (start, finish, gpu_seconds, met, admitted, held, since)
-    marks = (np.empty(1024), np.empty(1024, np.int64))
+    marks_owned = (np.empty(1024), np.empty(1024, np.int64))
+    marks = borrowed(marks_owned)
     # placement (rebuilt every round) and the cached GPU sets
     pool = max(nodes_total, 1)
-    files = np.empty((257, pool), np.int64)
-    nfiles = np.zeros(257, np.int64)
-    pl = (files, nfiles, np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-          np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-          np.empty((pool, n), np.int64), np.zeros(pool, np.int64), np.full(n, -1, np.int64))
-    PS = np.zeros(3, np.int64)
-    seen = np.zeros((total, total + 1), np.int64)  # stamp == generation: (rank, gpus) seen
+    pl_owned = (np.empty((257, pool), np.int64), np.zeros(257, np.int64),
+                np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
+                np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.empty((pool, n), np.int64),
+                np.zeros(pool, np.int64), np.full(n, -1, np.int64))  # fmt: skip
+    pl = borrowed(pl_owned)
+    # placement's counters, and the cache's stamps (== generation: (rank, gpus) seen)
+    seen_owned = (np.zeros(3, np.int64), np.zeros((total, total + 1), np.int64))
+    PS, seen = borrowed(seen_owned)
     generation = 1
     planned = efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], n < 0,
                               speed2, levels2, nlev, fit2, fitrow, cap2)  # typed, unused
     rounds = 0
     step = 0.0
     if S[NE] == 0:
-        return marks[0], marks[1], 0
+        return marks_owned[0], marks_owned[1], 0
     now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
         # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
         # progress, handle (arrivals included), scale-up and overhead, n starts, a wake-up
         need = 5 * n + 8
         if S[EFREE] < need:
-            ev = grown_events(ev, S, need)
+            ev_owned = grown_events(ev, S, need)
+            ev = borrowed(ev_owned)
         if S[NFREE] < need:
-            nodes = grown_nodes(nodes, S, need)
+            nodes_owned = grown_nodes(nodes, S, need)
+            nodes = borrowed(nodes_owned)
         if S[NMARK] + 3 * n + 8 > marks[0].shape[0]:
             size = 2 * marks[0].shape[0] + 3 * n + 8
             grown = (np.empty(size), np.empty(size, np.int64))
             grown[0][: S[NMARK]] = marks[0][: S[NMARK]]
             grown[1][: S[NMARK]] = marks[1][: S[NMARK]]
-            marks = grown
+            marks_owned = grown
+            marks = borrowed(marks_owned)
         progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model,
                  speed2, ev, nodes, S)
         k = find_event(ev[0], S[NE], now)
@@ -627,7 +634,9 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
         nxt = first_time(ev, S)
         step = nxt - now
         now = nxt
-    return marks[0], marks[1], S[NMARK]
+    count = S[NMARK]
+    keep_alive((jobs_owned, ev_owned, nodes_owned, held_owned, pl_owned, seen_owned))
+    return marks_owned[0], marks_owned[1], count
 
 
 @njit(cache=True)
