@@ -9,10 +9,10 @@ import pytest
 
 numba = pytest.importorskip("numba", reason="numba is not installed")
 
+from test_scheduling import mixed_trace, profiles  # noqa: E402
+
 from mltraces.scheduling import ElasticFlow, schedule  # noqa: E402
 from mltraces.scheduling.jit import borrowed, keep_alive, njit  # noqa: E402
-
-from test_scheduling import mixed_trace, profiles  # noqa: E402
 
 
 @njit

@@ -11,11 +11,13 @@ same functions run as plain Python, with the same results, only slower.
 What it costs in machine code. A plan is a few hundred nanoseconds of
 arithmetic; what used to dominate was bookkeeping around it: fresh arrays
 per plan, lists of arrays, and numba's reference counting, which is an
-atomic instruction per array argument at every compiled call (a third of
-the replay, measured with ``perf``). So a round's plans write into one
-workspace of 2-D rows (see :class:`_Workspace`), the per-plan helpers are
-inlined into their caller, and only :func:`plan` stays a separate call
-(inlining it too saved 5 % and cost minutes of compilation).
+atomic instruction for every array a call, a tuple unpacking or a row view
+touches (57 % of the Philly replay's ``perf`` samples at one point). So a
+round's plans write into one workspace of 2-D rows (see :class:`_Workspace`),
+the per-plan helpers are inlined into their caller, only :func:`plan` stays
+a separate call (inlining it too saved 5 % and cost minutes of compilation),
+and every array in the loops is a borrowed view that nothing counts
+(:func:`.jit.borrowed`; the owners live in tuples kept alive to the end).
 
 Conventions. A timeline is ``(times, free, n)``: the first ``n`` entries of a
 float64 and an int64 array (arrays may be longer). An allocation is
