@@ -464,7 +464,7 @@ def released(times, free, n, at, ag, na, end, total, out_t, out_f) -> int:
 
     Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
     """
-    m = 0
+    m = np.int64(0)  # not a literal (see estimate)
     i = a = 0
     end_left = True
     base, held, last = total, 0, -1
@@ -519,7 +519,7 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
     times, free, nt, nf, aval, aset, at, ag = borrowed(owned)
     times[0] = now
     free[0] = total
-    n = 1
+    n = np.int64(1)  # int64s, not literals: each literal would compile plan once more
     ptr = np.zeros(m + 1, np.int64)
     at_all = np.empty(16 * m + 16, np.float64)
     ag_all = np.empty(16 * m + 16, np.int64)
@@ -531,8 +531,8 @@ def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, leve
         if n + 3 > width:
             raise RuntimeError("planner workspace too small")
         nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i], speed2,
-                             levels2, nlev, fit2, fitrow, cap2, total, slot, 0, nt, nf, aval,
-                             aset, at, ag)
+                             levels2, nlev, fit2, fitrow, cap2, total, slot, np.int64(0), nt, nf,
+                             aval, aset, at, ag)
         n = compact(nt, nf, nn, times, free)
         if ptr[i] + na > at_all.shape[0]:
             at_all = np.concatenate((at_all, np.empty(at_all.shape[0] + na, np.float64)))

@@ -573,7 +573,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     # placement's counters, and the cache's stamps (== generation: (rank, gpus) seen)
     seen_owned = (np.zeros(3, np.int64), np.zeros((total, total + 1), np.int64))
     PS, seen = borrowed(seen_owned)
-    generation = 1
+    generation = np.int64(1)  # not a literal: place would compile twice
     planned = efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], n < 0,
                               speed2, levels2, nlev, fit2, fitrow, cap2)  # typed, unused
     rounds = 0
