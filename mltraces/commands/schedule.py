@@ -165,7 +165,7 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
     if quiet:
         return
     cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about a minute"),
+        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
         (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
     ]
     for kind, module, what, how_long in cores:

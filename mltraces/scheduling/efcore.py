@@ -949,7 +949,7 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
 
 def compiled() -> bool:
     """Whether numba's cache already holds the planner and the round loop (else the next
-    replay compiles them first, about a minute once per installation)."""
+    replay compiles them first, about 40 s once per installation)."""
     from mltraces.scheduling import efrounds
 
     return in_cache(scale_up, estimate) and efrounds.compiled()
