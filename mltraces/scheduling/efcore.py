@@ -832,7 +832,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
     # allocate is owned by ``results``, ``per_job``, ``space`` and ``state``,
     # which stay alive to the end (see :func:`.jit.borrowed`).
     tables = borrowed((speed2, levels2, nlev, fit2, fitrow, cap2))
-    left, deadline, model, levels2, nlev = borrowed((left, deadline, model, levels2, nlev))
+    _, levels2, nlev, _, _, _ = tables
+    left, deadline, model = borrowed((left, deadline, model))
     m = gpus_in.shape[0]
     n = times_in.shape[0]
     results = (np.arange(m), gpus_in.copy(), end_in.copy(), real_end_in.copy(),
