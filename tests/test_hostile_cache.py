@@ -1,0 +1,114 @@
+"""Local data and the cache under hostile use (issue 24): read-only caches, planted links,
+stale local conversions, unbounded decompression, leftovers of killed conversions.
+
+Every input is built here; cases that could hang or run away in memory run as
+capped child processes (:mod:`children`).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from children import read_only_runner, run_cli
+
+from mltraces.cli import main
+
+POWER = ["sql", "SELECT count(*) AS n FROM zeus.power", "--format", "csv"]
+
+
+def _warm(capsys: pytest.CaptureFixture) -> None:
+    """zeus.power converted, reused and remembered (a warm record), as a lab would share it."""
+    for _ in range(2):
+        assert main(POWER) == 0
+    assert capsys.readouterr().out == "n\n1609\n" * 2
+
+
+# --------------------------------------------------------------------------- read-only cache
+
+
+def test_a_read_only_warm_cache_is_read_without_writing(
+        dir_mirror, isolated_cache: Path, capsys) -> None:
+    _warm(capsys)
+    before = sorted(str(p) for p in isolated_cache.rglob("*"))
+    runner = read_only_runner(isolated_cache)
+    if runner is None:
+        pytest.skip("no way to make a folder read-only for a child process here")
+    try:
+        env = {"MLTRACES_CACHE": str(isolated_cache), "MLTRACES_MIRROR": str(dir_mirror)}
+        run = run_cli(POWER, env=env, prefix=runner)
+        assert (run.code, run.out, run.err) == (0, "n\n1609\n", "")
+        # a table the share does not hold: one line saying so, not a traceback
+        missing = run_cli(["sql", "SELECT count(*) FROM zeus.train"], env=env, prefix=runner)
+        assert "not writable" in missing.one_line_error or "read-only" in missing.err
+    finally:
+        subprocess.run(["chmod", "-R", "u+w", str(isolated_cache)], check=True)
+    assert sorted(str(p) for p in isolated_cache.rglob("*")) == before
+
+
+def test_leases_and_warm_records_of_a_read_only_cache_are_skipped(
+        dir_mirror, isolated_cache: Path, monkeypatch, capsys) -> None:
+    """In-process, for machines where no child can be made read-only: the writes fail."""
+    import errno
+
+    from mltraces import atomic
+    from mltraces.catalog import store
+
+    _warm(capsys)
+    monkeypatch.setattr(store, "_leased", {})
+
+    def read_only(target: Path, text: str) -> None:
+        raise OSError(errno.EROFS, "Read-only file system", str(target))
+
+    monkeypatch.setattr(store, "write_text_atomic", read_only)
+    monkeypatch.setattr(atomic, "write_text_atomic", read_only)
+    assert main(POWER) == 0
+    assert capsys.readouterr().out == "n\n1609\n"
+
+
+# --------------------------------------------------------------------------- planted links
+
+
+@pytest.mark.parametrize("folder", [".readers", ".warm"])
+def test_bookkeeping_folders_that_are_links_are_never_written_through(
+        folder: str, dir_mirror, isolated_cache: Path, tmp_path: Path, capsys) -> None:
+    assert main(POWER) == 0  # the tables folder exists
+    capsys.readouterr()
+    planted = isolated_cache / "tables" / folder
+    import shutil
+
+    shutil.rmtree(planted, ignore_errors=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    planted.symlink_to(outside, target_is_directory=True)
+    for _ in range(3):  # converted, reused (remembered), recalled
+        run = run_cli(POWER, env={"MLTRACES_CACHE": str(isolated_cache),
+                                  "MLTRACES_MIRROR": str(dir_mirror)})
+        assert (run.code, run.out) == (0, "n\n1609\n"), run.err
+        assert "outside" in run.err and "Traceback" not in run.err
+    assert list(outside.iterdir()) == []
+
+
+def test_a_tables_folder_that_is_a_link_is_never_leased_through(
+        dir_mirror, isolated_cache: Path, tmp_path: Path) -> None:
+    from mltraces.catalog import store
+    from mltraces.errors import UnsafePathError
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (isolated_cache / "tables").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(UnsafePathError, match="outside"):
+        store.readers_dir(isolated_cache / "tables", create=True)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_tables_folder_that_is_a_link_takes_no_conversion(
+        dir_mirror, isolated_cache: Path, tmp_path: Path, capsys) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (isolated_cache / "tables").symlink_to(outside, target_is_directory=True)
+    assert main(POWER) == 1
+    err = capsys.readouterr().err.strip()
+    assert "the tables folder" in err and "outside" in err and "\n" not in err
+    assert list(outside.iterdir()) == []
