@@ -6,7 +6,8 @@ library calls all see the same values:
 - ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir).
 - ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
   ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
-- ``MLTRACES_OFFLINE=1``: never touch the network.
+- ``MLTRACES_OFFLINE=1``: never touch the network (``1``/``true``/``yes``/``on``; ``0``/
+  ``false``/``no``/``off`` or unset: online; anything else is an error).
 - ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables (paths are
   literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
@@ -36,7 +37,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from mltraces.errors import ConfigError
+from mltraces.errors import ConfigError, SchemaError
 
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
@@ -55,8 +56,25 @@ def cache_dir() -> Path:
 
 @cache
 def _absolute(path: str) -> Path:
-    """``MLTRACES_CACHE`` made absolute once per value (warm calls ask for it per file)."""
-    return Path(path).expanduser().resolve()
+    """``MLTRACES_CACHE`` made absolute and checked once per value (warm calls ask per file).
+
+    Every view reads Parquet in the cache by path, so a path DuckDB cannot open
+    would break every query: it is refused here, in one line naming the variable.
+    """
+    from mltraces.local_paths import not_utf8, shown
+
+    if not_utf8(path):
+        raise ConfigError(f"MLTRACES_CACHE={shown(path)} is not UTF-8 text, and DuckDB opens "
+                          "only UTF-8 paths; choose a folder whose path is UTF-8")
+    absolute = Path(path).expanduser().resolve()
+    from mltraces.schema import sql_path
+
+    try:
+        sql_path(absolute / "x")
+    except SchemaError:
+        raise ConfigError(f"MLTRACES_CACHE={path!r} holds a backslash and one of [ * ?, which "
+                          "DuckDB cannot open together; choose another folder") from None
+    return absolute
 
 
 def mirror() -> str | None:
@@ -65,9 +83,24 @@ def mirror() -> str | None:
     return value.rstrip("/") or None
 
 
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
 def offline() -> bool:
-    """True when the user forbade network access."""
-    return os.environ.get("MLTRACES_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    """True when the user forbade network access (``MLTRACES_OFFLINE``).
+
+    Only the spellings of :data:`_ON` and :data:`_OFF` are accepted (any case):
+    a value that means neither (``2``, ``y``, ``enabled``) is an error naming the
+    variable, never a silent "online".
+    """
+    value = os.environ.get("MLTRACES_OFFLINE", "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise ConfigError(f"MLTRACES_OFFLINE={os.environ['MLTRACES_OFFLINE']!r} is neither on "
+                      f"({', '.join(_ON)}) nor off ({', '.join(_OFF[1:])} or unset)")
 
 
 def hf_revision() -> str:
@@ -158,3 +191,17 @@ def max_unpacked() -> int:
 def max_members() -> int:
     """Members an unlisted (local) archive may hold (``MLTRACES_MAX_MEMBERS``)."""
     return int(_setting("MLTRACES_MAX_MEMBERS", "10000", unit="members"))
+
+
+def check_settings() -> None:
+    """Read every network and size setting now, so a bad one is reported before any work.
+
+    Called where a download starts: a setting first read inside a retry loop would
+    otherwise look like network trouble and be retried for seconds.
+    """
+    offline()
+    download_timeout()
+    max_download()
+    host_down_ttl()
+    max_unpacked()
+    max_members()

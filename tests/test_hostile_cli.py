@@ -197,3 +197,165 @@ def test_a_figure_is_replaced_whole(tmp_path, monkeypatch) -> None:
     assert old.read_bytes() == b"old figure"
     assert [p.name for p in tmp_path.iterdir()] == ["fig.png"]
     plt.close(figure)
+
+
+# --------------------------------------------------------------------------- odd inputs
+
+TRAIN_HEADER = b"dataset,network,batch_size,optimizer,learning_rate,run,target_metric,epoch\n"
+
+
+def _local_query(table: str, path: str) -> list[str]:
+    return ["sql", f"SELECT count(*) FROM {table}", "--local", f"{table}={path}"]
+
+
+def test_process_substitution_as_a_local_file_is_refused_at_once() -> None:
+    """``--local t=<(cat f)``: the shell hands over ``/dev/fd/N``, a pipe's read end."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, TRAIN_HEADER)
+    try:
+        run = run_cli(_local_query("zeus.train", f"/dev/fd/{read_end}"), pass_fds=[read_end],
+                      seconds=15)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    err = run.one_line_error
+    assert "local path for zeus.train is a pipe" in err and "save it to a file" in err
+
+
+@pytest.mark.parametrize("table", ["zeus.train", "itp.jobs", "acme.gpu_metrics"])
+def test_a_fifo_nobody_writes_is_refused_not_waited_on(table: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "GPU_UTIL.csv"
+    os.mkfifo(fifo)
+    run = run_cli(_local_query(table, str(fifo)), seconds=15)
+    assert f"local path for {table} is a pipe" in run.one_line_error
+
+
+@pytest.mark.parametrize("table", ["itp.jobs", "zeus.train"])
+def test_an_endless_device_is_refused_in_bounded_time_and_memory(table: str) -> None:
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    run = run_cli(_local_query(table, "/dev/zero"), seconds=15, memory=2 << 30)
+    assert f"local path for {table} is a character device" in run.one_line_error
+    assert run.peak_mib < 500
+
+
+def test_a_local_path_that_is_not_utf8_is_one_line(tmp_path: Path, capsys) -> None:
+    path = tmp_path / os.fsdecode(b"tr\xffain.csv")
+    path.write_bytes(TRAIN_HEADER)
+    err = one_line_error(_local_query("zeus.train", str(path)), capsys)
+    assert "is not UTF-8 text" in err and "tr\\xffain.csv" in err and "ln -s" in err
+
+
+def test_a_cache_path_that_is_not_utf8_is_one_line(tmp_path: Path, monkeypatch, capsys) -> None:
+    cache = tmp_path / os.fsdecode(b"cache-\xfe")
+    monkeypatch.setenv("MLTRACES_CACHE", str(cache))
+    err = one_line_error(["sql", "SELECT count(*) FROM zeus.power"], capsys)
+    assert "MLTRACES_CACHE=" in err and "cache-\\xfe is not UTF-8 text" in err
+
+
+def test_a_cache_path_duckdb_cannot_open_is_one_line(tmp_path: Path, monkeypatch,
+                                                     capsys) -> None:
+    if os.sep != "/":
+        pytest.skip("a backslash separates folders here")
+    monkeypatch.setenv("MLTRACES_CACHE", str(tmp_path / "a\\b[1]"))
+    err = one_line_error(["sql", "SELECT count(*) FROM zeus.power"], capsys)
+    assert "MLTRACES_CACHE=" in err and "DuckDB cannot open" in err
+
+
+# --------------------------------------------------------------------------- settings that lie
+
+
+def _remember_down(cache: Path, host: str, at: float, until: float) -> None:
+    import json
+
+    state = cache / "state"
+    state.mkdir(parents=True, exist_ok=True)
+    record = {host: {"at": at, "until": until, "reason": "connection refused"}}
+    (state / "hosts.json").write_text(json.dumps(record))
+
+
+def test_a_zero_ttl_turns_the_host_memory_off_for_old_records_too(
+        fake_server, demo_registry, monkeypatch, isolated_cache: Path) -> None:
+    import time
+
+    from fakes import serve, synthetic_file
+
+    from mltraces.download import fetch_file
+
+    data = b"a,b\n" * 10
+    file = demo_registry.add(synthetic_file("ttl.csv", data))
+    serve(fake_server, file, data)
+    host = fake_server.url.split("//", 1)[1]
+    _remember_down(isolated_cache, host, time.time(), time.time() + 300)
+    monkeypatch.setenv("MLTRACES_HOST_DOWN_TTL", "0")
+    assert fetch_file(file, progress=False).read_bytes() == data
+
+
+def test_a_record_from_a_clock_ahead_does_not_block_the_host(
+        fake_server, demo_registry, isolated_cache: Path) -> None:
+    import time
+
+    from fakes import serve, synthetic_file
+
+    from mltraces.download import fetch_file
+
+    data = b"a,b\n" * 10
+    file = demo_registry.add(synthetic_file("clock.csv", data))
+    serve(fake_server, file, data)
+    host = fake_server.url.split("//", 1)[1]
+    ahead = time.time() + 30 * 86400
+    _remember_down(isolated_cache, host, ahead, ahead + 300)
+    assert fetch_file(file, progress=False).read_bytes() == data
+
+
+def test_a_recent_record_says_how_long_ago_and_until_when(isolated_cache: Path,
+                                                          monkeypatch) -> None:
+    import time
+
+    from mltraces.download import hosts
+    from mltraces.errors import HostDownError
+
+    _remember_down(isolated_cache, "example.org", time.time() - 10, time.time() + 10**6)
+    monkeypatch.setenv("MLTRACES_HOST_DOWN_TTL", "60")  # the current TTL, not the record's
+    with pytest.raises(HostDownError, match=r"unreachable 1\d s ago .*HOST_DOWN_TTL=60"):
+        hosts.check("https://example.org/x")
+    monkeypatch.setenv("MLTRACES_HOST_DOWN_TTL", "5")
+    hosts.check("https://example.org/x")  # 10 s old: past a 5 s memory
+
+
+@pytest.mark.parametrize("value", ["2", "y", "enabled", "offline", "-1"])
+def test_an_offline_value_that_means_neither_is_one_line(value, monkeypatch, capsys) -> None:
+    monkeypatch.setenv("MLTRACES_OFFLINE", value)
+    err = one_line_error(["fetch", "zeus/summary_train.csv"], capsys)
+    assert f"MLTRACES_OFFLINE='{value}' is neither on (1, true, yes, on) nor off" in err
+
+
+@pytest.mark.parametrize("value, expected", [("1", True), ("TRUE", True), (" on ", True),
+                                             ("yes", True), ("0", False), ("off", False),
+                                             ("No", False), ("", False)])
+def test_offline_spellings(value: str, expected: bool, monkeypatch) -> None:
+    from mltraces import config
+
+    monkeypatch.setenv("MLTRACES_OFFLINE", value)
+    assert config.offline() is expected
+
+
+@pytest.mark.parametrize("variable", ["MLTRACES_MAX_DOWNLOAD", "MLTRACES_MAX_UNPACKED",
+                                      "MLTRACES_HOST_DOWN_TTL", "MLTRACES_DOWNLOAD_TIMEOUT"])
+def test_a_bad_setting_is_reported_at_once_without_asking_the_server(
+        variable: str, fake_server, demo_registry, monkeypatch, capsys) -> None:
+    import time
+
+    from fakes import serve, synthetic_file
+
+    import mltraces.download as fetch_module
+
+    data = b"a,b\n" * 10
+    file = demo_registry.add(synthetic_file("bad.csv", data, size=False))
+    serve(fake_server, file, data)
+    monkeypatch.setattr(fetch_module, "RETRY_WAIT_S", 1.0)  # a retry would show in the time
+    monkeypatch.setenv(variable, "lots")
+    started = time.monotonic()
+    err = one_line_error(["fetch", file.id], capsys)
+    assert f"{variable}='lots' is not a number" in err
+    assert time.monotonic() - started < 1.0 and fake_server.requests == []

@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from mltraces.datasets.acme.hub import UTIL_FOLDER, HubFile
 from mltraces.errors import SchemaError
+from mltraces.local_paths import check_local_path
 from mltraces.logs import get_logger
 
 log = get_logger(__name__)
@@ -223,6 +224,7 @@ def find(table: str, path: Path) -> list[LocalFile]:
     belongs to another table.
     """
     path = Path(os.path.abspath(path))  # absolute, links kept (their names matter)
+    check_local_path(f"acme.{table}", path)  # no pipe, no device, no non-UTF-8 name
     if not path.exists():
         raise SchemaError(
             f"local path for acme.{table} not found: {path} (used literally: no wildcards); "
