@@ -112,3 +112,57 @@ def test_a_tables_folder_that_is_a_link_takes_no_conversion(
     err = capsys.readouterr().err.strip()
     assert "the tables folder" in err and "outside" in err and "\n" not in err
     assert list(outside.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- stale local data
+
+
+def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """Change bytes in place, keeping the size and restoring the mtime (as `touch -d` can)."""
+    import os
+
+    assert len(old) == len(new)
+    before = path.stat()
+    data = path.read_bytes()
+    assert old in data
+    with path.open("r+b") as handle:  # the same inode: only the ctime tells
+        handle.write(data.replace(old, new, 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def _util_csv(folder: Path) -> Path:
+    csv = folder / "seren" / "GPU_UTIL.csv"
+    csv.parent.mkdir(parents=True)
+    csv.write_text("Time,10.0.0.1-0,10.0.0.1-1\n"
+                   "2023-07-01 00:00:00+08:00,11,12\n"
+                   "2023-07-01 00:00:15+08:00,13,14\n")
+    return csv
+
+
+def test_a_local_util_csv_edited_in_place_is_converted_again(tmp_path: Path, capsys) -> None:
+    csv = _util_csv(tmp_path / "mine")
+    query = ["sql", "SELECT sum(value) AS total FROM acme.gpu_metrics", "--format", "csv",
+             "--local", f"acme.gpu_metrics={csv}"]
+    assert main(query) == 0
+    assert capsys.readouterr().out == "total\n50.0\n"
+    _edit_in_place(csv, b",13,14", b",93,94")
+    assert main(query) == 0
+    assert capsys.readouterr().out == "total\n210.0\n"
+
+
+def test_a_local_job_table_edited_in_place_is_converted_again(tmp_path: Path, capsys) -> None:
+    """The job tables already noticed (their record stamps the ctime): the same rule holds."""
+    import synthetic
+
+    trace = synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 20, seed=4)
+    query = ["sql", "SELECT count(*) AS n FROM acme.seren_jobs WHERE user = 'uzzzz'",
+             "--format", "csv", "--local", f"acme.seren_jobs={trace}"]
+    assert main(query) == 0
+    assert capsys.readouterr().out == "n\n0\n"
+    user = trace.read_text().splitlines()[1].split(",")[1]
+    _edit_in_place(trace, f",{user},".encode(), b",uzzzz,")
+    assert main(query) == 0
+    assert capsys.readouterr().out == "n\n1\n"

@@ -13,7 +13,8 @@
         node_metrics/cluster=seren/metric=NODE_CPU_UTILIZATION/month=2023-07/...
         ipmi_power/server_group=GPU_AB/month=2023-07/...
       local/                         files a user downloaded (``--local``), kept apart
-        converted/<key>-v<N>/        one folder per local CSV, keyed by its path, size and mtime
+        converted/<key>-v<N>/        one folder per local CSV, keyed by its path and version
+                                     (size, mtime, ctime, inode)
         parquet/<name>-<key16>/      one dataset per local path given, laid out as parquet/ above
       tmp/                           work folders (same file system, so renames are atomic)
 
