@@ -166,3 +166,55 @@ def test_a_local_job_table_edited_in_place_is_converted_again(tmp_path: Path, ca
     _edit_in_place(trace, f",{user},".encode(), b",uzzzz,")
     assert main(query) == 0
     assert capsys.readouterr().out == "n\n1\n"
+
+
+# --------------------------------------------------------------------------- xz bombs
+
+
+def _xz_bomb(path: Path, unpacked: int) -> Path:
+    """A CSV header and ``unpacked`` bytes of one endless line, xz-compressed (fast, tiny)."""
+    import lzma
+
+    packer = lzma.LZMACompressor(format=lzma.FORMAT_XZ, preset=1)
+    parts = [packer.compress(b"group_id,job_id\n")]
+    block = b"7" * (1 << 20)
+    parts += [packer.compress(block) for _ in range(unpacked >> 20)]
+    path.write_bytes(b"".join([*parts, packer.flush()]))
+    return path
+
+
+def test_an_xz_bomb_stops_at_the_unpacked_limit(tmp_path: Path, isolated_cache: Path) -> None:
+    bomb = _xz_bomb(tmp_path / "alibaba_groups.csv.xz", 64 << 20)
+    assert bomb.stat().st_size < 100_000
+    run = run_cli(["sql", "SELECT count(*) FROM zeus.alibaba_groups", "--local",
+                   f"zeus.alibaba_groups={bomb}"],
+                  env={"MLTRACES_CACHE": str(isolated_cache), "MLTRACES_MAX_UNPACKED": "2M"},
+                  seconds=20, memory=2 << 30)
+    err = run.one_line_error
+    assert "decompresses to more than 2,097,152 bytes (MLTRACES_MAX_UNPACKED=2M)" in err
+    assert "decompression bomb" in err and "larger disk" not in err
+    assert run.peak_mib < 400
+    left = [p for p in isolated_cache.rglob("*") if p.is_file() and p.stat().st_size > 1 << 20]
+    assert left == [], "nothing of the bomb stays in the cache"
+
+
+def test_a_disk_filling_while_decompressing_names_the_limit(tmp_path: Path, monkeypatch) -> None:
+    from fakes import FullDisk
+
+    from mltraces.catalog import text
+    from mltraces.catalog.problems import ConversionError
+
+    bomb = _xz_bomb(tmp_path / "groups.csv.xz", 8 << 20)
+    work = tmp_path / "work"
+    work.mkdir()
+    real_open = Path.open
+
+    def full(self: Path, mode: str = "r", *args: object, **kwargs: object) -> object:
+        handle = real_open(self, mode, *args, **kwargs)
+        return FullDisk(handle, room=3 << 20) if self.parent == work and "w" in mode else handle
+
+    monkeypatch.setattr(Path, "open", full)
+    with pytest.raises(ConversionError, match=r"filled while decompressing it, after 3,145,728 "
+                       r"bytes \(MLTRACES_MAX_UNPACKED=4G \(default\) would allow 4,294,967,296\)"):
+        text.plain_csv("groups.csv.xz", bomb, work)
+    assert list(work.iterdir()) == []
