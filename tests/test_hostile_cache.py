@@ -218,3 +218,69 @@ def test_a_disk_filling_while_decompressing_names_the_limit(tmp_path: Path, monk
                        r"bytes \(MLTRACES_MAX_UNPACKED=4G \(default\) would allow 4,294,967,296\)"):
         text.plain_csv("groups.csv.xz", bomb, work)
     assert list(work.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- leftovers
+
+SLOW_CONVERSION = """
+import sys, time
+import pyarrow.parquet as pq
+real = pq.ParquetWriter.write_table
+def slow(self, table, *args, **kwargs):
+    real(self, table, *args, **kwargs)
+    print("written", flush=True)
+    time.sleep(60)
+pq.ParquetWriter.write_table = slow
+from mltraces.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed_mid_conversion(csv: Path, cache: Path) -> list[Path]:
+    """Start a conversion of ``csv`` in a child, kill it once it wrote Parquet; its leftovers."""
+    import os
+    import signal
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CONVERSION, "sql", "SELECT count(*) FROM acme.gpu_metrics",
+         "--local", f"acme.gpu_metrics={csv}"], stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "MLTRACES_CACHE": str(cache)})
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "written\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=20)
+    tmp = cache / "acme-util" / "tmp"
+    partial = sorted(tmp.rglob("*.parquet"))
+    assert partial, "the killed conversion left a partial Parquet"
+    return partial
+
+
+def _leftovers(cache: Path) -> list[str]:
+    import os
+
+    tmp = cache / "acme-util" / "tmp"
+    mine = f".tmp-{os.getpid()}"
+    return sorted(p.name for p in tmp.iterdir() if not p.name.endswith(mine))
+
+
+def test_a_killed_conversion_leaves_nothing_after_the_next_run(
+        tmp_path: Path, isolated_cache: Path, capsys) -> None:
+    csv = _util_csv(tmp_path / "mine")
+    _killed_mid_conversion(csv, isolated_cache)
+    query = ["sql", "SELECT count(*) AS n FROM acme.gpu_metrics", "--format", "csv",
+             "--local", f"acme.gpu_metrics={csv}"]
+    assert main(query) == 0
+    assert capsys.readouterr().out == "n\n4\n"
+    assert _leftovers(isolated_cache) == []
+
+
+def test_verify_removes_what_a_killed_conversion_left(
+        tmp_path: Path, isolated_cache: Path, capsys) -> None:
+    csv = _util_csv(tmp_path / "mine")
+    partial = _killed_mid_conversion(csv, isolated_cache)
+    assert main(["verify"]) == 0
+    out = capsys.readouterr().out
+    assert f"removed  acme-util/tmp/{partial[0].parent.name}  left by a killed conversion" in out
+    assert _leftovers(isolated_cache) == []
