@@ -3,7 +3,8 @@
 Every knob a user can turn without code lives here, so the CLI, notebooks and
 library calls all see the same values:
 
-- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir).
+- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir); its path
+  must be UTF-8 and one DuckDB can open (checked once, one line naming the variable).
 - ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
   ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
 - ``MLTRACES_OFFLINE=1``: never touch the network (``1``/``true``/``yes``/``on``; ``0``/
@@ -22,10 +23,14 @@ Limits on what the network and archives may cost (each error names its setting):
 - ``MLTRACES_MAX_DOWNLOAD``: largest body accepted when neither the registry nor the
   server states a size (default ``16G``).
 - ``MLTRACES_HOST_DOWN_TTL``: seconds an unreachable host is remembered and not asked
-  again (default 300; ``0`` turns the memory off).
+  again (default 300; ``0`` turns the memory off), counted from when it was found down.
 - ``MLTRACES_MAX_UNPACKED`` / ``MLTRACES_MAX_MEMBERS``: total size (default ``4G``) and
   member count (default 10000) of an archive whose members the registry does not list
-  (a local archive); a pinned archive may hold exactly its listed members.
+  (a local archive); a pinned archive may hold exactly its listed members. The size also
+  bounds every xz input as it is decompressed.
+
+:func:`check_settings` reads them all where a download starts, so a bad value is one
+line at once rather than a failure retried as if the network were down.
 
 Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
