@@ -29,8 +29,9 @@ Limits on what the network and archives may cost (each error names its setting):
   (a local archive); a pinned archive may hold exactly its listed members. The size also
   bounds every xz input as it is decompressed.
 
-:func:`check_settings` reads them all where a download starts, so a bad value is one
-line at once rather than a failure retried as if the network were down.
+:func:`check_settings` reads them all when a command starts and where a download starts,
+so a bad value is one line at once rather than a failure retried as if the network were
+down, or a setting silently read as something else.
 
 Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
@@ -201,8 +202,9 @@ def max_members() -> int:
 def check_settings() -> None:
     """Read every network and size setting now, so a bad one is reported before any work.
 
-    Called where a download starts: a setting first read inside a retry loop would
-    otherwise look like network trouble and be retried for seconds.
+    Called by the command line first and where a download starts: a setting first
+    read inside a retry loop would otherwise look like network trouble and be retried
+    for seconds.
     """
     offline()
     download_timeout()

@@ -83,10 +83,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = checked_output(args.output)  # before the replays: a bad -o loses no work
     from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
 
-    output = checked_output(args.output)  # before the replays: a bad -o loses no work
     if args.list_traces:
         return _list_traces(args, output)
     if args.workers is not None and args.workers < 1:
