@@ -152,24 +152,16 @@ def clean_leftovers() -> list[Path]:
     owners were recorded (no ``.tmp-<pid>``) once they are a day old. Run before
     each conversion and by ``mltraces verify``.
     """
-    from mltraces.download.cleanup import OWNED, remove_orphans
+    from mltraces.download.cleanup import OWNED, entries, remove_leftover, remove_orphans
 
     folder = root() / "tmp"
     removed = remove_orphans(folder)
     now = time.time()
-    for entry in _entries(folder):
-        if OWNED.search(entry.name) is None and _age(entry, now) > _OLD_LEFTOVER_S:
-            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(
-                missing_ok=True)
+    for entry in entries(folder):
+        if OWNED.search(entry.name) is None and _age(entry, now) > _OLD_LEFTOVER_S \
+                and remove_leftover(entry):
             removed.append(entry)
     return removed
-
-
-def _entries(folder: Path) -> list[Path]:
-    try:
-        return list(folder.iterdir())
-    except OSError:
-        return []
 
 
 def _age(path: Path, now: float) -> float:
