@@ -17,7 +17,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.commands.output import frame_rows, render_rows, view_table, write_text
+from mltraces.commands.output import (
+    checked_output,
+    frame_rows,
+    render_rows,
+    view_table,
+    write_text,
+)
 
 if TYPE_CHECKING:
     from mltraces.scheduling import ScheduleResult
@@ -77,11 +83,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = checked_output(args.output)  # before the replays: a bad -o loses no work
     from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
 
     if args.list_traces:
-        return _list_traces(args)
+        return _list_traces(args, output)
     if args.workers is not None and args.workers < 1:
         raise SchedulingError(f"--workers must be at least 1, got {args.workers}")
     fig8b = args.trace.strip() == "all"
@@ -100,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     result = _replay(cases, args)
-    write_text(_render(result, args), args.output)
+    write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
     return 0
 
 
@@ -218,7 +225,7 @@ def _readable(columns: list[str], rows: list[tuple]) -> str:
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 
-def _list_traces(args: argparse.Namespace) -> int:
+def _list_traces(args: argparse.Namespace, output: Any) -> int:
     from mltraces.registry import all_sources
     from mltraces.scheduling import inputs
 
@@ -235,5 +242,6 @@ def _list_traces(args: argparse.Namespace) -> int:
               next(d.table for k, d in inputs.declared().items() if t.startswith(k[:-1]))
               for t in ids]
     rows = [(t, table, described.get(table, "")) for t, table in zip(ids, tables, strict=True)]
-    write_text(render_rows(["trace", "table", "what"], rows, args.format), args.output)
+    write_text(render_rows(["trace", "table", "what"], rows, args.format), output,
+               quiet=getattr(args, "quiet", False))
     return 0

@@ -35,7 +35,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
+    if UTIL in args.names or not args.names:
+        _clean_util_leftovers()
     return 1 if _verify_tables(bool(args.names)) or bad else 0
+
+
+def _clean_util_leftovers() -> None:
+    """Remove what killed utilization conversions left (partial Parquet, spill files)."""
+    from mltraces.datasets.acme.util import layout
+
+    for path in layout.clean_leftovers():
+        print(f"removed  {path.relative_to(layout.root().parent)}  left by a killed conversion")
 
 
 def _verify_tables(show_all: bool) -> bool:
