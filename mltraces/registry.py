@@ -104,21 +104,6 @@ class RemoteFile:
 
 
 @dataclass(frozen=True)
-class JobTrace:
-    """A job trace of a source that a scheduler can replay, as a slice of one of its tables.
-
-    ``name`` names one trace (``philly``); ``split_by`` makes one trace per value of
-    that column instead (``itp.elasticflow_jobs`` split by ``cluster`` gives
-    ``itp/cluster01`` ... ``itp/cluster10``).
-    """
-
-    table: str
-    name: str | None = None
-    split_by: str | None = None
-    description: str = ""
-
-
-@dataclass(frozen=True)
 class Source:
     """One public trace release: its files, license and citation."""
 
@@ -133,7 +118,6 @@ class Source:
     pins: dict[str, str] = field(default_factory=dict)
     expected_rows: dict[str, int] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
-    job_traces: tuple[JobTrace, ...] = ()
     folder: Path | None = None
 
     def __post_init__(self) -> None:
@@ -154,11 +138,6 @@ class Source:
             if not table.startswith(self.name + ".") or not isinstance(rows, int):
                 problems.append(f"expected_rows entry {table!r}: {rows!r} is not "
                                 f"'{self.name}.TABLE': integer")
-        for trace in self.job_traces:
-            if not trace.table.startswith(self.name + ".") or (trace.name is None) == (
-                    trace.split_by is None):
-                problems.append(f"job trace {trace}: needs a table of '{self.name}' and one "
-                                "of name or split_by")
         if problems:
             raise ValueError(f"source {self.name!r}: " + "; ".join(problems))
 
@@ -175,7 +154,7 @@ class Source:
 _FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
               "members"}
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "pins", "files",
-                "anomalies", "expected_rows", "published", "job_traces"}
+                "anomalies", "expected_rows", "published"}
 
 
 def _file_from_json(source: str, entry: Any, where: str) -> RemoteFile:
@@ -220,8 +199,7 @@ def load_source(folder: str | Path) -> Source:
             homepage=raw["homepage"], license=raw["license"], citation=citation, files=files,
             anomalies=tuple(raw.get("anomalies", ())), pins=dict(raw.get("pins", {})),
             expected_rows=dict(raw.get("expected_rows", {})),
-            published=dict(raw.get("published", {})),
-            job_traces=tuple(JobTrace(**t) for t in raw.get("job_traces", ())), folder=folder,
+            published=dict(raw.get("published", {})), folder=folder,
         )
     except (TypeError, ValueError) as error:
         raise RegistryError(f"{where}: {error}") from error
