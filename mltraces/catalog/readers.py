@@ -54,10 +54,10 @@ for by name, and ``attach`` finds their state in ``mltraces.status``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from mltraces.errors import SchemaError
 
@@ -121,36 +121,39 @@ class ViewReader(NamedTuple):
 Reader = FileReader | ViewReader
 
 
-def _convert_csv(request: ReadRequest) -> Conversion:
-    from mltraces.catalog.csv_reader import convert_csv
+class _BuiltinReaders(Mapping[str, "Reader"]):
+    """Readers every source can name, each defined by its own module as ``READER``.
 
-    return convert_csv(request)
+    Imported when a table first names one (the modules follow the protocol above,
+    so this module cannot import them up front): ``csv`` (the CSV reader),
+    ``jobs`` (``mltraces.jobs``, the union of the mapped job tables).
+    """
+
+    MODULES: ClassVar[dict[str, str]] = {"csv": "mltraces.catalog.csv_reader",
+                                          "jobs": "mltraces.catalog.jobs"}
+
+    def __getitem__(self, name: str) -> Reader:
+        if name not in self.MODULES:
+            raise KeyError(name)
+        return _builtin(self.MODULES[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.MODULES)
+
+    def __len__(self) -> int:
+        return len(self.MODULES)
+
+    def __contains__(self, name: object) -> bool:  # no import to answer
+        return name in self.MODULES
 
 
-def _attach_jobs(con: Any, schema: TableSchema, local: Path | None) -> TableStatus:
-    from mltraces.catalog.jobs import attach_jobs
-
-    return attach_jobs(con, schema, local)
-
-
-def _jobs_status(schema: TableSchema) -> TableStatus:
-    from mltraces.catalog.jobs import jobs_status
-
-    return jobs_status(schema)
-
-
-def _jobs_needs(schema: TableSchema) -> list[str]:
-    from mltraces.catalog.jobs import jobs_needs
-
-    return jobs_needs(schema)
+@cache
+def _builtin(module: str) -> Reader:
+    return importlib.import_module(module).READER
 
 
 #: Readers every source can name; a source folder's own ``READERS`` come after.
-BUILTIN: dict[str, Reader] = {
-    "csv": FileReader("csv", _convert_csv, row_label="line"),
-    # mltraces.jobs: the union of every source's mapped job tables (mltraces.jobmap)
-    "jobs": ViewReader("jobs", _attach_jobs, _jobs_status, needs=_jobs_needs),
-}
+BUILTIN: Mapping[str, Reader] = _BuiltinReaders()
 
 
 @cache
