@@ -33,9 +33,6 @@ True
 from __future__ import annotations
 
 import dataclasses
-import importlib
-import importlib.util
-import sys
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
@@ -52,32 +49,14 @@ SYNTHETIC_MODULE = "synthetic"
 Writer = Callable[..., Path]
 
 
-def _module(folder: Path) -> object | None:
-    """The source folder's ``synthetic.py`` as a module (None when it has none)."""
-    path = folder / f"{SYNTHETIC_MODULE}.py"
-    if not path.is_file():
-        return None
-    from mltraces.registry import DATASETS_DIR
-
-    if folder.parent == DATASETS_DIR:
-        return importlib.import_module(f"mltraces.datasets.{folder.name}.{SYNTHETIC_MODULE}")
-    name = f"mltraces_user_sources.{folder.name}.{SYNTHETIC_MODULE}"  # a user's source folder
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @cache
 def writers() -> dict[str, Writer]:
     """Every source's writers by registry file id (scanned once; each id checked)."""
-    from mltraces.registry import load_source, source_folders
+    from mltraces.registry import load_source, source_folders, source_module
 
     found: dict[str, Writer] = {}
     for folder in source_folders():
-        module = _module(folder)
+        module = source_module(folder.name, SYNTHETIC_MODULE)
         if module is None:
             continue
         table = getattr(module, "WRITERS", None)

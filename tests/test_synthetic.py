@@ -53,19 +53,20 @@ def _touch(path: Path) -> Path:
 
 def test_a_writer_for_a_file_its_source_does_not_register_is_refused(tmp_path, monkeypatch
                                                                      ) -> None:
-    folder = tmp_path / "mine"
+    folder = tmp_path / "sources" / "mine"  # a user's source folder
     shutil.copytree(registry.DATASETS_DIR / "itp", folder,
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", "jobs.json"))
     raw = json.loads((folder / "source.json").read_text())
     kept = {k: v for k, v in raw.items() if k not in ("expected_rows", "job_traces")}
     (folder / "source.json").write_text(json.dumps({**kept, "name": "mine"}))
     (folder / "synthetic.py").write_text("WRITERS = {'mine/nope.csv': print}\n")
-    monkeypatch.setattr(registry, "source_folders", lambda: [folder])
+    monkeypatch.setenv("MLTRACES_SOURCES", str(folder.parent))
     synthetic.writers.cache_clear()
     try:
         with pytest.raises(RegistryError, match=r"WRITERS names files \['mine/nope.csv'\]"):
             synthetic.writers()
     finally:
+        monkeypatch.setenv("MLTRACES_SOURCES", "")
         synthetic.writers.cache_clear()
 
 

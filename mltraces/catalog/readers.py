@@ -158,18 +158,16 @@ BUILTIN: Mapping[str, Reader] = _BuiltinReaders()
 
 @cache
 def source_readers(source: str) -> Mapping[str, Reader]:
-    """``READERS`` of ``mltraces/datasets/<source>/readers.py`` (empty when it has none)."""
-    module_name = f"mltraces.datasets.{source}.readers"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name in (module_name, f"mltraces.datasets.{source}"):
-            return {}
-        raise
+    """``READERS`` of the source folder's ``readers.py`` (empty when it has none)."""
+    from mltraces.registry import source_module
+
+    module = source_module(source, "readers")
+    if module is None:
+        return {}
     readers = getattr(module, "READERS", None)
     if not isinstance(readers, Mapping) or not all(
             isinstance(r, FileReader | ViewReader) and r.name == n for n, r in readers.items()):
-        raise SchemaError(f"{module_name}.READERS must map each name to a FileReader or "
+        raise SchemaError(f"{module.__name__}.READERS must map each name to a FileReader or "
                           "ViewReader carrying that name")
     return readers
 

@@ -93,9 +93,10 @@ def run(args: argparse.Namespace) -> int:
     labels, traces = _chosen(args.trace)
     # a misspelt trace, or one with no cluster to run on, fails before any download
     chosen = [_cluster(trace, args.cluster) for trace in traces]
-    con = open_catalog(args, inputs.tables_for(traces))
+    specs = any(cluster is not None for cluster in chosen)  # names: the artifact's files first
+    con = open_catalog(args, inputs.tables_for(traces, specs=specs))
     try:
-        clusters = [cluster or inputs.default_cluster(con, trace)
+        clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
                              slot=args.slot)

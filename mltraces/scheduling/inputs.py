@@ -47,10 +47,20 @@ def resolve(trace_id: str) -> Replay:
         raise SchedulingError(error.args[0]) from None
 
 
-def tables_for(trace_ids: Iterable[str], *, throughputs: bool = True) -> list[str]:
-    """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``."""
-    tables = {t for trace in trace_ids for t in resolve(trace).entry.tables} | {CLUSTER_TABLE}
-    return sorted(tables | ({THROUGHPUT_TABLE} if throughputs else set()))
+def tables_for(trace_ids: Iterable[str], *, throughputs: bool | None = None,
+               specs: bool = True) -> list[str]:
+    """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``.
+
+    The artifact's throughput profiles only when a trace names models (``throughputs``
+    None: decided from the mappings); its cluster specs unless ``specs`` is false (every
+    cluster built from a trace's capacity).
+    """
+    replays = [resolve(trace) for trace in trace_ids]
+    tables = {t for replay in replays for t in replay.entry.tables}
+    if throughputs is None:
+        throughputs = any("model" in replay.entry.columns for replay in replays)
+    return sorted(tables | ({CLUSTER_TABLE} if specs else set())
+                  | ({THROUGHPUT_TABLE} if throughputs else set()))
 
 
 def trace_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -153,13 +163,25 @@ def load_profiles(con: duckdb.DuckDBPyConnection, gpu_type: str = "A100") -> Pro
     return Profiles.from_frame(frame)
 
 
-def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str, *,
+def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSpec, *,
          gpu_type: str = "A100", label: str | None = None, **options: Any) -> Any:
-    """One :class:`~mltraces.scheduling.api.Case` read from the catalog."""
+    """One :class:`~mltraces.scheduling.api.Case` read from the catalog.
+
+    ``cluster`` is a spec name (the artifact's spec files first) or a spec; the
+    throughput profiles are read only when the trace's jobs name models.
+    """
     from mltraces.scheduling.api import Case
 
-    return Case.build(label or trace_id, load_jobs(con, trace_id), load_cluster(con, cluster),
-                      load_profiles(con, gpu_type), **options)
+    jobs = load_jobs(con, trace_id)
+    spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(con, cluster)
+    models = bool((jobs.frame["model"] != "").any())
+    return Case.build(label or trace_id, jobs, spec,
+                      load_profiles(con, gpu_type) if models else None, **options)
+
+
+def capacity_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> ClusterSpec:
+    """The cluster of the trace's own capacity, built from its name (no spec file)."""
+    return ClusterSpec.from_name(default_cluster(con, trace_id))
 
 
 def fig8b_cases(con: duckdb.DuckDBPyConnection, labels: Iterable[str] | None = None,
