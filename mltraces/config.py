@@ -127,6 +127,12 @@ def user_source_dirs() -> list[Path]:
     return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
 
 
+def user_source_folders() -> list[Path]:
+    """Every ``<dir>/<name>/`` holding a ``source.json`` in :func:`user_source_dirs`, by
+    folder (the registry checks their names; the catalog finds their schemas here)."""
+    return [p.parent for root in user_source_dirs() for p in sorted(root.glob("*/source.json"))]
+
+
 def figures_dir() -> Path | None:
     """Folder the notebooks save figures to, from ``MLTRACES_FIGURES_DIR`` (None: don't save)."""
     value = os.environ.get("MLTRACES_FIGURES_DIR", "").strip()

@@ -315,14 +315,13 @@ def user_folders() -> list[Path]:
 
     shipped = {p.parent.name for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}")}
     found: dict[str, Path] = {}
-    for root in config.user_source_dirs():
-        for path in sorted(root.glob(f"*/{SOURCE_FILE}")):
-            name = path.parent.name
-            if name in shipped or name in found:
-                raise RegistryError(f"{path}: a source named {name!r} exists already "
-                                    f"({found.get(name) or DATASETS_DIR / name}); rename the "
-                                    "folder (and the name in its source.json)")
-            found[name] = path.parent
+    for folder in config.user_source_folders():
+        name = folder.name
+        if name in shipped or name in found:
+            raise RegistryError(f"{folder / SOURCE_FILE}: a source named {name!r} exists "
+                                f"already ({found.get(name) or DATASETS_DIR / name}); rename "
+                                "the folder (and the name in its source.json)")
+        found[name] = folder
     return list(found.values())
 
 

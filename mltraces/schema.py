@@ -447,10 +447,10 @@ def schema_files() -> dict[str, Path]:
     names (``mltraces sql`` finding the tables a query mentions) stay fast;
     schemas are parsed when first asked for.
     """
-    from mltraces.registry import user_folders
+    from mltraces.config import user_source_folders
 
     found = {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
-    for folder in user_folders():
+    for folder in user_source_folders():
         found.update({f"{folder.name}.{p.stem}": p
                       for p in sorted((folder / "schemas").glob("*.json"))})
     return found

@@ -53,10 +53,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
         "files; default: the cluster Fig. 8(b) gives the trace, else the trace's own capacity",
     )
+    from mltraces.scheduling.api import POLICIES
+    from mltraces.scheduling.fig8b import FIG8B_POLICIES
+
     parser.add_argument(
-        "--policy", default="edf,gandiva,tiresias,themis,elasticflow",
-        help="edf, gandiva, tiresias, themis, elasticflow, fifo, sjf, a comma list or all "
-        "(default: the five of Fig. 8(b))",
+        "--policy", default=",".join(FIG8B_POLICIES),
+        help=f"{', '.join(POLICIES)}, a comma list or all (default: the "
+        f"{len(FIG8B_POLICIES)} of Fig. 8(b))",
     )
     parser.add_argument("--gpu-type", default="A100", choices=["A100", "T4"],
                         help="throughput profiles to use (default A100, as Fig. 8(b))")
@@ -118,7 +121,7 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
     if not traces:
         from mltraces.scheduling.errors import SchedulingError
 
-        raise SchedulingError("no trace given: name one (itp/cluster10) or use --trace all")
+        raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
     return traces, traces
 
 
@@ -176,7 +179,7 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
     cores = [
         (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
         (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
-    ]
+    ]  # (the policy, its compiled module, what it compiles, how long)
     for kind, module, what, how_long in cores:
         if any(isinstance(policy, kind) for policy in policies):
             core = importlib.import_module(f"mltraces.scheduling.{module}")

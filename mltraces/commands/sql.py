@@ -22,7 +22,7 @@ _DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
-                        help='SQL, e.g. "SELECT cluster, count(*) FROM itp.jobs GROUP BY 1"')
+                        help='SQL, e.g. "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"')
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default, for reading; every row with --output), csv, "
                         "json (one object per line) or parquet (needs --output)")
