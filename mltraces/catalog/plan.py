@@ -96,7 +96,7 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     A warm plan only checks the download stamps (no hashing, no lock): the key is
     the registry's pin, which a verified copy matches by definition.
     """
-    from mltraces.download import cached_path, fetch_file, fetch_members
+    from mltraces.download import cached_path, fetch_file
 
     files = {spec.file: _registry_file(schema, spec.file) for spec in schema.sources}
     if any(f.local for f in files.values()):
@@ -107,6 +107,13 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
+    return Plan(keys, sorted(files), verified=True, origin="upstream",
+                load=_loader(schema, files))
+
+
+def _loader(schema: TableSchema, files: dict[str, Any]) -> Callable[[], list[InputFile]]:
+    """Reads each registry file (unpacking archives, listing a local folder) when called."""
+    from mltraces.download import fetch_file, fetch_members
 
     def load() -> list[InputFile]:
         inputs: list[InputFile] = []
@@ -118,7 +125,7 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
                 inputs.append(InputFile(remote.filename, fetch_file(remote), dict(spec.columns)))
         return inputs
 
-    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
+    return load
 
 
 def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
@@ -127,27 +134,14 @@ def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
     Keyed by the files as they are (size, mtime); verified only when every file pins its
     hash, which is checked whenever the table is converted again.
     """
-    from mltraces.download import fetch_file, fetch_members
-
     if not all(f.local for f in files.values()):
         raise SchemaError(f"{schema.name} reads both local files and downloads; a table's "
                           "files are all local or all remote")
     keys = [f"{fid}={_local_key(f.path)}" for fid, f in files.items()]
-
-    def load() -> list[InputFile]:
-        inputs: list[InputFile] = []
-        for spec in schema.sources:
-            local = files[spec.file]
-            if spec.members:
-                inputs.extend(_pick_members(schema, spec, fetch_members(local), str(local.path)))
-            else:
-                inputs.append(InputFile(local.filename, fetch_file(local), dict(spec.columns)))
-        return inputs
-
     folder = next(iter(files.values())).path.parent
     return Plan(keys, [_identity(f.path) for f in files.values()],
                 verified=all(f.pinned for f in files.values()), origin=f"local: {folder}",
-                load=load)
+                load=_loader(schema, files))
 
 
 def _local_key(path: Path) -> str:
