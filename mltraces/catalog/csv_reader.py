@@ -369,3 +369,4 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
         raise SchemaDriftError(schema.name, problems) from None
     rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})").fetchall()
     return int(rows[0][0])
+

@@ -96,15 +96,24 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     A warm plan only checks the download stamps (no hashing, no lock): the key is
     the registry's pin, which a verified copy matches by definition.
     """
-    from mltraces.download import cached_path, fetch_file, fetch_members
+    from mltraces.download import cached_path, fetch_file
 
     files = {spec.file: _registry_file(schema, spec.file) for spec in schema.sources}
+    if any(f.local for f in files.values()):
+        return _source_local_plan(schema, files)
     missing = [f for f in files.values() if cached_path(f) is None]
     if missing and not fetch:
         raise _not_fetched(schema, missing)
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
+    return Plan(keys, sorted(files), verified=True, origin="upstream",
+                load=_loader(schema, files))
+
+
+def _loader(schema: TableSchema, files: dict[str, Any]) -> Callable[[], list[InputFile]]:
+    """Reads each registry file (unpacking archives, listing a local folder) when called."""
+    from mltraces.download import fetch_file, fetch_members
 
     def load() -> list[InputFile]:
         inputs: list[InputFile] = []
@@ -116,7 +125,32 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
                 inputs.append(InputFile(remote.filename, fetch_file(remote), dict(spec.columns)))
         return inputs
 
-    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
+    return load
+
+
+def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
+    """Inputs from a user's source whose files lie beside its source.json (never fetched).
+
+    Keyed by the files as they are (size, mtime); verified only when every file pins its
+    hash, which is checked whenever the table is converted again.
+    """
+    if not all(f.local for f in files.values()):
+        raise SchemaError(f"{schema.name} reads both local files and downloads; a table's "
+                          "files are all local or all remote")
+    keys = [f"{fid}={_local_key(f.path)}" for fid, f in files.items()]
+    folder = next(iter(files.values())).path.parent
+    return Plan(keys, [_identity(f.path) for f in files.values()],
+                verified=all(f.pinned for f in files.values()), origin=f"local: {folder}",
+                load=_loader(schema, files))
+
+
+def _local_key(path: Path) -> str:
+    """A local file's or folder's identity and version (a folder: every file in it)."""
+    if not path.exists():
+        return f"{_identity(path)}:missing"
+    if path.is_dir():
+        return ";".join(_stat_key(p) for p in sorted(path.iterdir()) if p.is_file())
+    return _stat_key(path)
 
 
 # --------------------------------------------------------------------------- local paths
