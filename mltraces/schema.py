@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -260,8 +259,9 @@ def sql_path(path: str | Path) -> str:
 
 
 def _escape_glob(text: str) -> str:
-    # on POSIX a backslash is a file-name character DuckDB's matcher mistakes for an escape
-    if any(c in text for c in _GLOB_CHARS) and "\\" in text and os.sep == "/":
+    from mltraces.local_paths import duckdb_cannot_open
+
+    if duckdb_cannot_open(text):
         raise SchemaError(f"cannot read {text!r}: DuckDB cannot open a path that holds both a "
                           "backslash and one of [ * ?; rename the file or its folder")
     return "".join(_GLOB_CHARS.get(c, c) for c in text)
