@@ -76,7 +76,7 @@ def hf_revision() -> str:
 
 
 # A comma starts the next override only when ``TABLE=`` follows, so a path may hold commas.
-_NEXT_OVERRIDE = re.compile(r",(?=\s*[A-Za-z_]\w*\.\w+=)")
+_NEXT_OVERRIDE = re.compile(r",(?=\s*[A-Za-z_][\w-]*\.\w+=)")
 
 
 def parse_local(spec: str | None) -> dict[str, Path]:

@@ -31,7 +31,9 @@ CITATION_FILE = "citation.bib"
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _SHA1 = re.compile(r"^[0-9a-f]{40}$")
-_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+# a source's name is also its DuckDB schema and its CLI name: lower case, words joined by
+# "_" or "-" ("alibaba-pai"; SQL then quotes it: "alibaba-pai".jobs)
+_NAME = re.compile(r"^[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*$")
 # SPDX identifiers of the licenses public data sets are released under; a source
 # with another license must be checked by a human before it is added here.
 SPDX_LICENSES = frozenset({
@@ -139,7 +141,8 @@ class Source:
     def __post_init__(self) -> None:
         problems = []
         if not _NAME.match(self.name):
-            problems.append("name must be lower-case letters, digits and '_'")
+            problems.append("name must be lower-case words of letters and digits joined by '_' "
+                            "or '-'")
         if self.license not in SPDX_LICENSES:
             problems.append(f"license {self.license!r} is not one of {sorted(SPDX_LICENSES)}")
         if "@" not in self.citation:

@@ -17,7 +17,11 @@ from pathlib import Path
 from mltraces.commands.common import add_table_options, open_catalog
 
 FORMATS = ("table", "csv", "json", "parquet")
-_DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
+# source.table, either part quoted ("alibaba-pai".jobs); a source with "-" must be quoted in SQL
+_PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
+_DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
+# the same name unquoted: SQL reads alibaba-pai.jobs as alibaba minus pai.jobs
+_BARE_DASHED = re.compile(r"(?<![\w.\"-])([a-z]\w*(?:-\w+)+)\.(\w+)(?![\w(-])", re.IGNORECASE)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -44,17 +48,34 @@ def tables_in(query: str) -> list[str] | None:
 
     known = tables()
     code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
+    _refuse_bare_dashed(code, known)
     # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
-    named = [(m.group(0), m.group(1).lower()) for m in _DOTTED.finditer(code)]
-    mentioned = {text.lower() for text, _ in named}
+    named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
+    mentioned = {name for _, name in named}
     found = [name for name in known if name in mentioned]
     if found:
         return found
     sources = {name.split(".", 1)[0] for name in known}
-    unknown = [text for text, source in named if source in sources]
+    unknown = [text for text, name in named if name.split(".", 1)[0] in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
+
+
+def _dotted_name(match: re.Match[str]) -> str:
+    """``source.table`` as the catalog names it: quoted parts exact, bare parts lower-cased."""
+    source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
+    table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
+    return f"{source}.{table}"
+
+
+def _refuse_bare_dashed(code: str, known: list[str]) -> None:
+    """A table of a source named with "-" written unquoted: say how to quote it."""
+    for match in _BARE_DASHED.finditer(code):
+        source, table = match.group(1).lower(), match.group(2).lower()
+        if f"{source}.{table}" in known:
+            raise KeyError(f'write "{source}".{table}, not {match.group(0)}: SQL reads "-" as '
+                           "a minus sign unless the name is quoted")
 
 
 def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:
