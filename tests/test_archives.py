@@ -199,3 +199,25 @@ def test_a_zip_unpacks_with_the_guarantees_of_a_tarball(
         extract_verified(evil, isolated_cache / "extracted" / "evil.zip-z")
     left = (isolated_cache / "extracted").glob("evil.zip-z*")
     assert [p.name for p in left] == ["evil.zip-z.lock"]
+
+
+def test_an_archive_read_member_by_member_is_fetched_but_never_unpacked(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    import dataclasses
+
+    from mltraces.archives import open_member
+    from mltraces.download import fetch, member_limits
+    from mltraces.errors import MltracesError
+
+    data = make_tar({"trace-data/log": b"[1]", "trace-data/util": b"x" * 1000})
+    file = dataclasses.replace(synthetic_file("big.tar.gz", data), unpack=False,
+                               members=(("trace-data/log", 3), ("trace-data/util", 1000)))
+    file = demo_registry.add(file)
+    serve(fake_server, file, data)
+    paths = fetch(file.id)
+    assert list(paths) == [file.id] and not (isolated_cache / "extracted").exists()
+    with open_member(paths[file.id], "trace-data/log", member_limits(file)) as stream:
+        assert stream.read() == b"[1]"
+    with pytest.raises(MltracesError, match="unpack: false"):
+        fetch_members(file.id)

@@ -47,3 +47,38 @@ def test_registry_hashes_agree_with_the_upstream_manifest(upstream_dir: Path) ->
         assert file.size == int(row["size"])
         assert file.sha256 == row["sha256"]
         assert file.git_blob == row["git_blob_sha1"]
+
+
+def test_archive_entries_list_members_by_size_or_published_hash(tmp_path: Path) -> None:
+    import json
+
+    from mltraces.errors import RegistryError
+    from mltraces.registry import Member, load_source
+
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "citation.bib").write_text("@misc{demo, title={Demo}}")
+    entry = {"url": "https://example.org/c0ffee/t.tar.gz", "sha256": "a" * 64, "kind": "tar.gz",
+             "unpack": False, "members": {"t/log": 12, "t/x.csv": {"sha256": "b" * 64}}}
+
+    def source(**changes: object) -> object:
+        raw = {"name": "demo", "title": "", "description": "", "homepage": "", "license": "MIT",
+               "files": [{**entry, **changes}]}
+        (folder / "source.json").write_text(json.dumps(raw))
+        return load_source(folder)
+
+    file = source().files[0]
+    assert file.members == (Member("t/log", 12), Member("t/x.csv", None, "b" * 64))
+    assert file.archive and not file.unpacked
+    assert RemoteFile(id="x/y", url="https://a/b", description="", sha256="a" * 64,
+                      kind="zip", members=(("m", 3),)).members == (Member("m", 3),)
+    for changes, problem in [
+        ({"members": {"t/log": {"sha": "c"}}}, "unknown keys"),
+        ({"members": {"t/log": {}}}, "give its size in bytes, its sha256 or both"),
+        ({"members": {"t/log": {"sha256": "xyz"}}}, "is not 64 hex digits"),
+        ({"kind": "file"}, "is not an archive"),
+        ({"kind": "rar"}, "is not one of 'file', 'tar.gz', 'zip'"),
+        ({"kind": "file", "members": {}}, "unpack: false is for archives only"),
+    ]:
+        with pytest.raises(RegistryError, match=problem):
+            source(**changes)
