@@ -64,8 +64,8 @@ _CONSTRAINTS = {
 _ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
 _SEVERITIES = {"error", "warning"}
 MEMBER_STEM = "{member_stem}"
-#: Names of the readers built into the catalog (``mltraces.catalog.readers.BUILTIN``, all
-#: converting files): a table naming one is known to be converted without loading them.
+#: Names of the file readers built into the catalog (``mltraces.catalog.readers.BUILTIN``):
+#: a table naming one is known to be converted without loading the readers.
 BUILTIN_FILE_READERS = frozenset({"csv"})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -226,15 +226,6 @@ class TableSchema:
         return tuple(f for f in self.fields if f.name not in added)
 
     @property
-    def external(self) -> bool:
-        """True when the reader provides the view itself over data it manages (no conversion)."""
-        if self.reader in BUILTIN_FILE_READERS:
-            return False
-        from mltraces.catalog.readers import reader_for
-
-        return reader_for(self).kind == "view"
-
-    @property
     def file_ids(self) -> tuple[str, ...]:
         """Registry ids of the files this table reads (each once), header files included."""
         return tuple(dict.fromkeys(f for s in self.sources for f in s.file_ids))
@@ -341,7 +332,9 @@ def _parse_field(raw: Any, where: str, problems: list[str]) -> Field | None:
 def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[SourceSpec, ...]:
     sources = []
     raw_sources = block.get("sources")
-    if not isinstance(raw_sources, list) or not raw_sources:
+    # a file reader needs files; a view reader may serve other tables (mltraces.jobs)
+    if not isinstance(raw_sources, list) or (
+            not raw_sources and block.get("reader") in BUILTIN_FILE_READERS):
         problems.append(f"{where}: mltraces.sources must be a non-empty list")
         return ()
     for raw in raw_sources:
@@ -391,12 +384,9 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
             problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
     if "." not in schema.name:
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
-    elif schema.reader not in BUILTIN_FILE_READERS:  # a source's own: load the readers
-        from mltraces.catalog.readers import reader_problem
-
-        problem = reader_problem(schema.reader, schema.schema_name)
-        if problem:
-            problems.append(f"{where}: {problem}")
+    if not re.match(r"^[a-z][a-z0-9_]*$", schema.reader):
+        problems.append(f"{where}: reader {schema.reader!r} must be a reader's name (csv, or "
+                        "one of the source's own in mltraces/datasets/<source>/readers.py)")
 
 
 def _parse_dialect(block: dict, where: str, problems: list[str]) -> Dialect:

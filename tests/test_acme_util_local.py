@@ -94,7 +94,7 @@ def node_cells(con, cluster: str, metric: str) -> Counter:
 
 def status(con, table: str) -> tuple:
     return con.execute(
-        'SELECT state, origin, reason FROM mltraces.status WHERE "table" = ?', [table]
+        'SELECT state, origin, reason FROM mltraces.status WHERE table_name = ?', [table]
     ).fetchone()
 
 

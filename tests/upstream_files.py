@@ -23,9 +23,10 @@ def manifest_rows(upstream: Path = UPSTREAM) -> list[dict[str, str]]:
 
 def tables_with_upstream_files(upstream: Path = UPSTREAM) -> list[str]:
     """Catalog tables whose every input file has a real copy in ``upstream``."""
+    from mltraces.catalog import is_view_table
     from mltraces.registry import get_file
     from mltraces.schema import all_schemas
 
     here = {row["url"] for row in manifest_rows(upstream)}
-    return sorted(name for name, schema in all_schemas().items()
-                  if not schema.external and all(get_file(f).url in here for f in schema.file_ids))
+    return sorted(name for name, schema in all_schemas().items() if not is_view_table(schema)
+                  and all(get_file(f).url in here for f in schema.file_ids))

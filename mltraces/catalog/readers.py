@@ -42,9 +42,13 @@ pipeline, too large for one Parquet file)::
     status(schema) -> TableStatus               # the same answer without a connection
     local_status(schema, local) -> TableStatus  # optional: a local override's, at once
                                                 # (nothing converted, hashed or fetched)
+    needs(schema) -> list[str]                  # optional: catalog tables the view reads
 
 The view has the schema's fields in order; the status row says whether there is
-anything to read and, if not, how to get it.
+anything to read and, if not, how to get it. A view that reads other catalog
+tables (``mltraces.jobs``, the union of every mapped job table) names them in
+``needs``: ``connect()`` sets them up first, from the cache unless they were asked
+for by name, and ``attach`` finds their state in ``mltraces.status``.
 """
 
 from __future__ import annotations
@@ -140,6 +144,7 @@ class ViewReader(NamedTuple):
     status: Callable[[TableSchema], TableStatus]
     kind: str = "view"
     local_status: Callable[[TableSchema, Path], TableStatus] | None = None
+    needs: Callable[[TableSchema], list[str]] | None = None
 
 
 Reader = FileReader | ViewReader
@@ -151,8 +156,30 @@ def _convert_csv(request: ReadRequest) -> Conversion:
     return convert_csv(request)
 
 
+def _attach_jobs(con: Any, schema: TableSchema, local: Path | None) -> TableStatus:
+    from mltraces.catalog.jobs import attach_jobs
+
+    return attach_jobs(con, schema, local)
+
+
+def _jobs_status(schema: TableSchema) -> TableStatus:
+    from mltraces.catalog.jobs import jobs_status
+
+    return jobs_status(schema)
+
+
+def _jobs_needs(schema: TableSchema) -> list[str]:
+    from mltraces.catalog.jobs import jobs_needs
+
+    return jobs_needs(schema)
+
+
 #: Readers every source can name; a source folder's own ``READERS`` come after.
-BUILTIN: dict[str, Reader] = {"csv": FileReader("csv", _convert_csv, row_label="line")}
+BUILTIN: dict[str, Reader] = {
+    "csv": FileReader("csv", _convert_csv, row_label="line"),
+    # mltraces.jobs: the union of every source's mapped job tables (mltraces.jobmap)
+    "jobs": ViewReader("jobs", _attach_jobs, _jobs_status, needs=_jobs_needs),
+}
 
 
 @cache
@@ -196,5 +223,9 @@ def reader_problem(name: str, source: str) -> str | None:
 
 
 def reader_for(schema: TableSchema) -> Reader:
-    """The reader a schema names."""
-    return resolve(schema.reader, schema.schema_name)
+    """The reader a schema names; an unknown name is an error naming the schema file."""
+    try:
+        return resolve(schema.reader, schema.schema_name)
+    except SchemaError as error:
+        raise SchemaError(f"{schema.path or schema.name}: {error}") from None
+

@@ -133,16 +133,39 @@ def _missing_data(con, named: list[str] | None) -> str | None:
     Only tables their source serves itself can be empty for that reason: a table the
     catalog converts and cannot build already failed (named tables are strict).
     """
-    from mltraces.catalog import read_status
+    from mltraces.catalog import is_view_table, read_status
     from mltraces.schema import get_schema
 
-    served = [t for t in named or [] if get_schema(t).external]
+    served = [t for t in named or [] if is_view_table(get_schema(t))]
     status = (read_status(con) or {}) if served else {}
     for table in served:
         row = status.get(table)
         if row is not None and not row.usable:
             return f"{table} has no data: {row.reason}"
     return None
+
+
+def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> None:
+    """Say which traces ``mltraces.jobs`` lacks; refuse a query that names one of them.
+
+    A query filtered to a trace that is not fetched would print an empty result.
+    """
+    from mltraces.jobmap import JOBS_TABLE
+
+    if JOBS_TABLE not in (named or []):
+        return
+    from mltraces.catalog import read_status
+    from mltraces.catalog.jobs import coverage, missing_notice
+    from mltraces.errors import MltracesError
+
+    missing = coverage(read_status(con) or {}).missing
+    literals = {m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", query)}
+    asked = [(t, reason) for t, reason in missing if t.trace in literals]
+    if asked:
+        raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
+                            + missing_notice(asked))
+    if missing and not quiet:
+        print(f"note: {missing_notice(missing)}", file=sys.stderr)
 
 
 def _query_error(error: Exception) -> str:
@@ -177,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         problem = _missing_data(con, named)
         if problem:
             raise MltracesError(problem)
+        _missing_traces(con, args.query, named, getattr(args, "quiet", False))
         try:
             relation = con.sql(args.query)
         except duckdb.Error as error:
