@@ -92,7 +92,7 @@ _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "sy
                "replay", "capacity", "warnings"}
 _TIME_KEYS = {"kind", "zone", "origin"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
-_TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
+_TRACE = re.compile(r"^[a-z][a-z0-9_-]*/[A-Za-z0-9_.-]+$")  # the source may hold "-"
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
                      r"\{(?:cluster|vc)\})+)*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -476,6 +476,8 @@ def check_binds(entry: JobTable, con: duckdb.DuckDBPyConnection | None = None) -
     try:
         columns = [f"CAST(NULL AS {f.duckdb_type}) AS {quote_ident(f.name)}"
                    for f in schema.fields]
+        # a derived column may read where its row came from, as the converted Parquet holds it
+        columns += ["CAST(NULL AS VARCHAR) AS _source", "CAST(NULL AS BIGINT) AS _row"]
         relation = f"(SELECT {', '.join(columns)} WHERE false)"
         derived = ", ".join(f"CAST(({d.sql}) AS {d.duckdb_type}) AS {quote_ident(d.name)}"
                             for d in schema.derived)
