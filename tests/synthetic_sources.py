@@ -63,10 +63,14 @@ def _repinned(file: RemoteFile, path: Path) -> RemoteFile:
         git_blob=found.git_blob if file.git_blob else None, members=tuple(members))
 
 
-def pinned_to(source: Source, files: dict[str, Path]) -> Source:
-    """``source`` with every file that has a synthetic copy pinned to that copy."""
+def pinned_to(source: Source, files: dict[str, Path], rows: dict[str, int] | None = None
+              ) -> Source:
+    """``source`` with every file that has a synthetic copy pinned to that copy, and the
+    synthetic tables' row counts as its expected rows (a ``validate`` rule)."""
     repinned = tuple(_repinned(f, files[f.url]) if f.url in files else f for f in source.files)
-    return dataclasses.replace(source, files=repinned)
+    expected = {t: n for t, n in source.expected_rows.items() if t not in (rows or {})}
+    expected.update({t: n for t, n in (rows or {}).items() if t in source.expected_rows})
+    return dataclasses.replace(source, files=repinned, expected_rows=expected)
 
 
 @contextmanager
@@ -86,5 +90,5 @@ def served(root: Path, sources: dict[str, Source], monkeypatch: Any) -> Iterator
 def synthetic_source(name: str, root: Path, **options: Any) -> tuple[Source, Any]:
     """Write ``name``'s synthetic files under ``root``; the repinned source and what was written."""
     written = generators()[name].write(root, **options)
-    return pinned_to(all_sources()[name], written.files), written
+    return pinned_to(all_sources()[name], written.files, written.rows), written
 

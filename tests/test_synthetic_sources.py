@@ -33,7 +33,10 @@ def test_a_synthetic_source_fetches_verifies_and_validates(
         report = validate(tables)
         assert not failed(report), report[report.failing_rows != 0].to_string()
         assert set(report.table) == set(tables)
-        con = connect(tables=tables, strict=True)
+        con = connect(tables=[*tables, "mltraces.jobs"], strict=True)
         counted = {t: scalar(con, f"SELECT count(*) FROM {get_schema(t).qualified}")
                    for t in written.rows}
         assert counted == written.rows
+        per_cluster = rows(con, "SELECT cluster, count(*) FROM mltraces.jobs WHERE "
+                           f"starts_with(trace, '{name}/') GROUP BY 1")
+        assert dict(per_cluster) == written.jobs
