@@ -86,8 +86,9 @@ class Field(NamedTuple):
     @property
     def duckdb_type(self) -> str:
         """The explicit DuckDB type the catalog reads this column as (never sniffed)."""
-        if self.type == "datetime":
-            with_offset = self.format in (None, "default", "any") or "%z" in self.format
+        if self.type == "datetime":  # an offset (%z) or a zone name (%Z: PDT) makes an instant
+            with_offset = self.format in (None, "default", "any") or any(
+                z in self.format for z in ("%z", "%Z"))
             return "TIMESTAMPTZ" if with_offset else "TIMESTAMP"
         return _DUCKDB_TYPES[self.type]
 
