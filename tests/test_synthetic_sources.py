@@ -18,7 +18,7 @@ GENERATED = sorted(generators())
 
 
 def test_sources_with_absent_files_have_generators() -> None:
-    assert {"alibaba-pai", "helios"} <= set(GENERATED)
+    assert {"alibaba-pai", "helios", "philly"} <= set(GENERATED)
 
 
 @pytest.mark.parametrize("name", GENERATED)
