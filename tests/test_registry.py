@@ -89,3 +89,20 @@ def test_archive_entries_list_members_by_size_or_published_hash(tmp_path: Path) 
     ]:
         with pytest.raises(RegistryError, match=problem):
             source(**changes)
+
+
+def test_a_source_without_a_licence_says_so_on_its_card(monkeypatch) -> None:
+    import dataclasses
+
+    from mltraces.commands.info import format_source
+    from mltraces.registry import NO_LICENSE, all_sources, get_source, set_override
+
+    bare = dataclasses.replace(get_source("pollux"), license=NO_LICENSE)
+    set_override({**all_sources(), "pollux": bare})
+    try:
+        card = format_source("pollux")
+    finally:
+        set_override(None)
+    assert "license:  none stated by the publisher (NOASSERTION)" in card
+    with pytest.raises(ValueError, match="license 'Proprietary' is not one of"):
+        dataclasses.replace(bare, license="Proprietary")

@@ -13,6 +13,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_table_options(parser)
 
 
+def _license(spdx: str) -> str:
+    from mltraces.registry import NO_LICENSE
+
+    if spdx == NO_LICENSE:
+        return (f"none stated by the publisher ({NO_LICENSE}); ask before you redistribute, "
+                "see the anomalies")
+    return spdx
+
+
 def format_source(name: str) -> str:
     """The data card of one source as plain text."""
     from mltraces.registry import get_source
@@ -22,7 +31,7 @@ def format_source(name: str) -> str:
         f"{source.title}",
         f"name:     {source.name}",
         f"homepage: {source.homepage}",
-        f"license:  {source.license}",
+        f"license:  {_license(source.license)}",
         "pins:     " + ", ".join(f"{k} {v}" for k, v in source.pins.items()),
         f"files:    {len(source.files)}",
         "",
