@@ -13,6 +13,8 @@ library calls all see the same values:
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
   ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
+- ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
+  folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.
 
 Limits on what the network and archives may cost (each error names its setting):
 
@@ -76,7 +78,7 @@ def hf_revision() -> str:
 
 
 # A comma starts the next override only when ``TABLE=`` follows, so a path may hold commas.
-_NEXT_OVERRIDE = re.compile(r",(?=\s*[A-Za-z_][\w-]*\.\w+=)")
+_NEXT_OVERRIDE = re.compile(r",(?=\s*[A-Za-z_]\w*\.\w+=)")
 
 
 def parse_local(spec: str | None) -> dict[str, Path]:
@@ -108,6 +110,27 @@ def parse_local(spec: str | None) -> dict[str, Path]:
 def local_tables() -> dict[str, Path]:
     """Table overrides from ``MLTRACES_LOCAL``."""
     return parse_local(os.environ.get("MLTRACES_LOCAL"))
+
+
+def user_source_dirs() -> list[Path]:
+    """Folders whose subfolders are a user's own sources (``MLTRACES_SOURCES``).
+
+    Unset: the platform's config folder, ``<user config dir>/sources`` (read only if it
+    exists); set but empty: none (tests run this way).
+    """
+    value = os.environ.get("MLTRACES_SOURCES")
+    if value is None:
+        import platformdirs
+
+        default = Path(platformdirs.user_config_dir(APP_NAME)) / "sources"
+        return [default] if default.is_dir() else []
+    return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
+
+
+def user_source_folders() -> list[Path]:
+    """Every ``<dir>/<name>/`` holding a ``source.json`` in :func:`user_source_dirs`, by
+    folder (the registry checks their names; the catalog finds their schemas here)."""
+    return [p.parent for root in user_source_dirs() for p in sorted(root.glob("*/source.json"))]
 
 
 def figures_dir() -> Path | None:

@@ -92,7 +92,7 @@ _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "sy
                "replay", "capacity", "warnings"}
 _TIME_KEYS = {"kind", "zone", "origin"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
-_TRACE = re.compile(r"^[a-z][a-z0-9_-]*/[A-Za-z0-9_.-]+$")  # the source may hold "-"
+_TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
                      r"\{(?:cluster|vc)\})+)*$")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -401,19 +401,22 @@ def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
 
 
 def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
-               extra: Iterable[str] = ()) -> str:
+               extra: Iterable[str] = (), absolute: bool = False) -> str:
     """``SELECT`` of the common columns (schema order) of one mapped table.
 
     ``relation`` is the table's typed view (or any relation with its columns),
     ``names`` its column names; ``extra`` columns of ``relation`` are passed
     through after the common ones (``_source``, ``_row`` for validation).
+    ``absolute`` counts the seconds of clock and unix times from the Unix epoch
+    instead of the trace's origin (no scan for the first submission: a replay
+    counts from its own first job).
     """
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
     times = _Times(entry, expr, relation)
-    origin = times.origin()
+    origin = "0" if absolute else times.origin()
     state, state_raw = _state(entry, expr)
 
     def typed(name: str, sql: str) -> str:
@@ -451,11 +454,12 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {relation})")
 
 
-def table_select_sql(entry: JobTable, *, extra: Iterable[str] = ()) -> str:
+def table_select_sql(entry: JobTable, *, extra: Iterable[str] = (), absolute: bool = False
+                     ) -> str:
     """:func:`select_sql` over the table's catalog view (``acme.seren_jobs``)."""
     schema = get_schema(entry.table)
     names = [*schema.field_names, *(d.name for d in schema.derived)]
-    return select_sql(entry, schema.qualified, names, extra=extra)
+    return select_sql(entry, schema.qualified, names, extra=extra, absolute=absolute)
 
 
 def empty_sql() -> str:
@@ -511,3 +515,71 @@ def _check_clock_types(con: duckdb.DuckDBPyConnection, entry: JobTable, relation
         if kind not in ("TIMESTAMP", "TIMESTAMP WITH TIME ZONE"):
             raise RegistryError(f"{entry.path}: {entry.table}'s {key} is {kind}, not a time; "
                                 "use time.kind unix or relative for numbers of seconds")
+
+
+# --------------------------------------------------------------------------- replays
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A trace id ``mltraces schedule --trace`` accepts: a mapped table, maybe one slice."""
+
+    trace_id: str
+    entry: JobTable
+    where: Mapping[str, str] = field(default_factory=dict)  # common column -> value
+
+
+def _template(name: str) -> re.Pattern[str]:
+    """``raw/{cluster}`` -> a pattern capturing the cluster (one path segment)."""
+    parts = re.split(r"(\{(?:cluster|vc)\})", name)
+    return re.compile("^" + "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else
+                                    re.escape(p) for p in parts) + "$")
+
+
+def replay_names() -> dict[str, JobTable]:
+    """Every declared replay name as ``source/name`` (templates unexpanded) -> its table."""
+    return {f"{e.source}/{name}": e for e in job_tables().values() for name in e.replay}
+
+
+def resolve_replay(trace_id: str) -> Replay:
+    """The table (and slice) behind a trace id; literal names before ``{cluster}`` ones."""
+    source, _, name = trace_id.partition("/")
+    entries = [e for e in job_tables().values() if e.source == source]
+    for entry in entries:
+        if name in entry.replay:
+            return Replay(trace_id, entry)
+    for entry in entries:
+        for template in entry.replay:
+            found = _template(template).match(name) if "{" in template else None
+            if found:
+                return Replay(trace_id, entry, found.groupdict())
+    known = ", ".join(sorted(replay_names()))
+    raise KeyError(f"unknown trace {trace_id!r}; traces are SOURCE/NAME: {known} ({{cluster}}: "
+                   "one per cluster; `mltraces schedule --list-traces` expands them)")
+
+
+def expand_replays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, JobTable]]:
+    """Every replayable trace id, templates expanded from the data on ``con`` (a table that
+    cannot be read there stays ``source/{cluster}``)."""
+    import duckdb
+
+    ids: list[tuple[str, JobTable]] = []
+    for key, entry in replay_names().items():
+        if "{" not in key:
+            ids.append((key, entry))
+            continue
+        columns = re.findall(r"\{(cluster|vc)\}", key)
+        listed = ", ".join(quote_ident(c) for c in columns)
+        try:
+            values = con.execute(f"SELECT DISTINCT {listed} FROM ({table_select_sql(entry)}) "
+                                 f"WHERE {' AND '.join(f'{c} IS NOT NULL' for c in columns)} "
+                                 "ORDER BY ALL").fetchall()
+        except duckdb.Error:
+            ids.append((key, entry))
+            continue
+        for row in values:
+            name = key
+            for column, value in zip(columns, row, strict=True):
+                name = name.replace("{" + column + "}", str(value))
+            ids.append((name, entry))
+    return ids

@@ -456,20 +456,29 @@ def load_schema(path: str | Path) -> TableSchema:
     except (OSError, ValueError) as error:
         raise SchemaError(f"cannot read schema {path}: {error}") from error
     schema = parse_schema(raw, path)
-    if f"{path.parent.name}.{path.stem}" != schema.name:
+    source = path.parent.parent.name if path.parent.name == "schemas" else path.parent.name
+    if f"{source}.{path.stem}" != schema.name:
         raise SchemaError(f"{path}: schema name {schema.name!r} does not match "
-                          "schemas/<source>/<table>.json")
+                          "schemas/<source>/<table>.json (or <source folder>/schemas/<table>.json)")
     return schema
 
 
 @cache
 def schema_files() -> dict[str, Path]:
-    """Every shipped schema file by table name, from the file names alone (nothing parsed).
+    """Every schema file by table name, from the file names alone (nothing parsed).
 
-    Commands that only need names (``mltraces sql`` finding the tables a query
-    mentions) stay fast; schemas are parsed when first asked for.
+    The shipped ones (``schemas/<source>/<table>.json``), then those of a user's own
+    source folders (``<folder>/schemas/<table>.json``). Commands that only need
+    names (``mltraces sql`` finding the tables a query mentions) stay fast;
+    schemas are parsed when first asked for.
     """
-    return {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
+    from mltraces.config import user_source_folders
+
+    found = {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
+    for folder in user_source_folders():
+        found.update({f"{folder.name}.{p.stem}": p
+                      for p in sorted((folder / "schemas").glob("*.json"))})
+    return found
 
 
 @cache

@@ -524,33 +524,11 @@ def test_sql_sets_up_only_named_tables_and_refuses_unknown_ones() -> None:
         tables_in("SELECT * FROM itp.job")
 
 
-def test_sql_finds_quoted_names_and_says_how_to_quote_a_dashed_source(monkeypatch) -> None:
-    import mltraces.catalog
+def test_sql_finds_quoted_table_names(monkeypatch) -> None:
     from mltraces.commands.sql import tables_in
 
-    monkeypatch.setattr(mltraces.catalog, "tables", lambda: ["alibaba-pai.jobs", "itp.jobs"])
-    assert tables_in('SELECT * FROM "alibaba-pai".jobs JOIN "itp"."jobs" USING (x)') == [
-        "alibaba-pai.jobs", "itp.jobs"]
-    assert tables_in('SELECT * FROM "alibaba-pai"."jobs"') == ["alibaba-pai.jobs"]
-    with pytest.raises(KeyError, match=r'write "alibaba-pai"\.jobs, not alibaba-pai\.jobs'):
-        tables_in("SELECT * FROM alibaba-pai.jobs")
-    with pytest.raises(KeyError, match=r'unknown table \W+"alibaba-pai"\.job\W'):
-        tables_in('SELECT * FROM "alibaba-pai".job')
-
-
-def test_local_overrides_and_source_names_may_hold_a_dash() -> None:
-    from mltraces.config import parse_local
-    from mltraces.registry import Source
-
-    found = parse_local("alibaba-pai.jobs=/tmp/a,b.csv,itp.jobs=/tmp/i.csv")
-    assert {k: str(v) for k, v in found.items()} == {"alibaba-pai.jobs": "/tmp/a,b.csv",
-                                                    "itp.jobs": "/tmp/i.csv"}
-    fields = dict(title="", description="", homepage="", license="MIT", citation="@x{y}",
-                  files=())
-    assert Source(name="alibaba-pai", **fields).name == "alibaba-pai"
-    for bad in ("alibaba--pai", "-pai", "pai-", "Pai"):
-        with pytest.raises(ValueError, match="lower-case words"):
-            Source(name=bad, **fields)
+    assert tables_in('SELECT * FROM "itp"."jobs" JOIN itp."testbed_jobs" USING (job_id)') == [
+        "itp.jobs", "itp.testbed_jobs"]
 
 
 def test_cli_sql_on_an_unavailable_table_says_why_once(monkeypatch, capsys) -> None:

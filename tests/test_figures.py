@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-import synthetic
+from upstream_files import synthetic_tables
 
 import mltraces
 from mltraces import figures
@@ -51,9 +51,13 @@ def real_con(
 
 @pytest.fixture(scope="module")
 def job_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
+    """Every absent table's files, synthetic in the upstream formats (mltraces.synthetic)."""
+    from mltraces.synthetic import write_tables
+
     folder = tmp_path_factory.mktemp("synthetic")
-    return synthetic.write_local_tables(folder, SEREN_ROWS, KALOS_ROWS, groups=10, seed=0)
+    sizes = {"acme/trace_seren.csv": SEREN_ROWS, "acme/trace_kalos.csv": KALOS_ROWS,
+             "zeus/alibaba_groups.csv.xz": 10}
+    return write_tables(folder, synthetic_tables(), seed=0, rows=sizes)
 
 
 @pytest.fixture(scope="module")

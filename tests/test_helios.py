@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from catalog_fixtures import loopback_only, rows  # noqa: F401
-from synthetic_sources import served, synthetic_source
+from synthetic_sources import served
 
 from mltraces.catalog import connect, materialize
 from mltraces.catalog.problems import SchemaDriftError
@@ -17,11 +17,11 @@ TABLES = ["helios.jobs", "helios.gpu_capacity", "helios.venus_gpu_capacity_2021"
 
 
 def test_jobs_and_capacity_per_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source, written = synthetic_source("helios", tmp_path, jobs=1_000, seed=5)
-    with served(tmp_path, {"helios": source}, monkeypatch):
+    with served(tmp_path, ["helios"], monkeypatch, rows=1_000, seed=5):
         con = connect(tables=TABLES, strict=True)
-    assert dict(rows(con, "SELECT cluster, count(*) FROM helios.jobs GROUP BY 1")) == written.jobs
-    assert sum(written.jobs.values()) == 1_000
+    per_cluster = {c.lower(): n for c, n in synthetic.split(1_000).items()}
+    assert dict(rows(con, "SELECT cluster, count(*) FROM helios.jobs GROUP BY 1")) == per_cluster
+    assert sum(per_cluster.values()) == 1_000
     assert rows(con, "SELECT count(*) FROM helios.jobs WHERE state = 'SUSPENDED'") == [(1,)]
     assert rows(con, "SELECT count(*) FROM helios.jobs WHERE duration <> "
                 "epoch(end_time) - epoch(start_time) OR queue <> "
@@ -31,7 +31,7 @@ def test_jobs_and_capacity_per_cluster(tmp_path: Path, monkeypatch: pytest.Monke
     assert totals == [("earth", 25, 181), ("saturn", 30, 181), ("uranus", 20, 181),
                       ("venus", 25, 181)]
     for cluster in ("Venus", "Earth"):
-        wide = synthetic.gpu_number(cluster, 5)
+        wide = synthetic.gpu_number(cluster)
         found = rows(con, "SELECT sum(gpus), max(total) FROM helios.gpu_capacity "
                      f"WHERE cluster = '{cluster.lower()}'")
         assert found == [(int(wide.drop(columns=["date", "total"]).to_numpy().sum()),
@@ -45,8 +45,7 @@ def test_jobs_and_capacity_per_cluster(tmp_path: Path, monkeypatch: pytest.Monke
 def test_a_zip_without_a_cluster_is_a_drift_error(tmp_path: Path) -> None:
     import zipfile
 
-    written = synthetic.write(tmp_path / "mirror", jobs=100)
-    whole = written.files[synthetic.URL]
+    whole = synthetic.write_zip(tmp_path / "whole.zip", 100)
     cut = tmp_path / "data.zip"
     with zipfile.ZipFile(whole) as source, zipfile.ZipFile(cut, "w") as target:
         for info in source.infolist():

@@ -224,13 +224,3 @@ def test_sql_names_the_missing_traces_and_refuses_a_query_about_one(real_cache, 
     assert main(["sql", "SELECT count(*) FROM mltraces.jobs WHERE trace = 'acme/kalos'"]) == 1
     assert "the query names acme/kalos: mltraces.jobs lacks 1 trace: acme/kalos not fetched " \
            "(run `mltraces fetch acme`)" in capsys.readouterr().err
-
-
-def test_a_source_with_a_dash_names_its_traces(tmp_path: Path) -> None:
-    folder = tmp_path / "alibaba-pai"
-    folder.mkdir()
-    entry = {"table": "alibaba-pai.jobs", "trace": "alibaba-pai/jobs", "time": {"kind": "unix"},
-             "columns": {"job_id": "job_name", "submit": "start_time", "num_gpu": "num_gpu"}}
-    (folder / "jobs.json").write_text(json.dumps({"tables": [entry]}))
-    [table] = jobmap.load_mapping(folder)
-    assert table.trace == "alibaba-pai/jobs"

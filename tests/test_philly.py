@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from catalog_fixtures import loopback_only, rows, scalar  # noqa: F401
-from synthetic_sources import served, synthetic_source
+from synthetic_sources import served
 
 from mltraces.catalog import connect, materialize
 from mltraces.catalog.problems import SchemaDriftError
+from mltraces.synthetic import file_seed
 
 synthetic = importlib.import_module("mltraces.datasets.philly.synthetic")
 TABLES = ["philly.jobs", "philly.attempts", "philly.attempt_gpus", "philly.machines",
@@ -23,16 +24,14 @@ TABLES = ["philly.jobs", "philly.attempts", "philly.attempt_gpus", "philly.machi
 
 @pytest.fixture
 def philly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    source, written = synthetic_source("philly", tmp_path / "mirror", jobs=600, seed=11,
-                                       minutes=90, machines=3)
-    with served(tmp_path / "mirror", {"philly": source}, monkeypatch):
+    with served(tmp_path / "mirror", ["philly"], monkeypatch, rows=600, seed=11):
         con = connect(tables=TABLES, strict=True)
-    return con, written
+    return con, file_seed("philly/trace-data.tar.gz", 11)
 
 
 def test_jobs_follow_the_notebooks_derivations(philly) -> None:
-    con, _ = philly
-    log = synthetic.job_log(600, seed=11)
+    con, seed = philly
+    log = synthetic.job_log(600, seed)
     found = {r[0]: r[1:] for r in rows(con, "SELECT job_id, num_attempts, num_gpu, "
                                        "first_start::VARCHAR, last_end::VARCHAR FROM philly.jobs")}
     for job in log:

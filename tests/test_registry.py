@@ -64,13 +64,13 @@ def test_archive_entries_list_members_by_size_or_published_hash(tmp_path: Path) 
 
     folder = tmp_path / "demo"
     folder.mkdir()
-    (folder / "citation.bib").write_text("@misc{demo, title={Demo}}")
+    (folder / "citation.bib").write_text("@misc{demo, title={Demo}, year={2024}}")
     entry = {"url": "https://example.org/c0ffee/t.tar.gz", "sha256": "a" * 64, "kind": "tar.gz",
              "unpack": False, "members": {"t/log": 12, "t/x.csv": {"sha256": "b" * 64}}}
 
     def source(**changes: object) -> object:
         raw = {"name": "demo", "title": "", "description": "", "homepage": "", "license": "MIT",
-               "files": [{**entry, **changes}]}
+               "pins": {"web": "example.org@c0ffee"}, "files": [{**entry, **changes}]}
         (folder / "source.json").write_text(json.dumps(raw))
         return load_source(folder)
 
@@ -91,18 +91,60 @@ def test_archive_entries_list_members_by_size_or_published_hash(tmp_path: Path) 
             source(**changes)
 
 
-def test_a_source_without_a_licence_says_so_on_its_card(monkeypatch) -> None:
-    import dataclasses
+# --------------------------------------------------------------------------- loader rules
 
-    from mltraces.commands.info import format_source
-    from mltraces.registry import NO_LICENSE, all_sources, get_source, set_override
 
-    bare = dataclasses.replace(get_source("pollux"), license=NO_LICENSE)
-    set_override({**all_sources(), "pollux": bare})
-    try:
-        card = format_source("pollux")
-    finally:
-        set_override(None)
-    assert "license:  none stated by the publisher (NOASSERTION)" in card
-    with pytest.raises(ValueError, match="license 'Proprietary' is not one of"):
-        dataclasses.replace(bare, license="Proprietary")
+def _source_folder(tmp_path: Path, name: str = "mine", **changes: object) -> Path:
+    """A copy of the itp source folder renamed ``name``, with ``changes`` to source.json."""
+    import json
+    import shutil
+
+    from mltraces.registry import DATASETS_DIR
+
+    folder = tmp_path / name
+    shutil.copytree(DATASETS_DIR / "itp", folder,
+                    ignore=shutil.ignore_patterns("*.py", "__pycache__", "jobs.json"))
+    raw = json.loads((folder / "source.json").read_text())
+    raw = {k: v for k, v in raw.items() if k != "expected_rows"}
+    if "sha256" in changes:  # the files without their sha256 (git blob ids only)
+        changes.pop("sha256")
+        raw["files"] = [{k: v for k, v in f.items() if k != "sha256"} for f in raw["files"]]
+    (folder / "source.json").write_text(json.dumps({**raw, "name": name, **changes}))
+    return folder
+
+
+@pytest.mark.parametrize(("changes", "citation", "message"), [
+    ({}, "@misc{x}", "must be one BibTeX entry with a key, a title and a year"),
+    ({"license": "Proprietary"}, None, "license 'Proprietary' is not one of"),
+    ({"license": "NOASSERTION"}, None, "NOASSERTION needs a license_note"),
+    ({"pins": {"github": "microsoft/elasticflow-traces@0123456"}, "sha256": None}, None,
+     "carries none of the pinned commits .* and it has no sha256"),
+    ({"pins": {}}, None, "pins is empty"),
+])
+def test_the_loader_holds_a_source_to_the_registry_rules(tmp_path: Path, changes: dict,
+                                                         citation: str | None,
+                                                         message: str) -> None:
+    from mltraces.errors import RegistryError
+    from mltraces.registry import load_source
+
+    folder = _source_folder(tmp_path, **changes)
+    if citation is not None:
+        (folder / "citation.bib").write_text(citation)
+    with pytest.raises(RegistryError, match=message):
+        load_source(folder)
+
+
+def test_unversioned_hosts_are_pinned_by_the_sha256(tmp_path: Path) -> None:
+    from mltraces.registry import load_source
+
+    folder = _source_folder(tmp_path, pins={"oss": "an unversioned bucket"})
+    assert all(f.sha256 for f in load_source(folder).files)  # itp's files carry a sha256
+
+
+@pytest.mark.parametrize("name", ["mltraces", "alibaba-pai"])
+def test_a_source_name_must_be_a_free_sql_identifier(tmp_path: Path, name: str) -> None:
+    from mltraces.errors import RegistryError
+    from mltraces.registry import load_source
+
+    with pytest.raises(RegistryError, match=r"reserved|lower-case letters"):
+        load_source(_source_folder(tmp_path, name=name))

@@ -519,9 +519,12 @@ def test_the_artifact_philly_columns_are_read_as_the_reference_does() -> None:
 def test_unknown_formats_and_bad_rows_are_explained() -> None:
     with pytest.raises(SchedulingError, match="cannot tell the trace format"):
         as_jobs(pd.DataFrame({"a": [1]}))
-    bad = itp([("x", 0, 10, 100, 1)]).assign(num_gpu=0)
+    bad = itp([("x", 0, 10, 100, 1)]).assign(num_gpu=-1)
     with pytest.raises(SchedulingError, match="ask for < 1 GPU"):
         as_jobs(bad)
+    cpu_only = itp([("x", 0, 10, 100, 1)]).assign(num_gpu=0)  # CPU jobs are left out
+    with pytest.raises(SchedulingError, match="none of the 1 jobs can be replayed"):
+        as_jobs(cpu_only)
     with pytest.raises(SchedulingError, match="no throughput profile"):
         schedule(itp([("x", 0, 10, 100, 1)]).assign(model_name="zzz"), "n1g8", profiles(), "edf")
 

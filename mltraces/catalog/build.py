@@ -18,15 +18,12 @@ from mltraces.catalog import store
 from mltraces.catalog.plan import Plan, plan_for
 from mltraces.catalog.problems import DriftProblem
 from mltraces.catalog.readers import FileReader, reader_for
-from mltraces.catalog.store import Built
+from mltraces.catalog.store import CONVERTER_VERSION, Built
 from mltraces.errors import SchemaError
 from mltraces.logs import get_logger
 from mltraces.schema import TableSchema, get_schema
 
 log = get_logger(__name__)
-
-#: Bumped when converted files change meaning (2: ``_row`` is the physical line).
-CONVERTER_VERSION = 2
 
 __all__ = ["CONVERTER_VERSION", "Built", "materialize"]
 

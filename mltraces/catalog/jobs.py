@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from mltraces.catalog.readers import ViewReader
 from mltraces.catalog.status import (
     PARTIAL,
     READY,
@@ -150,3 +151,7 @@ def jobs_status(schema: TableSchema) -> TableStatus:
     if not found.present:
         return TableStatus(schema.name, UNAVAILABLE, "upstream", None, found.notice())
     return _status(schema, found)
+
+
+#: The built-in ``jobs`` reader (``mltraces.catalog.readers.BUILTIN``) that serves mltraces.jobs.
+READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs)

@@ -99,6 +99,8 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     from mltraces.download import cached_path, fetch_file
 
     files = {fid: _registry_file(schema, fid) for fid in schema.file_ids}
+    if any(f.local for f in files.values()):
+        return _source_local_plan(schema, files)
     missing = [f for f in files.values() if cached_path(f) is None]
     if missing and not fetch:
         raise _not_fetched(schema, missing)
@@ -129,6 +131,38 @@ def _registry_inputs(schema: TableSchema, spec: SourceSpec, files: Mapping[str, 
         return [InputFile(spec.member, fetch_file(remote), dict(spec.columns), spec.member,
                           member_limits(remote), header)]
     return [InputFile(remote.filename, fetch_file(remote), dict(spec.columns), header=header)]
+
+
+def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
+    """Inputs from a user's source whose files lie beside its source.json (never fetched).
+
+    Keyed by the files as they are (size, mtime); verified only when every file pins its
+    hash, which is checked whenever the table is converted again.
+    """
+    if not all(f.local for f in files.values()):
+        raise SchemaError(f"{schema.name} reads both local files and downloads; a table's "
+                          "files are all local or all remote")
+    keys = [f"{fid}={_local_key(f.path)}" for fid, f in files.items()]
+
+    def load() -> list[InputFile]:
+        inputs: list[InputFile] = []
+        for spec in schema.sources:
+            inputs.extend(_registry_inputs(schema, spec, files))
+        return inputs
+
+    folder = next(iter(files.values())).path.parent
+    return Plan(keys, [_identity(f.path) for f in files.values()],
+                verified=all(f.pinned for f in files.values()), origin=f"local: {folder}",
+                load=load)
+
+
+def _local_key(path: Path) -> str:
+    """A local file's or folder's identity and version (a folder: every file in it)."""
+    if not path.exists():
+        return f"{_identity(path)}:missing"
+    if path.is_dir():
+        return ";".join(_stat_key(p) for p in sorted(path.iterdir()) if p.is_file())
+    return _stat_key(path)
 
 
 # --------------------------------------------------------------------------- local paths

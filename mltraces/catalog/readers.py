@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from mltraces.errors import SchemaError
 
@@ -150,52 +150,53 @@ class ViewReader(NamedTuple):
 Reader = FileReader | ViewReader
 
 
-def _convert_csv(request: ReadRequest) -> Conversion:
-    from mltraces.catalog.csv_reader import convert_csv
+class _BuiltinReaders(Mapping[str, "Reader"]):
+    """Readers every source can name, each defined by its own module as ``READER``.
 
-    return convert_csv(request)
+    Imported when a table first names one (the modules follow the protocol above,
+    so this module cannot import them up front): ``csv`` (the CSV reader),
+    ``jobs`` (``mltraces.jobs``, the union of the mapped job tables).
+    """
+
+    MODULES: ClassVar[dict[str, str]] = {"csv": "mltraces.catalog.csv_reader",
+                                          "jobs": "mltraces.catalog.jobs"}
+
+    def __getitem__(self, name: str) -> Reader:
+        if name not in self.MODULES:
+            raise KeyError(name)
+        return _builtin(self.MODULES[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.MODULES)
+
+    def __len__(self) -> int:
+        return len(self.MODULES)
+
+    def __contains__(self, name: object) -> bool:  # no import to answer
+        return name in self.MODULES
 
 
-def _attach_jobs(con: Any, schema: TableSchema, local: Path | None) -> TableStatus:
-    from mltraces.catalog.jobs import attach_jobs
-
-    return attach_jobs(con, schema, local)
-
-
-def _jobs_status(schema: TableSchema) -> TableStatus:
-    from mltraces.catalog.jobs import jobs_status
-
-    return jobs_status(schema)
-
-
-def _jobs_needs(schema: TableSchema) -> list[str]:
-    from mltraces.catalog.jobs import jobs_needs
-
-    return jobs_needs(schema)
+@cache
+def _builtin(module: str) -> Reader:
+    return importlib.import_module(module).READER
 
 
 #: Readers every source can name; a source folder's own ``READERS`` come after.
-BUILTIN: dict[str, Reader] = {
-    "csv": FileReader("csv", _convert_csv, row_label="line"),
-    # mltraces.jobs: the union of every source's mapped job tables (mltraces.jobmap)
-    "jobs": ViewReader("jobs", _attach_jobs, _jobs_status, needs=_jobs_needs),
-}
+BUILTIN: Mapping[str, Reader] = _BuiltinReaders()
 
 
 @cache
 def source_readers(source: str) -> Mapping[str, Reader]:
-    """``READERS`` of ``mltraces/datasets/<source>/readers.py`` (empty when it has none)."""
-    module_name = f"mltraces.datasets.{source}.readers"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name in (module_name, f"mltraces.datasets.{source}"):
-            return {}
-        raise
+    """``READERS`` of the source folder's ``readers.py`` (empty when it has none)."""
+    from mltraces.registry import source_module
+
+    module = source_module(source, "readers")
+    if module is None:
+        return {}
     readers = getattr(module, "READERS", None)
     if not isinstance(readers, Mapping) or not all(
             isinstance(r, FileReader | ViewReader) and r.name == n for n, r in readers.items()):
-        raise SchemaError(f"{module_name}.READERS must map each name to a FileReader or "
+        raise SchemaError(f"{module.__name__}.READERS must map each name to a FileReader or "
                           "ViewReader carrying that name")
     return readers
 

@@ -37,10 +37,13 @@ if TYPE_CHECKING:
     from mltraces.catalog.problems import DriftProblem
     from mltraces.schema import TableSchema
 
-__all__ = ["TABLES_DIR", "Built", "InputStamp", "damage", "inputs_current", "lease", "leased_names",
-           "new_record", "pid_alive", "read_record", "record_path", "target_path", "write_record"]
+__all__ = ["CONVERTER_VERSION", "TABLES_DIR", "Built", "InputStamp", "damage", "inputs_current",
+           "lease", "leased_names", "new_record", "pid_alive", "read_record", "record_path",
+           "target_path", "write_record"]
 
 TABLES_DIR = "tables"
+#: Bumped when converted files change meaning (2: ``_row`` is the physical line).
+CONVERTER_VERSION = 2
 LOCAL_EXTRACTED = "local-extracted"
 READERS_DIR = ".readers"
 _MAGIC = b"PAR1"

@@ -129,8 +129,8 @@ def remember(built: store.Built) -> None:
     from mltraces.catalog.build import materialize
     from mltraces.errors import MltracesError
 
-    if _overridden() or not built.verified:
-        return
+    if _overridden() or not built.verified or built.origin != "upstream":
+        return  # a user's pinned local file: checked again on each build, never recalled
     try:
         files, folders = _derived_from(built)
         before = [_identity(p) for p in files]

@@ -1,8 +1,10 @@
 """`mltraces schedule`: replay job traces through cluster schedulers (ElasticFlow's evaluation).
 
-``--trace`` names catalog traces (``itp/cluster10``, ``elasticflow/philly``,
-``acme/kalos``; ``--list-traces`` shows them) or ``all``, the Fig. 8(b) setup:
-ITP clusters 1-10 and Philly, each on the cluster the artifact gives it. The
+``--trace`` names catalog traces (``--list-traces`` shows them: every mapped job
+table's ``replay`` names, see :mod:`mltraces.jobmap`) or ``all``, the Fig. 8(b)
+setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it.
+A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
+own capacity (declared in its mapping). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 value beside ours where there is one; ``--jobs`` prints every job and
 ``--utilisation`` the allocated-GPU step series; csv and json print the jobs
@@ -43,18 +45,21 @@ SUMMARY_VIEW = [
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace", default="all",
-        help="trace ids, comma-separated (itp/cluster10, elasticflow/philly, itp/testbed, "
-        "acme/seren, ...), or all: the Fig. 8(b) setup (default)",
+        help="trace ids SOURCE/NAME, comma-separated (--list-traces shows them), or all: the "
+        "Fig. 8(b) setup (default)",
     )
     parser.add_argument(
         "--cluster",
-        help="cluster spec (n32g8, n64g8, n128g8, ...; see elasticflow.cluster_specs); default: "
-        "the cluster Fig. 8(b) gives the trace",
+        help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
+        "files; default: the cluster Fig. 8(b) gives the trace, else the trace's own capacity",
     )
+    from mltraces.scheduling.api import POLICIES
+    from mltraces.scheduling.fig8b import FIG8B_POLICIES
+
     parser.add_argument(
-        "--policy", default="edf,gandiva,tiresias,themis,elasticflow",
-        help="edf, gandiva, tiresias, themis, elasticflow, fifo, sjf, a comma list or all "
-        "(default: the five of Fig. 8(b))",
+        "--policy", default=",".join(FIG8B_POLICIES),
+        help=f"{', '.join(POLICIES)}, a comma list or all (default: the "
+        f"{len(FIG8B_POLICIES)} of Fig. 8(b))",
     )
     parser.add_argument("--gpu-type", default="A100", choices=["A100", "T4"],
                         help="throughput profiles to use (default A100, as Fig. 8(b))")
@@ -89,11 +94,13 @@ def run(args: argparse.Namespace) -> int:
         raise SchedulingError("--trace all replays each Fig. 8(b) trace on its own cluster: "
                               "drop --cluster, or name the traces")
     labels, traces = _chosen(args.trace)
-    for trace in traces:
-        inputs.resolve(trace)  # a misspelt trace fails before any download
-    clusters = [_cluster(trace, args.cluster) for trace in traces]
-    con = open_catalog(args, inputs.tables_for(traces))
+    # a misspelt trace, or one with no cluster to run on, fails before any download
+    chosen = [_cluster(trace, args.cluster) for trace in traces]
+    specs = any(cluster is not None for cluster in chosen)  # names: the artifact's files first
+    con = open_catalog(args, inputs.tables_for(traces, specs=specs))
     try:
+        clusters = [cluster or inputs.capacity_cluster(con, trace)
+                    for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
                              slot=args.slot)
                  for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
@@ -114,22 +121,27 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
     if not traces:
         from mltraces.scheduling.errors import SchedulingError
 
-        raise SchedulingError("no trace given: name one (itp/cluster10) or use --trace all")
+        raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
     return traces, traces
 
 
-def _cluster(trace: str, asked: str | None) -> str:
-    """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s."""
+def _cluster(trace: str, asked: str | None) -> str | None:
+    """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s; None when it
+    comes from the trace's own capacity (read once the catalog is open)."""
+    from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
     from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
 
+    replay = inputs.resolve(trace)
     if asked:
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
         if trace_id == trace:
             return FIG8B_CLUSTERS[label]
-    raise SchedulingError(f"{trace} is not a Fig. 8(b) trace, so it has no default cluster: "
-                          "give one, e.g. --cluster n16g8 (see elasticflow.cluster_specs)")
+    if replay.entry.capacity is None:
+        raise SchedulingError(f"{trace} declares no capacity and is not a Fig. 8(b) trace, so "
+                              "it has no default cluster: give one, e.g. --cluster n16g8")
+    return None
 
 
 def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
@@ -167,7 +179,7 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
     cores = [
         (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
         (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
-    ]
+    ]  # (the policy, its compiled module, what it compiles, how long)
     for kind, module, what, how_long in cores:
         if any(isinstance(policy, kind) for policy in policies):
             core = importlib.import_module(f"mltraces.scheduling.{module}")
@@ -219,21 +231,13 @@ def _readable(columns: list[str], rows: list[tuple]) -> str:
 
 
 def _list_traces(args: argparse.Namespace) -> int:
-    from mltraces.registry import all_sources
-    from mltraces.scheduling import inputs
+    from mltraces.jobmap import expand_replays
 
     con = open_catalog(args)  # what is cached: listing fetches nothing
     try:
-        ids = inputs.trace_ids(con)
+        ids = expand_replays(con)
     finally:
         con.close()
-    described = {}
-    for source in all_sources().values():
-        for trace in source.job_traces:
-            described[trace.table] = trace.description
-    tables = [inputs.resolve(t)[0].table if "<" not in t else
-              next(d.table for k, d in inputs.declared().items() if t.startswith(k[:-1]))
-              for t in ids]
-    rows = [(t, table, described.get(table, "")) for t, table in zip(ids, tables, strict=True)]
+    rows = [(trace_id, entry.table, entry.description) for trace_id, entry in ids]
     write_text(render_rows(["trace", "table", "what"], rows, args.format), args.output)
     return 0

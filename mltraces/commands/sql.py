@@ -17,16 +17,14 @@ from pathlib import Path
 from mltraces.commands.common import add_table_options, open_catalog
 
 FORMATS = ("table", "csv", "json", "parquet")
-# source.table, either part quoted ("alibaba-pai".jobs); a source with "-" must be quoted in SQL
+# source.table, either part quoted ("itp"."jobs")
 _PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
 _DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
-# the same name unquoted: SQL reads alibaba-pai.jobs as alibaba minus pai.jobs
-_BARE_DASHED = re.compile(r"(?<![\w.\"-])([a-z]\w*(?:-\w+)+)\.(\w+)(?![\w(-])", re.IGNORECASE)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
-                        help='SQL, e.g. "SELECT cluster, count(*) FROM itp.jobs GROUP BY 1"')
+                        help='SQL, e.g. "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"')
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default, for reading; every row with --output), csv, "
                         "json (one object per line) or parquet (needs --output)")
@@ -48,7 +46,6 @@ def tables_in(query: str) -> list[str] | None:
 
     known = tables()
     code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
-    _refuse_bare_dashed(code, known)
     # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
     named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
     mentioned = {name for _, name in named}
@@ -67,15 +64,6 @@ def _dotted_name(match: re.Match[str]) -> str:
     source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
     table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
     return f"{source}.{table}"
-
-
-def _refuse_bare_dashed(code: str, known: list[str]) -> None:
-    """A table of a source named with "-" written unquoted: say how to quote it."""
-    for match in _BARE_DASHED.finditer(code):
-        source, table = match.group(1).lower(), match.group(2).lower()
-        if f"{source}.{table}" in known:
-            raise KeyError(f'write "{source}".{table}, not {match.group(0)}: SQL reads "-" as '
-                           "a minus sign unless the name is quoted")
 
 
 def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:

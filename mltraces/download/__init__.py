@@ -122,9 +122,36 @@ def _show_progress(progress: bool | None) -> bool:
 
 
 def cached_path(file: RemoteFile) -> Path | None:
-    """The verified cached copy of ``file``, or None; never downloads or hashes."""
+    """The verified cached copy of ``file``, or None; never downloads or hashes.
+
+    A local file of a user's source is its own path while it exists.
+    """
     path = local_path(file)
+    if file.local:
+        return path if path.exists() else None
     return path if stamps.is_current(path, file) else None
+
+
+def _local_file(file: RemoteFile) -> Path:
+    """A user's local file, checked against its pin when it has one (never downloaded)."""
+    from mltraces.errors import FetchError
+    from mltraces.hashing import digest
+
+    path = local_path(file)
+    if not path.exists():
+        raise FetchError(f"{file.id} is a local file of source {file.source} and is missing: "
+                         f"put it at {path} (its source.json names it)")
+    if file.pinned and path.is_dir():
+        raise VerificationError(f"{file.id}: {path} is a folder, which no single hash pins; "
+                                "list its files one by one to pin them")
+    if file.pinned:
+        found = digest(path)
+        if (file.sha256 or found.sha256) != found.sha256 or (
+                file.git_blob or found.git_blob) != found.git_blob:
+            raise VerificationError(
+                f"{file.id}: {path} does not match the hash its source.json pins; if the "
+                f"file changed on purpose, pin it again (`mltraces pin {path}`)")
+    return path
 
 
 def _resolve(file: RemoteFile | str) -> RemoteFile:
@@ -156,6 +183,8 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     >>> path = fetch_file("zeus/summary_train.csv")  # doctest: +SKIP
     """
     file = _resolve(file)
+    if file.local:
+        return _local_file(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
         from mltraces.download.processors import VerifyPins
@@ -169,6 +198,14 @@ def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> di
     from mltraces import archives
 
     file = _resolve(file)
+    if file.local:  # a folder of a user's source: its files are the members
+        folder = _local_file(file)
+        if not folder.is_dir():
+            from mltraces.errors import FetchError
+
+            raise FetchError(f"{file.id}: {folder} is a file; a table that picks members "
+                             "needs a folder of files")
+        return {p.name: p for p in sorted(folder.iterdir()) if p.is_file()}
     if not file.unpacked:
         raise MltracesError(f"{file.id} is not unpacked (unpack: false in its source.json): "
                             "its tables read one member at a time (member_limits, open_member)")
@@ -296,6 +333,16 @@ def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     from mltraces.archives import discard, verify_members
 
     path = local_path(file)
+    if file.local:  # a user's file: checked, never deleted
+        if not path.exists():
+            return [VerifyResult(file.id, path, "missing")]
+        if not file.pinned:
+            return [VerifyResult(file.id, path, "ok", "local, no hash pinned (unverified)")]
+        try:
+            _local_file(file)
+        except VerificationError as error:
+            return [VerifyResult(file.id, path, "mismatch", str(error))]
+        return [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
     if not path.is_file():
         return [VerifyResult(file.id, path, "missing")]
     problem = _recheck(path, file)

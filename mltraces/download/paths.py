@@ -126,7 +126,12 @@ def url_parts(url: str, what: str) -> tuple[str, ...]:
 
 
 def local_path(file: RemoteFile) -> Path:
-    """Where a registry file lives in the cache: ``<cache>/files/<host>/<url path>``."""
+    """Where a registry file lives in the cache: ``<cache>/files/<host>/<url path>``.
+
+    A local file of a user's source lives where its ``source.json`` says (never copied).
+    """
+    if file.path is not None:
+        return file.path
     root = cache_root()
     path = root.joinpath("files", *url_parts(file.url, f"the URL of {file.id}"))
     _folder_inside(root, path.parent, f"the cache folder of {file.id}")

@@ -21,16 +21,21 @@ own analysis (``figure=""``). The registry is plain data: each source folder's
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.figures.specs import (  # the registry, re-exported
+    FigureSpec,
+    figure_sources,
+    get,
+    registry,
+    tables_for,
+)
 from mltraces.logs import get_logger
 
 if TYPE_CHECKING:
@@ -44,112 +49,12 @@ OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
 
 
 @dataclass(frozen=True)
-class FigureSpec:
-    """One figure: where it comes from, what it needs, and how to compute and draw it.
-
-    Attributes:
-        name: File stem and registry key, e.g. ``"zeus_fig1"``.
-        source: Source folder (``"zeus"``, ``"itp"`` or ``"acme"``).
-        title: One line for galleries and listings.
-        tables: Catalog tables the data function needs, all of them.
-        data: ``data(con) -> duckdb.DuckDBPyRelation`` (or a pandas frame).
-        plot: ``plot(frame) -> Figure``.
-        any_of: Tables of which at least one is needed (figures that draw
-            whichever of Seren and Kalos is available).
-        figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
-            authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
-            Fig. 1"``); empty for our own analysis.
-        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each source's
-            ``figures.py`` says which; no list of sources here).
-    """
-
-    name: str
-    source: str
-    title: str
-    tables: tuple[str, ...]
-    data: Callable[..., Any]
-    plot: Callable[[pd.DataFrame], Any]
-    any_of: tuple[str, ...] = ()
-    figure: str = ""
-    paper: str = ""
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        """Every table the figure may read."""
-        return (*self.tables, *self.any_of)
-
-    @property
-    def paper_figure(self) -> bool:
-        """Whether this reproduces a numbered figure of the paper (``figure="Fig. ..."``)."""
-        return self.figure.startswith("Fig.")
-
-    @property
-    def reproduces(self) -> str:
-        """``"Zeus (NSDI'23) Fig. 1"``, ``"<paper>: <figure>"`` or ``"our own analysis"``."""
-        paper = self.paper or self.source
-        if self.paper_figure:
-            return f"{paper} {self.figure}"
-        return f"{paper}: {self.figure}" if self.figure else "our own analysis"
-
-
-@dataclass(frozen=True)
 class Rendered:
     """What :func:`render_all` did with one figure: written paths, or why it was skipped."""
 
     name: str
     paths: tuple[Path, ...] = ()
     skipped: str | None = None
-
-
-def figure_sources() -> list[str]:
-    """Sources whose folder has a ``figures.py``, by name (found without importing them)."""
-    from mltraces.registry import source_folders
-
-    return [folder.name for folder in source_folders() if (folder / "figures.py").is_file()]
-
-
-@cache
-def _registry() -> dict[str, FigureSpec]:
-    found: dict[str, FigureSpec] = {}
-    for source in figure_sources():
-        module = importlib.import_module(f"mltraces.datasets.{source}.figures")
-        for spec in module.FIGURES:
-            if spec.name in found:
-                raise ValueError(f"figure {spec.name!r} is registered twice")
-            found[spec.name] = spec
-    return found
-
-
-def registry(sources: Iterable[str] | str | None = None) -> dict[str, FigureSpec]:
-    """Every figure by name, optionally only those of some sources (``"zeus"``, ...)."""
-    every = _registry()
-    if sources is None:
-        return dict(every)
-    wanted = [sources] if isinstance(sources, str) else list(sources)
-    known = figure_sources()
-    unknown = [s for s in wanted if s not in known]
-    if unknown:
-        raise KeyError(f"unknown figure source {unknown[0]!r}; choose from {', '.join(known)}")
-    return {name: spec for name, spec in every.items() if spec.source in wanted}
-
-
-def tables_for(sources: Iterable[str] | str | None = None) -> list[str]:
-    """Every table the figures of ``sources`` may read: what to pass to ``connect()``.
-
-    >>> tables_for("itp")
-    ['itp.elasticflow_jobs', 'itp.jobs', 'itp.testbed_jobs']
-    """
-    return sorted({t for spec in registry(sources).values() for t in spec.inputs})
-
-
-def get(name: str) -> FigureSpec:
-    """The figure called ``name``; the error lists close names."""
-    every = _registry()
-    try:
-        return every[name]
-    except KeyError:
-        close = [n for n in every if name in n or n in name][:5] or list(every)[:5]
-        raise KeyError(f"unknown figure {name!r}; did you mean: {', '.join(close)}") from None
 
 
 def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> Any:

@@ -47,7 +47,7 @@ def mark_unverified(figure: Any, tables: list[str]) -> None:
 
 def plot(name: str, frame: pd.DataFrame, unverified: list[str]) -> Any:
     """Figure ``name`` drawn from its data ``frame``, marked when inputs are unverified."""
-    from mltraces.figures import get
+    from mltraces.figures.specs import get
 
     figure = get(name).plot(frame)
     if unverified:
@@ -78,7 +78,7 @@ FORMATS = ("png", "pdf")
 
 def render_key(name: str, frame: pd.DataFrame, unverified: list[str]) -> str:
     """What a render of ``name`` depends on, as one sha256."""
-    from mltraces.figures import get
+    from mltraces.figures.specs import get
 
     digest = hashlib.sha256()
     digest.update(pickle.dumps((name, sorted(unverified), FORMATS), protocol=5))

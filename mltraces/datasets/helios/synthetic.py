@@ -1,4 +1,4 @@
-"""Synthetic Helios files in the exact upstream format, for tests and benchmarks.
+"""Synthetic Helios files in the exact upstream format (:mod:`mltraces.synthetic`).
 
 ``data.zip`` (36 MB, pinned by its git blob) is not available where the tests
 run; the Venus GPU numbers of the 2021 release are. This writes ``data.zip``
@@ -10,9 +10,10 @@ Slurm ids rising with submission within a cluster, ``duration = end - start``,
 ``queue = start - submit``, ``gpu_num = 0`` for CPU jobs, one SUSPENDED job in
 Uranus, and per-VC daily GPU numbers (multiples of 8) whose sum is the day's
 ``total``. Jobs are split between clusters in the published proportions. The
-2021 Venus-only ``cluster_gpu_number.csv`` is written too, equal to the Venus
-member.
-Deterministic for a given ``jobs`` and ``seed``.
+2021 Venus-only ``cluster_gpu_number.csv`` equals the Venus member.
+The GPU numbers depend on the cluster only, so the 2021 file and the Venus
+member agree whatever seed each gets. Deterministic for a given ``rows`` (jobs
+in all) and ``seed``; ``WRITERS`` maps the two registry files to their writers.
 """
 
 from __future__ import annotations
@@ -20,15 +21,10 @@ from __future__ import annotations
 import io
 import zipfile
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-URL = ("https://raw.githubusercontent.com/S-Lab-System-Group/HeliosData/"
-       "159f0caeec16600b9b6017862952a36aae01c43f/data.zip")
-VENUS_2021 = ("https://raw.githubusercontent.com/S-Lab-System-Group/HeliosData/"
-              "50b7631750b9b6a8079259cccf17bde7981ae315/data/Venus/cluster_gpu_number.csv")
 #: cluster -> (published jobs, mean daily GPUs, VCs)
 CLUSTERS = {"Venus": (246_708, 1_022, 25), "Earth": (872_886, 997, 25),
             "Saturn": (1_753_078, 2_080, 30), "Uranus": (490_309, 2_119, 20)}
@@ -40,13 +36,8 @@ DAYS = 181
 _LETTERS = np.array(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"))
 
 
-class Written(NamedTuple):
-    """What :func:`write` produced: each file by its registry URL, the rows of each table it
-    feeds, and the jobs ``mltraces.jobs`` holds per cluster."""
-
-    files: dict[str, Path]
-    rows: dict[str, int]
-    jobs: dict[str, int]
+#: jobs in all when a caller asks for no size
+JOBS = 2_000
 
 
 def split(jobs: int) -> dict[str, int]:
@@ -70,8 +61,9 @@ def _times(seconds: np.ndarray) -> np.ndarray:
 
 def cluster_log(cluster: str, n_jobs: int, seed: int = 0) -> pd.DataFrame:
     """One cluster's jobs as the CSV's text cells."""
+    vcs = _names(np.random.default_rng(list(CLUSTERS).index(cluster)), "vc",
+                 CLUSTERS[cluster][2], 3)  # the VCs of gpu_number
     rng = np.random.default_rng([seed, list(CLUSTERS).index(cluster)])
-    vcs = _names(rng, "vc", CLUSTERS[cluster][2], 3)
     users = _names(rng, "u", 200, 4)
     submit = np.sort(rng.integers(0, DAYS * 86_400 - 3 * 86_400, size=n_jobs))
     gpus = rng.choice([0, 1, 2, 4, 8, 16, 32, 64], size=n_jobs,
@@ -97,11 +89,11 @@ def cluster_log(cluster: str, n_jobs: int, seed: int = 0) -> pd.DataFrame:
     return frame[JOB_COLUMNS]
 
 
-def gpu_number(cluster: str, seed: int = 0) -> pd.DataFrame:
+def gpu_number(cluster: str) -> pd.DataFrame:
     """One cluster's GPUs per VC per day: ``date``, a column per VC, ``total``."""
-    rng = np.random.default_rng([seed, 10 + list(CLUSTERS).index(cluster)])
+    rng = np.random.default_rng(10 + list(CLUSTERS).index(cluster))
     _, mean, count = CLUSTERS[cluster]
-    vcs = _names(np.random.default_rng([seed, list(CLUSTERS).index(cluster)]), "vc", count, 3)
+    vcs = _names(np.random.default_rng(list(CLUSTERS).index(cluster)), "vc", count, 3)
     weights = rng.dirichlet(np.ones(count))
     days = pd.date_range("2020-04-01", periods=DAYS, freq="D").strftime("%Y-%m-%d")
     frame = pd.DataFrame({"date": days})
@@ -117,29 +109,29 @@ def _csv(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(index=False, lineterminator="\n").encode()
 
 
-def write(root: Path, jobs: int = 2_000, seed: int = 0) -> Written:
-    """Write ``data.zip`` under ``root`` laid out as a mirror (``<host>/<path>``)."""
-    path = root / URL.split("://", 1)[1]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    counts = split(jobs)
-    capacity_rows = 0
+def write_zip(path: Path, rows: int | None = None, seed: int = 0) -> Path:
+    """``data.zip``: each cluster's job log and GPU numbers, folders included."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zipped:
         zipped.writestr(_folder("data/"), b"")
-        for cluster, n_jobs in counts.items():
+        for cluster, n_jobs in split(rows or JOBS).items():
             zipped.writestr(_folder(f"data/{cluster}/"), b"")
             zipped.writestr(_file(f"data/{cluster}/cluster_log.csv"),
                             _csv(cluster_log(cluster, n_jobs, seed)))
-            capacity = gpu_number(cluster, seed)
-            capacity_rows += len(capacity) * (capacity.shape[1] - 2)
-            zipped.writestr(_file(f"data/{cluster}/cluster_gpu_number.csv"), _csv(capacity))
-    path.write_bytes(buffer.getvalue())
-    venus = root / VENUS_2021.split("://", 1)[1]  # the earlier release: the same Venus numbers
-    venus.parent.mkdir(parents=True, exist_ok=True)
-    venus.write_bytes(_csv(gpu_number("Venus", seed)))
-    rows = {"helios.jobs": jobs, "helios.gpu_capacity": capacity_rows,
-            "helios.venus_gpu_capacity_2021": DAYS * CLUSTERS["Venus"][2]}
-    return Written({URL: path, VENUS_2021: venus}, rows, {c.lower(): n for c, n in counts.items()})
+            zipped.writestr(_file(f"data/{cluster}/cluster_gpu_number.csv"),
+                            _csv(gpu_number(cluster)))
+    Path(path).write_bytes(buffer.getvalue())
+    return Path(path)
+
+
+def write_venus_2021(path: Path, rows: int | None = None, seed: int = 0) -> Path:
+    """The 2021 release's ``data/Venus/cluster_gpu_number.csv`` (the Venus member's numbers)."""
+    Path(path).write_bytes(_csv(gpu_number("Venus")))
+    return Path(path)
+
+
+WRITERS = {"helios/data.zip": write_zip,
+           "helios/venus-2021/cluster_gpu_number.csv": write_venus_2021}
 
 
 def _folder(name: str) -> zipfile.ZipInfo:
@@ -153,3 +145,12 @@ def _file(name: str) -> zipfile.ZipInfo:
     info.external_attr = 0o100644 << 16
     info.compress_type = zipfile.ZIP_DEFLATED
     return info
+
+
+def expected(rows: int | None = None, seed: int = 0) -> tuple[dict[str, int], dict[str, int]]:
+    """(rows per table, jobs per cluster in ``mltraces.jobs``) of what ``WRITERS`` write."""
+    counts = split(rows or JOBS)
+    capacity = sum(DAYS * vcs for _, _, vcs in CLUSTERS.values())
+    return ({"helios.jobs": sum(counts.values()), "helios.gpu_capacity": capacity,
+             "helios.venus_gpu_capacity_2021": DAYS * CLUSTERS["Venus"][2]},
+            {c.lower(): n for c, n in counts.items()})

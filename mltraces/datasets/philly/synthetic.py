@@ -1,4 +1,4 @@
-"""A synthetic Philly ``trace-data.tar.gz`` in the exact upstream format, for tests and benchmarks.
+"""A synthetic Philly ``trace-data.tar.gz`` in the upstream format (:mod:`mltraces.synthetic`).
 
 The real tarball (1 GB, a Git LFS object) is not available where the tests
 run. This writes one with the same five members under ``trace-data/``:
@@ -16,7 +16,8 @@ run. This writes one with the same five members under ``trace-data/``:
   rows ending with a trailing comma.
 
 Placements use the listed GPUs of each machine (the real log does not always:
-philly-traces#8). Deterministic for given sizes and ``seed``.
+philly-traces#8). Deterministic for a given ``rows`` (jobs) and ``seed``;
+``WRITERS`` maps the registry file to :func:`write_tarball`.
 """
 
 from __future__ import annotations
@@ -26,13 +27,10 @@ import json
 import tarfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
-URL = ("https://media.githubusercontent.com/media/msr-fiddle/philly-traces/"
-       "29a1b87fa2d9ed80b83c9e3a37f3a88d382b031d/trace-data.tar.gz")
 #: the 15 VCs of the Philly log (as Pollux's philly.csv names them)
 VCS = ("6214e9", "11cb48", "6c71a0", "b436b2", "103959", "ee9e8c", "0e4a51", "ed69ec",
        "7f04ca", "2869ce", "e13805", "23dbec", "51b7ef", "925e2b", "795a4c")
@@ -43,13 +41,8 @@ SPAN_S = 137 * 86_400  # to 2017-12-22
 UTIL_START = datetime(2017, 11, 5, 8, 30, tzinfo=UTC)
 
 
-class Written(NamedTuple):
-    """What :func:`write` produced: each file by its registry URL, the rows of each table it
-    feeds, and the jobs ``mltraces.jobs`` holds per cluster."""
-
-    files: dict[str, Path]
-    rows: dict[str, int]
-    jobs: dict[str, int]
+#: jobs when a caller asks for no size; utilization minutes and machines of each kind
+JOBS, MINUTES, MACHINES = 2_000, 90, 3
 
 
 def machine_list() -> list[tuple[str, int, int]]:
@@ -140,30 +133,36 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def write(root: Path, jobs: int = 2_000, seed: int = 0, *, minutes: int = 60,
-          machines: int = 4) -> Written:
-    """Write ``trace-data.tar.gz`` under ``root`` laid out as a mirror (``<host>/<path>``).
-
-    ``minutes`` x ``2 * machines`` rows go into each utilization file.
-    """
-    log = job_log(jobs, seed)
+def write_tarball(path: Path, rows: int | None = None, seed: int = 0) -> Path:
+    """``trace-data.tar.gz``: the folder and its five members (the utilization files hold
+    ``MINUTES`` minutes of ``MACHINES`` machines of each kind)."""
+    log = job_log(rows or JOBS, seed)
     listed = machine_list()
     machine_text = "machineId,number of GPUs,single GPU mem\n" + "".join(
         f"{m},{g}, {gb}GB\n" for m, g, gb in listed)
     members = {"cluster_job_log": _job_log(log), "cluster_machine_list": machine_text.encode(),
-               **{k: v.encode() for k, v in util_files(minutes, machines, seed).items()}}
-    path = root / URL.split("://", 1)[1]
-    path.parent.mkdir(parents=True, exist_ok=True)
+               **{k: v.encode() for k, v in util_files(MINUTES, MACHINES, seed).items()}}
     with tarfile.open(path, "w:gz", compresslevel=1) as tar:
         folder = tarfile.TarInfo("trace-data")
         folder.type, folder.mode, folder.mtime = tarfile.DIRTYPE, 0o755, 1_562_716_800
         tar.addfile(folder)
         for name in sorted(members):
             _add(tar, f"trace-data/{name}", members[name])
+    return Path(path)
+
+
+WRITERS = {"philly/trace-data.tar.gz": write_tarball}
+
+
+def expected(rows: int | None = None, seed: int = 0) -> tuple[dict[str, int], dict[str, int]]:
+    """(rows per table, jobs per cluster in ``mltraces.jobs``) of what ``WRITERS`` write."""
+    from mltraces.synthetic import file_seed
+
+    log = job_log(rows or JOBS, file_seed("philly/trace-data.tar.gz", seed))
     attempts = [a for job in log for a in job["attempts"]]
-    util = minutes * 2 * machines
-    rows = {"philly.jobs": len(log), "philly.attempts": len(attempts),
-            "philly.attempt_gpus": sum(len(d["gpus"]) for a in attempts for d in a["detail"]),
-            "philly.machines": len(listed), "philly.gpu_util": util, "philly.cpu_util": util,
-            "philly.mem_util": util}
-    return Written({URL: path}, rows, {"philly": len(log)})
+    util = MINUTES * 2 * MACHINES
+    counts = {"philly.jobs": len(log), "philly.attempts": len(attempts),
+              "philly.attempt_gpus": sum(len(d["gpus"]) for a in attempts for d in a["detail"]),
+              "philly.machines": len(machine_list()), "philly.gpu_util": util,
+              "philly.cpu_util": util, "philly.mem_util": util}
+    return counts, {"philly": len(log)}

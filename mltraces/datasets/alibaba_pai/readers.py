@@ -3,7 +3,7 @@
 ``pai_job_table`` says when a job was submitted and how it ended, but not what
 it asked for: that is in ``pai_task_table``, per task role and **per instance**
 (alibaba/clusterdata#129: a task with ``inst_num = 4`` and ``plan_gpu = 100``
-asks for 4 GPUs). ``alibaba-pai.jobs`` joins the two, and the group and
+asks for 4 GPUs). ``alibaba_pai.jobs`` joins the two, and the group and
 workload tag of ``pai_group_tag_table``, once at conversion, so the common
 ``mltraces.jobs`` view, the scheduler and the figures read a job's GPUs from
 one table. Each of the three headerless CSVs is read by the built-in ``csv``
@@ -21,7 +21,7 @@ from mltraces.catalog.problems import DriftProblem, SchemaDriftError
 from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal, sql_path
 
-#: the columns pai_job_table publishes (the rest of alibaba-pai.jobs is derived)
+#: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 #: input label prefix -> the part it is
 PARTS = {"pai_job_table": "jobs", "pai_task_table": "tasks", "pai_group_tag_table": "tags"}
@@ -55,9 +55,9 @@ ORDER BY j._row
 def _part_schema(schema: TableSchema, part: str) -> TableSchema:
     """The schema one input is read with: the published job columns, or its own table's."""
     if part == "tasks":
-        return get_schema("alibaba-pai.tasks")
+        return get_schema("alibaba_pai.tasks")
     if part == "tags":
-        return get_schema("alibaba-pai.group_tags")
+        return get_schema("alibaba_pai.group_tags")
     fields = tuple(f for f in schema.fields if f.name in JOB_COLUMNS)
     return dataclasses.replace(schema, fields=fields, primary_key=(), checks=(), derived=())
 

@@ -1,4 +1,4 @@
-"""Synthetic Alibaba PAI 2020 files in the exact upstream format, for tests and benchmarks.
+"""Synthetic Alibaba PAI 2020 files in the exact upstream format (:mod:`mltraces.synthetic`).
 
 The real tables (60 MB to 700 MB each, on Aliyun OSS) are not available where
 the tests run; only the machine spec and the ``.header`` files are. This writes
@@ -9,7 +9,10 @@ to the published ones), times as floats on a shifted clock (``4550879.0``),
 per-instance requests (``plan_gpu`` 50.0 = half a GPU, empty for CPU tasks),
 ``MISC``/``T4``/``P100``/``V100``/``V100M32`` GPU types and hashed names. A job
 has one to three tasks; Running and Waiting jobs have an empty ``end_time``.
-Deterministic for a given ``jobs`` and ``seed``.
+The seven tables of one size share one skeleton of jobs, so their names join
+whatever seed each file gets: ``rows`` (the number of jobs) decides every
+table, and ``seed`` is accepted and unused. ``WRITERS`` maps each registry file
+(the tarballs and the header files) to its writer.
 
 Assumptions (not visible in the README's samples): names are 24 lower-case hex
 digits, missing values are empty fields, and a job's tasks start after it was
@@ -20,15 +23,12 @@ from __future__ import annotations
 
 import io
 import tarfile
+from functools import lru_cache
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
-OSS = "https://aliopentrace.oss-cn-beijing.aliyuncs.com/v2020GPUTraces"
-HEADERS = ("https://raw.githubusercontent.com/alibaba/clusterdata/"
-           "7a6c496e4f4b6ce6150be8f881cb051bf2abff42/cluster-trace-gpu-v2020/data")
 COLUMNS = {
     "job_table": ["job_name", "inst_id", "user", "status", "start_time", "end_time"],
     "task_table": ["job_name", "task_name", "inst_num", "status", "start_time", "end_time",
@@ -52,13 +52,8 @@ TASK_NAMES = ("tensorflow", "worker", "ps", "evaluator", "PyTorchWorker")
 WORKLOADS = ("graphlearn", "ctr", "bert", "nmt", "inception", "resnet")
 
 
-class Written(NamedTuple):
-    """What :func:`write` produced: each file by its registry URL, the rows of each table
-    it feeds, and the jobs ``mltraces.jobs`` holds per cluster."""
-
-    files: dict[str, Path]
-    rows: dict[str, int]
-    jobs: dict[str, int]
+#: jobs when a caller asks for no size
+JOBS = 2_000
 
 
 def _hashes(rng: np.random.Generator, n: int, digits: int = 24) -> np.ndarray:
@@ -185,45 +180,53 @@ def _tarball(path: Path, member: str, frame: pd.DataFrame) -> None:
         tar.addfile(info, io.BytesIO(data))
 
 
-def write(root: Path, jobs: int = 2_000, seed: int = 0, *, tables: tuple[str, ...] = ()
-          ) -> Written:
-    """Write the source's files under ``root`` laid out as a mirror (``<host>/<path>``).
+@lru_cache(maxsize=2)
+def frames(n_jobs: int, instances: bool = False) -> dict[str, pd.DataFrame]:
+    """Every table of ``n_jobs`` jobs, text cells in upstream column order (one skeleton)."""
+    rng = np.random.default_rng(n_jobs)
+    job_frame, task_frame = jobs_and_tasks(n_jobs, seed=0)
+    spec = machines(0)
+    found = {"job_table": job_frame, "task_table": task_frame, "machine_spec": spec,
+             "group_tag_table": _group_tags(job_frame, rng)}
+    if instances:
+        listed = _instances(job_frame, task_frame, spec, rng)
+        found.update(instance_table=listed, sensor_table=_sensors(listed, rng),
+                     machine_metric=_metrics(listed, rng))
+    return {name: frame[COLUMNS[name]] for name, frame in found.items()}
 
-    ``tables`` limits the tarballs written (``("job_table", "task_table",
-    "group_tag_table")`` is all ``alibaba-pai.jobs`` reads); the header files are
-    always written.
-    """
-    rng = np.random.default_rng(seed)
-    job_frame, task_frame = jobs_and_tasks(jobs, seed)
-    spec = machines(seed)
-    frames: dict[str, pd.DataFrame] = {"job_table": job_frame, "task_table": task_frame,
-                                       "machine_spec": spec}
-    wanted = tables or tuple(COLUMNS)
-    if {"instance_table", "sensor_table", "machine_metric"} & set(wanted):
-        instances = _instances(job_frame, task_frame, spec, rng)
-        frames.update(instance_table=instances, sensor_table=_sensors(instances, rng),
-                      machine_metric=_metrics(instances, rng))
-    if "group_tag_table" in wanted:
-        frames["group_tag_table"] = _group_tags(job_frame, rng)
-    files: dict[str, Path] = {}
-    for table in wanted:
-        url = f"{OSS}/pai_{table}.tar.gz"
-        files[url] = _at(root, url)
-        _tarball(files[url], f"pai_{table}.csv", frames[table][COLUMNS[table]])
-    for table, names in COLUMNS.items():
-        url = f"{HEADERS}/pai_{table}.header"
-        files[url] = _at(root, url)
-        files[url].write_text(",".join(names) + "\n")
+
+def _table_writer(table: str):
+    """The writer of ``pai_<table>.tar.gz``: ``write(path, rows=None, seed=0) -> Path``."""
+    per_instance = table in ("instance_table", "sensor_table", "machine_metric")
+
+    def write(path: Path, rows: int | None = None, seed: int = 0) -> Path:
+        _tarball(Path(path), f"pai_{table}.csv", frames(rows or JOBS, per_instance)[table])
+        return Path(path)
+
+    return write
+
+
+def _header_writer(table: str):
+    """The writer of ``pai_<table>.header``: its one line, byte for byte as published."""
+
+    def write(path: Path, rows: int | None = None, seed: int = 0) -> Path:
+        Path(path).write_text(",".join(COLUMNS[table]) + "\n")
+        return Path(path)
+
+    return write
+
+
+WRITERS = {
+    **{f"alibaba_pai/pai_{t}.tar.gz": _table_writer(t) for t in COLUMNS},
+    **{f"alibaba_pai/pai_{t}.header": _header_writer(t) for t in COLUMNS},
+}
+
+
+def expected(rows: int | None = None, seed: int = 0) -> tuple[dict[str, int], dict[str, int]]:
+    """(rows per table, jobs per cluster in ``mltraces.jobs``) of what ``WRITERS`` write."""
+    tables = frames(rows or JOBS, True)
     names = {"job_table": "jobs", "task_table": "tasks", "instance_table": "instances",
              "sensor_table": "sensors", "group_tag_table": "group_tags",
              "machine_spec": "machine_specs", "machine_metric": "machine_metrics"}
-    rows = {f"alibaba-pai.{names[t]}": len(frames[t]) for t in wanted}
-    if "sensor_table" in wanted:
-        rows["alibaba-pai.sensors"] = len(frames["sensor_table"])
-    return Written(files, rows, {"pai": jobs})
-
-
-def _at(root: Path, url: str) -> Path:
-    path = root / url.split("://", 1)[1]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
+    counts = {f"alibaba_pai.{names[t]}": len(frame) for t, frame in tables.items()}
+    return counts, {"pai": rows or JOBS}
