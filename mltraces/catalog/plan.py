@@ -177,13 +177,18 @@ def _identity(path: Path) -> str:
     return f"local:{path.resolve()}"
 
 
-def _local_header(schema: TableSchema, spec: SourceSpec) -> Path | None:
-    """A headerless input's column names: the registry's header file (verified, tiny)."""
+def _local_header(schema: TableSchema, spec: SourceSpec, folder: Path) -> Path | None:
+    """A headerless input's column names: the header file beside it (``folder``), else the
+    registry's own (verified, tiny; fetched when missing)."""
     if not spec.header:
         return None
+    remote = _registry_file(schema, spec.header)
+    beside = folder / remote.filename
+    if beside.is_file():
+        return beside
     from mltraces.download import fetch_file
 
-    return fetch_file(_registry_file(schema, spec.header))
+    return fetch_file(remote)
 
 
 def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
@@ -200,7 +205,7 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
         nested = folder / spec.member if spec.member else None
         if nested is not None and nested.is_file():  # unpacked as in the archive
             inputs.append(InputFile(spec.member or "", nested, dict(spec.columns),
-                                    header=_local_header(schema, spec)))
+                                    header=_local_header(schema, spec, folder)))
             continue
         filename = _registry_file(schema, spec.file).filename
         # a streamed member may be there unpacked (cluster_job_log), or its whole archive
@@ -211,10 +216,10 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
             missing.append(DriftProblem("missing file", str(folder),
                                         f"no file named {' or '.join(dict.fromkeys(candidates))}"))
         elif spec.member and found.name == filename:
-            inputs.append(_local_member(spec, found, _local_header(schema, spec)))
+            inputs.append(_local_member(spec, found, _local_header(schema, spec, folder)))
         else:
             inputs.append(InputFile(found.name, found, dict(spec.columns),
-                                    header=_local_header(schema, spec)))
+                                    header=_local_header(schema, spec, folder)))
     if missing:
         raise SchemaDriftError(schema.name, missing)
     return inputs
@@ -238,7 +243,8 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
         )
     spec = schema.sources[0]
     if spec.member and _is_archive(path):  # the archive itself: one stream per spec
-        return lambda: [_local_member(s, path, _local_header(schema, s)) for s in schema.sources]
+        return lambda: [_local_member(s, path, _local_header(schema, s, path.parent))
+                        for s in schema.sources]
     if len(schema.sources) != 1:
         raise SchemaError(f"{schema.name} reads {len(schema.sources)} members of "
                           f"{_registry_file(schema, spec.file).filename}; give that archive "
@@ -254,7 +260,8 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
             return _pick_members(schema, spec, extract_verified(path, target), path.name)
         return load
     columns = _expand_columns(spec, path.name) if spec.members else dict(spec.columns)
-    return lambda: [InputFile(path.name, path, columns, header=_local_header(schema, spec))]
+    return lambda: [InputFile(path.name, path, columns,
+                              header=_local_header(schema, spec, path.parent))]
 
 
 def _is_archive(path: Path) -> bool:

@@ -229,10 +229,13 @@ def member_limits(file: RemoteFile) -> Limits:
     Its listed members (names, sizes and sha256 where published) when the registry
     lists them; else any number of bytes (the archive matched its publisher's
     hash, so its headers are the publisher's, and a stream writes nothing) in at
-    most ``MLTRACES_MAX_MEMBERS`` headers.
+    most ``MLTRACES_MAX_MEMBERS`` headers. An archive no hash pins (a user's own
+    file) is held to the local-archive limits (``MLTRACES_MAX_*``).
     """
     from mltraces.archives import UNBOUNDED, Limits
 
+    if not file.pinned:
+        return Limits.local()
     if file.members:
         return Limits.pinned([(m.name, m.size, m.sha256) for m in file.members])
     return Limits(max_members=config.max_members(), max_bytes=UNBOUNDED)
