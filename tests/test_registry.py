@@ -15,12 +15,14 @@ GIT_HOSTS = {"raw.githubusercontent.com", "media.githubusercontent.com", "huggin
 
 
 def test_every_registry_entry_is_pinned_licensed_and_cited() -> None:
-    from mltraces.registry import SPDX_LICENSES, all_sources, source_folders
+    from mltraces.registry import NO_LICENSE, SPDX_LICENSES, all_sources, source_folders
 
     sources = all_sources()
     assert set(sources) == {folder.name for folder in source_folders()}
     for source in sources.values():
-        assert source.license in SPDX_LICENSES
+        # no licence stated (Alibaba's 2023 trace): the card says what the publisher does state
+        assert source.license in SPDX_LICENSES or (source.license == NO_LICENSE
+                                                   and source.license_note)
         assert source.citation.startswith("@inproceedings{")
         assert source.anomalies
         commits = {pin.rsplit("@", 1)[-1] for pin in source.pins.values()}
