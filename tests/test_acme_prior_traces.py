@@ -6,25 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import synthetic
-from catalog_fixtures import loopback_only, rows, synthetic_catalog, synthetic_files  # noqa: F401
-from synthetic_sources import served, synthetic_source
+from catalog_fixtures import loopback_only, rows, synthetic_files  # noqa: F401
+from synthetic_sources import served
 
 from mltraces.catalog import connect
 from mltraces.datasets.acme import figures as acme
 
-PRIOR = {"philly": "philly.jobs", "helios": "helios.jobs", "alibaba-pai": "alibaba-pai.jobs"}
+PRIOR = {"philly": "philly.jobs", "helios": "helios.jobs", "alibaba_pai": "alibaba_pai.jobs"}
 
 
 @pytest.fixture
 def five_traces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = tmp_path / "mirror"
-    sources = {}
-    for name in PRIOR:
-        sources[name], _ = synthetic_source(name, root, jobs=800, seed=2)
-    local = {"acme.seren_jobs": synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 900),
-             "acme.kalos_jobs": synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 700)}
-    with served(root, sources, monkeypatch):
+    from mltraces.synthetic import write_tables
+
+    local = write_tables(tmp_path / "acme", ["acme.seren_jobs", "acme.kalos_jobs"], rows=800)
+    with served(tmp_path / "mirror", list(PRIOR), monkeypatch, rows=800, seed=2):
         yield connect(tables=[*PRIOR.values(), *local], local=local, strict=True)
 
 
@@ -46,7 +42,7 @@ def test_fig2a_and_fig3_draw_the_prior_traces_from_the_jobs_mapping(five_traces)
     expected = {
         "Philly": _gpu_jobs(con, "philly.jobs", "num_gpu", "AND last_end IS NOT NULL"),
         "Helios": _gpu_jobs(con, "helios.jobs", "gpu_num"),
-        "PAI": _gpu_jobs(con, "alibaba-pai.jobs", "num_gpu",
+        "PAI": _gpu_jobs(con, "alibaba_pai.jobs", "num_gpu",
                          "AND end_time IS NOT NULL AND first_task_start IS NOT NULL"),
     }
     found = rows(con, f"SELECT cluster, count(*) FROM {acme.gpu_jobs_sql(con)} "
@@ -61,8 +57,10 @@ def test_fig2a_and_fig3_draw_the_prior_traces_from_the_jobs_mapping(five_traces)
 
 
 def test_without_the_prior_traces_the_figures_say_they_are_not_fetched(
-        synthetic_catalog) -> None:  # noqa: F811
-    data = acme.duration_cdf_data(synthetic_catalog.con).df()
+        synthetic_files) -> None:  # noqa: F811
+    acme_only = {t: synthetic_files[t] for t in ("acme.seren_jobs", "acme.kalos_jobs")}
+    con = connect(tables=list(acme_only), local=acme_only, strict=True)
+    data = acme.duration_cdf_data(con).df()
     assert set(data["cluster"]) == {"Seren", "Kalos"}
     title = acme.plot_duration_cdf(data).axes[0].get_title()
     assert "Philly, Helios, PAI not fetched" in title

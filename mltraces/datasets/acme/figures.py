@@ -47,7 +47,7 @@ PAPER = "AcmeTrace (NSDI'24)"
 
 JOB_TABLES = {"Seren": "acme.seren_jobs", "Kalos": "acme.kalos_jobs"}
 #: the earlier traces Figs. 2(a) and 3 compare with, as mltraces serves them (mapped job tables)
-PRIOR_TABLES = {"Philly": "philly.jobs", "Helios": "helios.jobs", "PAI": "alibaba-pai.jobs"}
+PRIOR_TABLES = {"Philly": "philly.jobs", "Helios": "helios.jobs", "PAI": "alibaba_pai.jobs"}
 JOB_COLUMNS = (
     "gpu_num",
     "node_num",
