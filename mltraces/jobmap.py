@@ -480,6 +480,8 @@ def check_binds(entry: JobTable, con: duckdb.DuckDBPyConnection | None = None) -
     try:
         columns = [f"CAST(NULL AS {f.duckdb_type}) AS {quote_ident(f.name)}"
                    for f in schema.fields]
+        # a derived column may read where its row came from, as the converted Parquet holds it
+        columns += ["CAST(NULL AS VARCHAR) AS _source", "CAST(NULL AS BIGINT) AS _row"]
         relation = f"(SELECT {', '.join(columns)} WHERE false)"
         derived = ", ".join(f"CAST(({d.sql}) AS {d.duckdb_type}) AS {quote_ident(d.name)}"
                             for d in schema.derived)

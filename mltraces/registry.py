@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from mltraces.errors import RegistryError
@@ -61,6 +61,18 @@ _BIBTEX = re.compile(r"^@\w+\s*\{\s*[^,\s{}]+\s*,")
 _COMMIT = re.compile(r"@([0-9a-f]{7,40})$")
 
 
+#: archive formats a registry file may have; "file" is anything read as it is
+ARCHIVE_KINDS = ("tar.gz", "zip")
+
+
+class Member(NamedTuple):
+    """One member of a registry archive: its name and, where published, size and sha256."""
+
+    name: str
+    size: int | None = None
+    sha256: str | None = None
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     """One upstream file, pinned by URL and hash, or a local file of a user's source.
@@ -70,6 +82,12 @@ class RemoteFile:
     is required so a downloaded file is never used unverified. A local file
     (``path``: beside its source's ``source.json``, a file or a folder) may have
     neither: it is then served as ``unverified``.
+
+    An archive (``kind`` ``tar.gz`` or ``zip``) is unpacked into the cache after
+    verification, unless ``unpack`` is false: then the tables that need it read
+    one member at a time as a stream (Philly's 1 GB tarball unpacks to 6.6 GB).
+    ``members`` lists what it holds (name, size, sha256 where published):
+    an archive that lists members may hold nothing else.
     """
 
     id: str
@@ -79,12 +97,14 @@ class RemoteFile:
     sha256: str | None = None
     git_blob: str | None = None
     mirrors: tuple[str, ...] = ()
-    kind: str = "file"  # "file" or "tar.gz" (unpacked after verification)
-    # a tar.gz's members as (name, size): unpacking refuses anything else (a bomb, a swap)
-    members: tuple[tuple[str, int], ...] = ()
+    kind: str = "file"  # "file", or an archive: "tar.gz" / "zip"
+    members: tuple[Member, ...] = ()
+    unpack: bool = True  # an archive: unpacked after verification, else read member by member
     path: Path | None = None  # a local file or folder of a user's source (no download)
 
     def __post_init__(self) -> None:
+        # (name, size) pairs are members with a size only
+        object.__setattr__(self, "members", tuple(Member(*m) for m in self.members))
         problems = []
         if self.path is not None:
             if self.url or self.mirrors or self.kind != "file":
@@ -98,15 +118,32 @@ class RemoteFile:
         for url in (self.url, *self.mirrors) if self.path is None else ():
             if urlsplit(url).scheme != "https":
                 problems.append(f"url {url!r} is not https")
-        if self.kind not in {"file", "tar.gz"}:
-            problems.append(f"kind {self.kind!r} is not one of 'file', 'tar.gz'")
-        if self.members and self.kind != "tar.gz":
-            problems.append("members are listed but kind is not 'tar.gz'")
-        for name, size in self.members:
-            if not isinstance(name, str) or not isinstance(size, int) or size < 0:
-                problems.append(f"member {name!r}: {size!r} is not NAME: size in bytes")
+        if self.kind not in {"file", *ARCHIVE_KINDS}:
+            problems.append(f"kind {self.kind!r} is not one of 'file', "
+                            + ", ".join(repr(k) for k in ARCHIVE_KINDS))
+        if self.members and not self.archive:
+            problems.append(f"members are listed but kind {self.kind!r} is not an archive")
+        if not self.unpack and not self.archive:
+            problems.append("unpack: false is for archives only")
+        for name, size, sha256 in self.members:
+            if not isinstance(name, str) or (size is None and sha256 is None):
+                problems.append(f"member {name!r}: give its size in bytes, its sha256 or both")
+            if size is not None and (not isinstance(size, int) or size < 0):
+                problems.append(f"member {name!r}: size {size!r} is not a number of bytes")
+            if sha256 is not None and not _SHA256.match(str(sha256)):
+                problems.append(f"member {name!r}: sha256 {sha256!r} is not 64 hex digits")
         if problems:
             raise ValueError(f"registry entry {self.id!r}: " + "; ".join(problems))
+
+    @property
+    def archive(self) -> bool:
+        """True for a tarball or zip file."""
+        return self.kind in ARCHIVE_KINDS
+
+    @property
+    def unpacked(self) -> bool:
+        """True for an archive that is unpacked into the cache once verified."""
+        return self.archive and self.unpack
 
     @property
     def source(self) -> str:
@@ -200,7 +237,7 @@ class Source:
 # --------------------------------------------------------------------------- source folders
 
 _FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
-              "members", "path"}
+              "members", "unpack", "path"}
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "license_note", "pins",
                 "files", "anomalies", "expected_rows", "published"}
 
@@ -228,8 +265,18 @@ def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> Remote
     name = entry.get("name") or urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
     fields = {k: v for k, v in entry.items() if k not in {"mirrors", "name", "members"}}
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
-                      members=tuple(sorted(members.items())),
+                      members=tuple(_member(n, v, where) for n, v in sorted(members.items())),
                       **{"description": "", **fields})
+
+
+def _member(name: str, value: Any, where: str) -> Member:
+    """A ``members`` entry: ``"name": size`` or ``"name": {"size": ..., "sha256": ...}``."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"size", "sha256"}
+        if unknown:
+            raise RegistryError(f"{where}: member {name!r} has unknown keys {sorted(unknown)}")
+        return Member(name, value.get("size"), value.get("sha256"))
+    return Member(name, value)
 
 
 def _local_file(text: str, folder: Path, where: str) -> Path:

@@ -11,9 +11,11 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 - an ``mltraces`` block: the ``reader`` (a name: ``csv`` is built in; a source
   folder brings its own in ``mltraces/datasets/<source>/readers.py``, see
   :mod:`mltraces.catalog.readers`), the ``sources`` (registry file ids; for
-  archives a ``members`` glob; constant or ``{member_stem}`` ``columns`` added per
-  file), the CSV ``dialect`` (``header``, ``delimiter``, ``quoteChar``,
-  ``escapeChar``; Frictionless CSV Dialect names and defaults), ``derived`` columns
+  archives a ``members`` glob, or one ``member`` read as a stream; constant or
+  ``{member_stem}`` ``columns`` added per file; a ``header`` file naming the
+  columns of a CSV without a header row), the CSV ``dialect`` (``header``,
+  ``delimiter``, ``quoteChar``, ``escapeChar``; Frictionless CSV Dialect names and
+  defaults), ``derived`` columns
   (SQL over the fields, computed in the view), row-level ``checks`` (SQL that must
   hold, ``severity`` ``error`` or ``warning``) and ``notes`` (known anomalies).
 
@@ -83,8 +85,9 @@ class Field(NamedTuple):
     @property
     def duckdb_type(self) -> str:
         """The explicit DuckDB type the catalog reads this column as (never sniffed)."""
-        if self.type == "datetime":
-            with_offset = self.format in (None, "default", "any") or "%z" in self.format
+        if self.type == "datetime":  # an offset (%z) or a zone name (%Z: PDT) makes an instant
+            with_offset = self.format in (None, "default", "any") or any(
+                z in self.format for z in ("%z", "%Z"))
             return "TIMESTAMPTZ" if with_offset else "TIMESTAMP"
         return _DUCKDB_TYPES[self.type]
 
@@ -123,13 +126,26 @@ class Check(NamedTuple):
 
 
 class SourceSpec(NamedTuple):
-    """One input of a table: a registry file, optionally archive members, extra columns."""
+    """One input of a table: a registry file, optionally archive members, extra columns.
+
+    ``members`` (a glob) reads members of an archive the registry unpacks;
+    ``member`` (one path) reads one member of an archive as a stream, unpacking
+    nothing. ``header`` names a registry file whose one line lists the columns of a
+    CSV that has no header row (Alibaba's ``pai_job_table.header``).
+    """
 
     file: str
     members: str | None = None
     columns: Mapping[str, str] = _EMPTY
     compression: str | None = None
     extra: Mapping[str, Any] = _EMPTY
+    member: str | None = None
+    header: str | None = None
+
+    @property
+    def file_ids(self) -> tuple[str, ...]:
+        """Registry ids this input reads: its file, and its header file when it has one."""
+        return (self.file, self.header) if self.header else (self.file,)
 
 
 class Dialect(NamedTuple):
@@ -211,8 +227,8 @@ class TableSchema:
 
     @property
     def file_ids(self) -> tuple[str, ...]:
-        """Registry ids of the files this table reads (each once)."""
-        return tuple(dict.fromkeys(s.file for s in self.sources))
+        """Registry ids of the files this table reads (each once), header files included."""
+        return tuple(dict.fromkeys(f for s in self.sources for f in s.file_ids))
 
     def field(self, name: str) -> Field:
         for f in self.fields:
@@ -326,7 +342,7 @@ def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[Source
         if not isinstance(raw, dict) or not isinstance(raw.get("file"), str):
             problems.append(f"{where}: each source needs a registry 'file' id")
             continue
-        known = {"file", "members", "columns", "compression"}
+        known = {"file", "members", "columns", "compression", "member", "header"}
         sources.append(
             SourceSpec(
                 file=raw["file"],
@@ -334,6 +350,8 @@ def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[Source
                 columns=dict(raw.get("columns", {})),
                 compression=raw.get("compression"),
                 extra={k: v for k, v in raw.items() if k not in known},
+                member=raw.get("member"),
+                header=raw.get("header"),
             )
         )
     return tuple(sources)
@@ -352,6 +370,13 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
                 problems.append(f"{where}: source column {column!r} is not a field")
         if source.compression not in (None, "xz"):
             problems.append(f"{where}: compression {source.compression!r} is not supported (xz)")
+        if source.member is not None and (source.members is not None
+                                          or not isinstance(source.member, str)):
+            problems.append(f"{where}: source {source.file!r}: 'member' (one path, streamed) "
+                            "and 'members' (a glob, unpacked) exclude each other")
+        if source.header is not None and schema.dialect.header:
+            problems.append(f"{where}: source {source.file!r} names a header file, so the "
+                            'dialect must say "header": false')
     for derived in schema.derived:
         if derived.name in names:
             problems.append(f"{where}: derived column {derived.name!r} clashes with a field")

@@ -37,7 +37,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from mltraces.errors import RegistryError
@@ -166,10 +166,33 @@ def _repinned(remote: RemoteFile, path: Path) -> RemoteFile:
 
     found = digest(path)
     members = remote.members
-    if remote.kind == "tar.gz":
-        import tarfile
-
-        with tarfile.open(path, mode="r:gz") as archive:
-            members = tuple(sorted((m.name, m.size) for m in archive.getmembers() if m.isfile()))
+    if remote.archive and not members:  # a listing of what was written: nothing else is let in
+        members = tuple(_written_members(path))
+    elif remote.archive:  # the same members, pinned as the registry pins them (size, sha256)
+        members = tuple(_repinned_member(path, m) for m in members)
     return dataclasses.replace(remote, size=found.size, sha256=found.sha256,
                                git_blob=found.git_blob, members=members, mirrors=())
+
+
+def _written_members(path: Path) -> list[tuple[str, int]]:
+    """(name, size) of every file in the archive at ``path`` (tar or zip)."""
+    import tarfile
+    import zipfile
+
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as zipped:
+            return sorted((i.filename, i.file_size) for i in zipped.infolist() if not i.is_dir())
+    with tarfile.open(path) as archive:
+        return sorted((m.name, m.size) for m in archive.getmembers() if m.isfile())
+
+
+def _repinned_member(path: Path, member: Any) -> Any:
+    """``member`` of the archive at ``path`` with the size and sha256 of the bytes written."""
+    import hashlib
+
+    from mltraces.archives import Limits, open_member
+
+    with open_member(path, member.name, Limits.local()) as stream:
+        data = stream.read()
+    return member._replace(size=len(data) if member.size is not None else None,
+                           sha256=hashlib.sha256(data).hexdigest() if member.sha256 else None)

@@ -70,7 +70,7 @@ def test_sources_are_registered_files(name: str) -> None:
     for file_id in schema.file_ids:
         remote = get_file(file_id)
         assert remote.id == file_id
-        assert any(s.members for s in schema.sources) == (remote.kind == "tar.gz")
+        assert any(s.members for s in schema.sources) == remote.unpacked
 
 
 QUANTITIES = {"duration", "queue", "submission_time", "deadline", "power_limit", "average_power",

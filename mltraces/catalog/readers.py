@@ -55,9 +55,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from mltraces.errors import SchemaError
 
@@ -75,11 +76,39 @@ __all__ = ["BUILTIN", "Conversion", "FileReader", "InputFile", "ReadRequest", "V
 
 
 class InputFile(NamedTuple):
-    """One concrete file to read, with the constant columns it contributes."""
+    """One concrete file to read, with the constant columns it contributes.
+
+    ``member`` names a member of the archive at ``path`` that is read as a stream
+    (:meth:`open`), held to ``limits`` (:class:`mltraces.archives.Limits`);
+    ``header`` is a file whose one line names the columns of a headerless CSV.
+    """
 
     label: str
     path: Path
     columns: Mapping[str, str]
+    member: str | None = None
+    limits: Any = None
+    header: Path | None = None
+
+    @contextmanager
+    def open(self) -> Iterator[IO[bytes]]:
+        """The input's bytes: the file itself, or its archive member read as a stream.
+
+        A member the archive lacks is a ``missing file`` drift problem naming it.
+        """
+        if self.member is None:
+            with self.path.open("rb") as handle:
+                yield handle
+            return
+        from mltraces.archives import MissingMemberError, open_member
+        from mltraces.catalog.problems import DriftProblem, SchemaDriftError
+
+        try:
+            with open_member(self.path, self.member, self.limits) as stream:
+                yield stream
+        except MissingMemberError as error:
+            raise SchemaDriftError("", [DriftProblem("missing file", self.label, str(error))]
+                                   ) from None
 
 
 class ReadRequest(NamedTuple):

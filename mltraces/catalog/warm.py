@@ -156,8 +156,8 @@ def _derived_from(built: store.Built) -> tuple[list[str], list[tuple[str, str]]]
     files = [built.parquet, store.record_path(built.parquet)]
     files += [Path(s["path"]) for s in record.get("stamps", [])]
     folders = [cache_root()]
-    for spec in built.schema.sources:
-        download = local_path(registry.get_file(spec.file))
+    for file_id in built.schema.file_ids:
+        download = local_path(registry.get_file(file_id))
         files += [download, stamp_path(download)]
         folders.append(download.parent)
     files.append(registry.DATASETS_DIR)  # a source folder added or removed

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from mltraces.outputs import Output
 
 FORMATS = ("table", "csv", "json", "parquet")
-_DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
+# source.table, either part quoted ("itp"."jobs")
+_PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
+_DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -49,16 +51,23 @@ def tables_in(query: str) -> list[str] | None:
     known = tables()
     code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
     # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
-    named = [(m.group(0), m.group(1).lower()) for m in _DOTTED.finditer(code)]
-    mentioned = {text.lower() for text, _ in named}
+    named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
+    mentioned = {name for _, name in named}
     found = [name for name in known if name in mentioned]
     if found:
         return found
     sources = {name.split(".", 1)[0] for name in known}
-    unknown = [text for text, source in named if source in sources]
+    unknown = [text for text, name in named if name.split(".", 1)[0] in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
+
+
+def _dotted_name(match: re.Match[str]) -> str:
+    """``source.table`` as the catalog names it: quoted parts exact, bare parts lower-cased."""
+    source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
+    table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
+    return f"{source}.{table}"
 
 
 def _write(con, relation, fmt: str, output: Output | None, max_rows: int) -> None:

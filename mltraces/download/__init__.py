@@ -35,7 +35,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mltraces import config
 from mltraces.download import stamps
@@ -46,10 +46,13 @@ from mltraces.download.paths import (
     extracted_dir,
     local_path,
 )
-from mltraces.errors import OfflineError, VerificationError
+from mltraces.errors import MltracesError, OfflineError, VerificationError
 from mltraces.hashing import file_sha256
 from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
+
+if TYPE_CHECKING:
+    from mltraces.archives import Limits
 
 log = get_logger(__name__)
 
@@ -71,6 +74,7 @@ __all__ = [
     "fetch_members",
     "file_sha256",
     "local_path",
+    "member_limits",
     "pooch_for",
     "pooch_for_files",
     "set_progress",
@@ -202,6 +206,9 @@ def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> di
             raise FetchError(f"{file.id}: {folder} is a file; a table that picks members "
                              "needs a folder of files")
         return {p.name: p for p in sorted(folder.iterdir()) if p.is_file()}
+    if not file.unpacked:
+        raise MltracesError(f"{file.id} is not unpacked (unpack: false in its source.json): "
+                            "its tables read one member at a time (member_limits, open_member)")
     path = local_path(file)
     stamp = stamps.current(path, file)
     if stamp is not None:  # warm: a stat per member, no hashing, no pooch
@@ -214,6 +221,24 @@ def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> di
     if stamp is None:
         _retrieve(file, chain(VerifyPins(file), untar), progress)
     return untar.members_of(path)
+
+
+def member_limits(file: RemoteFile) -> Limits:
+    """What reading one member of a verified registry archive is held to.
+
+    Its listed members (names, sizes and sha256 where published) when the registry
+    lists them; else any number of bytes (the archive matched its publisher's
+    hash, so its headers are the publisher's, and a stream writes nothing) in at
+    most ``MLTRACES_MAX_MEMBERS`` headers. An archive no hash pins (a user's own
+    file) is held to the local-archive limits (``MLTRACES_MAX_*``).
+    """
+    from mltraces.archives import UNBOUNDED, Limits
+
+    if not file.pinned:
+        return Limits.local()
+    if file.members:
+        return Limits.pinned([(m.name, m.size, m.sha256) for m in file.members])
+    return Limits(max_members=config.max_members(), max_bytes=UNBOUNDED)
 
 
 def verified_hash(file: RemoteFile) -> str:
@@ -259,7 +284,7 @@ def fetch(*names: str, progress: bool | None = None) -> dict[str, Path]:
             log.warning("about to download %.1f GB in %d files", total / 1e9, len(pending))
     result: dict[str, Path] = {}
     for file in files:
-        if file.kind == "tar.gz":
+        if file.unpacked:
             members = fetch_members(file, progress=progress)
             result[file.id] = local_path(file)
             result.update({f"{file.id}/{name}": p for name, p in members.items()})
@@ -327,7 +352,7 @@ def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     if problem is not None:
         return [VerifyResult(file.id, path, "corrupt", problem)]
     results = [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
-    if file.kind == "tar.gz":
+    if file.unpacked:
         target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
         problems = verify_members(target)
         for member, trouble in problems.items():

@@ -19,8 +19,15 @@ Two kinds of inputs:
   ``cluster_summary.csv``: the authors' own numbers, drawn as published.
 
 Job-trace figures draw whichever of Seren and Kalos is available. The prior
-traces the paper compares with (Philly, Helios, PAI job traces) are not part
-of the release: only their utilization curves are drawn.
+traces the paper compares with in Figs. 2(a) and 3 (Philly, Helios, PAI) are
+not part of AcmeTrace's release; mltraces serves them as sources of their own,
+and when they are fetched those two figures draw them beside Seren and Kalos,
+read through the common jobs mapping (``mltraces.jobs``: GPU jobs have
+``num_gpu > 0``, run time ``run_s``, GPU time ``gpu_time_s``). As in the
+paper's notebook, Philly's GPUs are its jobs' first-attempt GPUs; PAI's GPUs
+come from ``plan_gpu / 100``, which mltraces multiplies by each task's instance
+count (per-instance requests, alibaba/clusterdata#129), so multi-instance PAI
+jobs count all their GPUs.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from mltraces.figures import store, style
 from mltraces.figures.sql import cdf_from_points_sql, ecdf_sql, values_sql
+from mltraces.schema import sql_literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,6 +46,8 @@ if TYPE_CHECKING:
 PAPER = "AcmeTrace (NSDI'24)"
 
 JOB_TABLES = {"Seren": "acme.seren_jobs", "Kalos": "acme.kalos_jobs"}
+#: the earlier traces Figs. 2(a) and 3 compare with, as mltraces serves them (mapped job tables)
+PRIOR_TABLES = {"Philly": "philly.jobs", "Helios": "helios.jobs", "PAI": "alibaba_pai.jobs"}
 JOB_COLUMNS = (
     "gpu_num",
     "node_num",
@@ -99,6 +109,56 @@ def jobs_sql(con: duckdb.DuckDBPyConnection, gpu_only: bool = True) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
+def prior_jobs_sql(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """SQL, one per available prior trace, of its GPU jobs through the common jobs mapping.
+
+    Columns: cluster (Philly, Helios, PAI), gpu_num, duration (run time, s), gpu_time.
+    """
+    from mltraces.figures import available
+    from mltraces.jobmap import job_table, table_select_sql
+
+    parts = []
+    for name, table in PRIOR_TABLES.items():
+        if table not in available(con, [table]):
+            continue
+        common = table_select_sql(job_table(table))
+        parts.append(f"SELECT {sql_literal(name)} AS cluster, num_gpu AS gpu_num, "
+                     f"run_s AS duration, gpu_time_s AS gpu_time FROM ({common}) "
+                     "WHERE num_gpu > 0")
+    return parts
+
+
+def gpu_jobs_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """GPU jobs of Seren and Kalos and of the prior traces that are available (Figs. 2(a), 3).
+
+    Columns: cluster, gpu_num, duration, gpu_time. Raises :class:`NoJobTraceError`
+    when none of them can be read.
+    """
+    from mltraces.figures import available, fetch_hint
+
+    parts = prior_jobs_sql(con)
+    if available(con, list(JOB_TABLES.values())):
+        parts.insert(0, f"SELECT cluster, gpu_num::DOUBLE AS gpu_num, duration::DOUBLE AS "
+                     f"duration, gpu_time::DOUBLE AS gpu_time FROM {jobs_sql(con)}")
+    if not parts:
+        tables = [*JOB_TABLES.values(), *PRIOR_TABLES.values()]
+        raise NoJobTraceError("no job trace of Seren, Kalos, Philly, Helios or PAI is "
+                              "available: " + fetch_hint(tables))
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def _drawn(data: pd.DataFrame) -> str:
+    """The figure's subtitle: which prior traces are drawn, which are missing."""
+    present = [c for c in PRIOR_TABLES if c in set(data["cluster"])]
+    absent = [c for c in PRIOR_TABLES if c not in present]
+    parts = []
+    if present:
+        parts.append(f"{', '.join(present)} from mltraces.jobs")
+    if absent:
+        parts.append(f"{', '.join(absent)} not fetched")
+    return "; ".join(parts)
+
+
 def _clusters(data: pd.DataFrame) -> list[str]:
     return [c for c in ("Seren", "Kalos", "Philly", "Helios", "PAI") if c in set(data["cluster"])]
 
@@ -115,8 +175,9 @@ def _cdf_steps(ax: Any, data: pd.DataFrame, key: str = "cluster") -> None:
 
 
 def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-    """CDF of GPU job duration per cluster (Fig. 2(a)). Columns: cluster, x (s), cdf."""
-    return store.query(con, ecdf_sql(jobs_sql(con), "duration", by=["cluster"]))
+    """CDF of GPU job duration per cluster (Fig. 2(a)): Seren, Kalos and the prior traces
+    that are fetched. Columns: cluster, x (s), cdf."""
+    return store.query(con, ecdf_sql(gpu_jobs_sql(con), "duration", by=["cluster"]))
 
 
 @style.styled
@@ -129,7 +190,7 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     ax.set_xlabel("(a) GPU job duration")
     ax.legend(loc="lower right")
     style.provenance(ax, "AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
-                 "Philly, Helios, PAI job traces are not released", fontsize=6.5)
+                     f"{_drawn(data)}", fontsize=6.5)
     return fig
 
 
@@ -183,7 +244,7 @@ def gpu_count_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelatio
         WITH per AS (
             SELECT cluster, gpu_num AS x, count(*)::DOUBLE AS "jobs",
                    sum(gpu_time)::DOUBLE AS "GPU time"
-            FROM {jobs_sql(con)} GROUP BY ALL
+            FROM {gpu_jobs_sql(con)} GROUP BY ALL
         )
         UNPIVOT per ON "jobs", "GPU time" INTO NAME measure VALUE w
     """
@@ -204,7 +265,7 @@ def plot_gpu_count_cdf(data: pd.DataFrame) -> Any:
         ax.set_xlabel(f"({panel}) Number of GPUs")
         style.cdf_axis(ax, f"CDF of {measure} (%)")
     axes[0].legend(loc="lower right")
-    style.provenance(fig, "AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf)")
+    style.provenance(fig, f"AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf); {_drawn(data)}")
     return fig
 
 
@@ -881,6 +942,8 @@ def _spec(
     from mltraces.figures import FigureSpec
 
     any_of = tuple(JOB_TABLES.values()) if jobs else ()
+    if figure in ("Fig. 2(a)", "Fig. 3"):  # these also draw the prior traces when fetched
+        any_of += tuple(PRIOR_TABLES.values())
     return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of, figure=figure,
                       paper=PAPER)
 
@@ -889,7 +952,8 @@ _UTIL = ("acme.util_cdf",)
 _SUMMARY = ("acme.cluster_summary",)
 
 FIGURES = (
-    _spec("acme_fig2a", "AcmeTrace Fig. 2(a): GPU job duration CDF, Seren and Kalos",
+    _spec("acme_fig2a", "AcmeTrace Fig. 2(a): GPU job duration CDF, Seren and Kalos (Philly, "
+          "Helios and PAI when fetched)",
           duration_cdf_data, plot_duration_cdf, jobs=True, figure="Fig. 2(a)"),
     _spec("acme_fig2b", "AcmeTrace Fig. 2(b): GPU utilization CDF, Seren, Kalos, Philly, PAI",
           gpu_util_data, plot_gpu_util, _UTIL, figure="Fig. 2(b)"),
