@@ -13,6 +13,8 @@ library calls all see the same values:
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
   ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
+- ``MLTRACES_INTERPRETED=1``: run the scheduling cores as the Python they are written in,
+  even where they were compiled (:mod:`mltraces.scheduling.native`; the tests compare both).
 
 Limits on what the network and archives may cost (each error names its setting):
 
@@ -68,6 +70,12 @@ def mirror() -> str | None:
 def offline() -> bool:
     """True when the user forbade network access."""
     return os.environ.get("MLTRACES_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def interpreted() -> bool:
+    """True when the compiled scheduling cores must not be used (``MLTRACES_INTERPRETED``)."""
+    value = os.environ.get("MLTRACES_INTERPRETED", "").strip().lower()
+    return value in {"1", "true", "yes", "on"}
 
 
 def hf_revision() -> str:

@@ -12,7 +12,6 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -156,24 +155,25 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a compiled core is about to be built: a minute of silence otherwise.
+    """Say so when a core is about to compile (a minute of silence otherwise), or runs as
+    plain Python (its extension was not built).
 
-    The cores (and numba) are imported only when a policy that runs on them is asked for.
+    The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import ElasticFlow, Gandiva
+    from mltraces.scheduling import ElasticFlow, Gandiva, native
 
     if quiet:
         return
-    cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
-        (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
-    ]
-    for kind, module, what, how_long in cores:
-        if any(isinstance(policy, kind) for policy in policies):
-            core = importlib.import_module(f"mltraces.scheduling.{module}")
-            if not core.compiled():
-                print(f"compiling {what} (once per installation, {how_long}) ...",
-                      file=sys.stderr)
+    if any(isinstance(policy, ElasticFlow) for policy in policies):
+        from mltraces.scheduling import efcore
+
+        if not efcore.compiled():
+            print("compiling ElasticFlow's planner (once per installation, about 40 s) ...",
+                  file=sys.stderr)
+    if any(isinstance(policy, Gandiva) for policy in policies):
+        said = native.notice("Gandiva's round loop")
+        if said:
+            print(said, file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
