@@ -141,7 +141,7 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
     policies = resolve_policies(args.policy)
     total = len(cases) * len(policies)
     quiet = getattr(args, "quiet", False) or not sys.stderr.isatty()
-    _announce_compilation(policies, getattr(args, "quiet", False))
+    _announce_interpreted(policies, getattr(args, "quiet", False))
     with tqdm(total=total, desc="replays", unit="replay", delay=2.0, disable=quiet,
               file=sys.stderr, leave=False) as bar:
         if args.workers == 1 or total == 1:
@@ -154,9 +154,9 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
         return sweep(cases, policies, max_workers=args.workers, on_done=lambda _: bar.update())
 
 
-def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a core is about to compile (a minute of silence otherwise), or runs as
-    plain Python (its extension was not built).
+def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
+    """Say so in one line when a policy's compiled core runs as plain Python (its extension
+    was not built at install): a replay then takes several times longer than documented.
 
     The cores are imported only when a policy that runs on them is asked for.
     """
@@ -164,14 +164,8 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
 
     if quiet:
         return
-    if any(isinstance(policy, ElasticFlow) for policy in policies):
-        from mltraces.scheduling import efcore
-
-        if not efcore.compiled():
-            print("compiling ElasticFlow's planner (once per installation, about 40 s) ...",
-                  file=sys.stderr)
-    if any(isinstance(policy, Gandiva) for policy in policies):
-        said = native.notice("Gandiva's round loop")
+    for kind, what in ((ElasticFlow, "ElasticFlow's planner"), (Gandiva, "Gandiva's rounds")):
+        said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
         if said:
             print(said, file=sys.stderr)
 

@@ -1,11 +1,12 @@
 """The scheduling cores: C extensions built by Cython at install, or the same source as Python.
 
-:mod:`.gandivacore` is written in Cython's *pure Python mode*: valid Python with
-C types in its annotations and a few decorators. ``pip install`` compiles it
-ahead of time (``setup.py``; Cython is a build requirement), so nothing is
-compiled when a replay runs. Where it could not be compiled (no C compiler),
-the same file runs as plain Python: same results, several times slower,
-and the CLI says so in one line.
+ElasticFlow's planner and rounds (:mod:`.efcore`, :mod:`.efrounds`) and
+Gandiva's rounds (:mod:`.gandivacore`) are written in Cython's *pure Python
+mode*: valid Python with C types in its annotations and a few decorators.
+``pip install`` compiles them ahead of time (``setup.py``; Cython is a build
+requirement), so nothing is compiled when a replay runs. Where they could not
+be compiled (no C compiler), the same files run as plain Python: same
+results, about 15 times slower, and the CLI says so in one line.
 
 Which one runs is decided here, once per process, for all cores together:
 the source runs when ``MLTRACES_INTERPRETED=1`` is set (the tests compare the
@@ -31,7 +32,7 @@ from pathlib import Path
 from mltraces import config
 
 #: the modules written for Cython (see ``setup.py``)
-CORES = ("gandivacore",)
+CORES = ("efcore", "efrounds", "gandivacore")
 PACKAGE = __name__.rpartition(".")[0]
 FOLDER = Path(__file__).parent
 
