@@ -32,7 +32,7 @@ DIRECTIVES = {
     "initializedcheck": False,
 }
 #: no fused multiply-add or other contraction: every double operation rounds as in Python
-C_FLAGS = ["-O2", "-ffp-contract=off", "-fno-fast-math"]
+C_FLAGS = ["-ffp-contract=off", "-fno-fast-math"]
 
 
 def notice(message: str) -> None:
@@ -57,8 +57,8 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as error:  # no compiler, missing headers, a failed compile
-            notice(f"{ext.name} not compiled ({type(error).__name__}: {error}); "
-                   "it runs as plain Python, several times slower")
+            notice(f"{ext.name} not compiled ({type(error).__name__}, is a C compiler "
+                   "installed?); it runs as plain Python, about 100 times slower")
             return
         source = FOLDER / f"{ext.name.rsplit('.', 1)[-1]}.py"
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -102,11 +102,14 @@ def extensions() -> list[Extension]:
     modules = [Extension(f"mltraces.scheduling.{name}", [str(FOLDER / f"{name}.py")])
                for name in CORES]
     try:
-        return cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
+        built = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
     except Exception as error:  # a Cython that cannot translate them: run them as Python
         notice(f"Cython could not translate the scheduling cores ({error}); they run as "
                "plain Python")
         return []
+    for ext in built:  # cythonize makes new Extensions
+        ext.optional = True
+    return built
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -88,14 +88,15 @@ def check_cases(only: set[str]) -> list[tuple[str, object, object]]:
     return out
 
 
-def replay(name: str, case, policy, folder: Path) -> tuple[str, float]:
-    """Run one case, write its jobs and GPU series; its name and replay seconds."""
+def replay(name: str, case, policy, folder: Path) -> tuple[str, float, float]:
+    """Run one case, write its jobs and GPU series; its name, replay seconds and CPU
+    seconds (the fairer number on a shared machine)."""
     from mltraces.scheduling import run_case
 
     outcome = run_case(case, policy)
     outcome.job_frame().to_parquet(folder / f"{name}.jobs.parquet")
     outcome.utilisation_frame().to_parquet(folder / f"{name}.gpus.parquet")
-    return name, outcome.seconds
+    return name, outcome.seconds, outcome.cpu_seconds
 
 
 def record(folder: Path, only: set[str], skip: set[str], workers: int) -> None:
@@ -106,8 +107,8 @@ def record(folder: Path, only: set[str], skip: set[str], workers: int) -> None:
     with ProcessPoolExecutor(workers) as pool:
         futures = [pool.submit(replay, name, case, policy, folder) for name, case, policy in cases]
         for future in futures:
-            name, seconds = future.result()
-            print(f"  {name:<40} {seconds:8.3f} s", flush=True)
+            name, seconds, cpu = future.result()
+            print(f"  {name:<40} {seconds:8.3f} s  {cpu:8.3f} CPU-s", flush=True)
     print(f"recorded {len(cases)} cases in {time.perf_counter() - start:.1f} s wall")
 
 

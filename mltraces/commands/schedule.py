@@ -156,7 +156,7 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
     """Say so in one line when a policy's compiled core runs as plain Python (its extension
-    was not built at install): a replay then takes several times longer than documented.
+    was not built at install): a replay then takes about 100 times longer than documented.
 
     The cores are imported only when a policy that runs on them is asked for.
     """

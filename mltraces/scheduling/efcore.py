@@ -13,7 +13,7 @@ only slower.
 What it costs in machine code. A plan is a few hundred nanoseconds of
 arithmetic; what used to dominate was bookkeeping around it: fresh arrays
 per plan, lists of arrays, reference counts. So a round's plans write into
-one workspace of 2-D rows (see :class:`Space`), the small helpers are C
+one workspace of 2-D rows (see :class:`Planner`), the small helpers are C
 functions the compiler inlines, and the arrays that travel together are
 attributes of small classes (:class:`Tables`, :class:`Current`,
 :class:`Offers`, :class:`Prices`, :class:`Work`, :class:`Merged`) that
@@ -55,15 +55,104 @@ else:
 i64 = cython.typedef(cython.longlong)
 f64 = cython.typedef(cython.double)
 u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
+# 1-D arrays inside the planner: C pointers compiled (a typed memoryview, or a row of
+# one, costs a struct copy and a reference count each time it is passed), the numpy
+# arrays (or rows) themselves as Python; see fptr/iptr/bptr/frow/irow
+f64p = cython.typedef(cython.p_double)
+i64p = cython.typedef(cython.p_longlong)
+u8p = cython.typedef(cython.p_uchar)
 
 INF = cython.declare(f64, math.inf)
 NAN = cython.declare(f64, math.nan)
 NONE = cython.declare(i64, -(2**62))  # an unset GPU count (the reference's undefined variable)
 
 
+# -- pointers to arrays and rows (compiled), the arrays and rows themselves (Python) --------
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def fptr(a: f64[:]) -> f64p:
+    """The data of a 1-D float array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def iptr(a: i64[:]) -> i64p:
+    """The data of a 1-D int64 array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def bptr(a: u8[:]) -> u8p:
+    """The data of a 1-D bool array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def frow(a: f64[:, :], p: i64) -> f64p:
+    """Row ``p`` of a 2-D float array."""
+    if cython.compiled:
+        return cython.address(a[p, 0])
+    else:
+        return a[p]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def irow(a: i64[:, :], p: i64) -> i64p:
+    """Row ``p`` of a 2-D int64 array."""
+    if cython.compiled:
+        return cython.address(a[p, 0])
+    else:
+        return a[p]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def copy_f64(src: f64p, dst: f64p, n: i64) -> cython.void:
+    """``dst[:n] = src[:n]``."""
+    k: i64
+    if cython.compiled:
+        for k in range(n):
+            dst[k] = src[k]
+    else:
+        dst[:n] = src[:n]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def copy_i64(src: i64p, dst: i64p, n: i64) -> cython.void:
+    """``dst[:n] = src[:n]``."""
+    k: i64
+    if cython.compiled:
+        for k in range(n):
+            dst[k] = src[k]
+    else:
+        dst[:n] = src[:n]
+
+
 # -- small helpers -------------------------------------------------------------------------
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def align(origin: f64, time: f64, slot: f64) -> f64:
     """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod)."""
     x: f64 = time - origin
@@ -84,7 +173,8 @@ def align(origin: f64, time: f64, slot: f64) -> f64:
 
 @cython.cfunc
 @cython.inline
-def bisect_left(a: f64[:], n: i64, x: f64) -> i64:
+@cython.exceptval(check=False)
+def bisect_left(a: f64p, n: i64, x: f64) -> i64:
     lo: i64 = 0
     hi: i64 = n
     mid: i64
@@ -99,7 +189,8 @@ def bisect_left(a: f64[:], n: i64, x: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
-def bisect_right(a: f64[:], n: i64, x: f64) -> i64:
+@cython.exceptval(check=False)
+def bisect_right(a: f64p, n: i64, x: f64) -> i64:
     lo: i64 = 0
     hi: i64 = n
     mid: i64
@@ -114,7 +205,8 @@ def bisect_right(a: f64[:], n: i64, x: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
-def step_index(a: f64[:], n: i64, x: f64) -> i64:
+@cython.exceptval(check=False)
+def step_index(a: f64p, n: i64, x: f64) -> i64:
     """Index of the step starting exactly at ``x``, or -1."""
     i: i64 = bisect_left(a, n, x)
     if i < n and a[i] == x:
@@ -124,6 +216,7 @@ def step_index(a: f64[:], n: i64, x: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(-1)
 def wrap(i: i64, n: i64) -> i64:
     """A Python list index: -1 is the last element."""
     if i < 0:
@@ -135,7 +228,8 @@ def wrap(i: i64, n: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
-def set_step(times: f64[:], free: i64[:], n: i64, time: f64, value: i64) -> i64:
+@cython.exceptval(-1)
+def set_step(times: f64p, free: i64p, n: i64, time: f64, value: i64) -> i64:
     """Set the value from ``time`` on (insert a step or overwrite one); the new length.
 
     The arrays must have room for one more entry.
@@ -157,6 +251,7 @@ def set_step(times: f64[:], free: i64[:], n: i64, time: f64, value: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(-1)
 def fit_of(fit2: i64[:, :], row: i64, x: i64) -> i64:
     """``fit2[row, x]`` with Python's indexing (negative wraps, too large raises)."""
     if x == NONE:
@@ -180,7 +275,8 @@ def rate(speed2: f64[:, :], m: i64, g: i64) -> f64:
 
 @cython.cfunc
 @cython.inline
-def gpu_time(at: f64[:], ag: i64[:], na: i64, end: f64) -> f64:
+@cython.exceptval(check=False)
+def gpu_time(at: f64p, ag: i64p, na: i64, end: f64) -> f64:
     """GPU-seconds of an allocation held until ``end``."""
     total: f64 = 0.0
     k: i64
@@ -193,7 +289,8 @@ def gpu_time(at: f64[:], ag: i64[:], na: i64, end: f64) -> f64:
 
 @cython.cfunc
 @cython.inline
-def value_at(times: f64[:], free: i64[:], n: i64, time: f64, default: i64) -> i64:
+@cython.exceptval(check=False)
+def value_at(times: f64p, free: i64p, n: i64, time: f64, default: i64) -> i64:
     """Free GPUs at ``time`` (``default`` before the first step)."""
     i: i64 = bisect_right(times, n, time)
     return free[i - 1] if i else default
@@ -201,7 +298,8 @@ def value_at(times: f64[:], free: i64[:], n: i64, time: f64, default: i64) -> i6
 
 @cython.cfunc
 @cython.inline
-def hold(aval: i64[:], aset: u8[:], nf: i64[:], k: i64, gpus: i64) -> cython.void:
+@cython.exceptval(check=False)
+def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
     """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
     aval[k] = gpus
     aset[k] = True
@@ -214,8 +312,8 @@ def hold(aval: i64[:], aset: u8[:], nf: i64[:], k: i64, gpus: i64) -> cython.voi
 # for n + 3, where n is the length of the timeline planned on.
 @cython.cfunc
 @cython.inline
-def finish_plan(nt: f64[:], nf: i64[:], nn: i64, aval: i64[:], aset: u8[:], xt: f64, xv: i64,
-                end_step: f64, end_value: i64, at: f64[:], ag: i64[:]) -> tuple[i64, i64]:
+def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
+                end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
     """Collect the allocation steps (sorted, repeats dropped) and add the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
@@ -248,7 +346,8 @@ def finish_plan(nt: f64[:], nf: i64[:], nn: i64, aval: i64[:], aset: u8[:], xt: 
 
 
 @cython.cfunc
-def compact(nt: f64[:], nf: i64[:], nn: i64, ct: f64[:], cf: i64[:]) -> i64:
+@cython.exceptval(check=False)
+def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
     """Copy the timeline into ``ct``/``cf`` without repeated values; the new length.
 
     Kept apart from :func:`finish_plan` because most plans are only priced:
@@ -268,10 +367,10 @@ def compact(nt: f64[:], nf: i64[:], nn: i64, ct: f64[:], cf: i64[:]) -> i64:
 
 
 @cython.cfunc
-def plan(times: f64[:], free: i64[:], n: i64, start: f64, left: f64, deadline: f64, m: i64,
+def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, m: i64,
          speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:],
-         cap2: i64[:], total: i64, slot: f64, assign: i64, nt: f64[:], nf: i64[:],
-         aval: i64[:], aset: u8[:], at: f64[:], ag: i64[:]) -> tuple[i64, i64, f64, f64]:
+         cap2: i64[:], total: i64, slot: f64, assign: i64, nt: f64p, nf: i64p,
+         aval: i64p, aset: u8p, at: f64p, ag: i64p) -> tuple[i64, i64, f64, f64]:
     """Plan a job from ``start`` backwards from its deadline on the timeline.
 
     With ``assign`` the job first holds that many GPUs until the timeline's
@@ -308,8 +407,8 @@ def plan(times: f64[:], free: i64[:], n: i64, start: f64, left: f64, deadline: f
     last_k: i64
     last_a: i64
     lk: i64
-    nt[:n] = times[:n]
-    nf[:n] = free[:n]
+    copy_f64(times, nt, n)
+    copy_i64(free, nf, n)
     nn: i64 = n
     for k in range(n + 2):
         aval[k] = 0
@@ -460,11 +559,11 @@ def plan(times: f64[:], free: i64[:], n: i64, start: f64, left: f64, deadline: f
 
 @cython.cfunc
 @cython.inline
-def forward(times: f64[:], free: i64[:], n: i64, nt: f64[:], nf: i64[:], nn: i64, aval: i64[:],
-            aset: u8[:], xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
+def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: i64p,
+            aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
             aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
-            prev_q: i64, point: f64, total: i64, slot: f64, at: f64[:],
-            ag: i64[:]) -> tuple[i64, i64, f64, f64]:
+            prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
+            ag: i64p) -> tuple[i64, i64, f64, f64]:
     """Allocate from ``event``: ``prev_q`` before ``point``, ``q`` from it, until done."""
     k: i64
     u: i64
@@ -519,6 +618,7 @@ def forward(times: f64[:], free: i64[:], n: i64, nt: f64[:], nf: i64[:], nn: i64
 # -- a round: plan every job, then hand out the free GPUs ----------------------------------
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
 def next_level_of(levels2: i64[:, :], m: i64, nl: i64, gpus: i64) -> i64:
     """The next scaling step of model row ``m`` above ``gpus`` (``gpus`` itself at the top)."""
     i: i64
@@ -532,8 +632,9 @@ def next_level_of(levels2: i64[:, :], m: i64, nl: i64, gpus: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
-def released(times: f64[:], free: i64[:], n: i64, at: f64[:], ag: i64[:], na: i64, end: f64,
-             total: i64, out_t: f64[:], out_f: i64[:]) -> i64:
+@cython.exceptval(check=False)
+def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: f64,
+             total: i64, out_t: f64p, out_f: i64p) -> i64:
     """The cluster timeline plus a job's own allocation until its planned end.
 
     Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
@@ -575,15 +676,16 @@ def released(times: f64[:], free: i64[:], n: i64, at: f64[:], ag: i64[:], na: i6
 
 
 @cython.ccall
+@cython.exceptval(-1)
 def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], model: i64[:],
-             stop_on_miss: cython.bint, speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:],
-             fit2: i64[:, :], fitrow: i64[:], cap2: i64[:]) -> tuple:
+             stop_on_miss: cython.bint, planner: Planner) -> i64:
     """Plan jobs (deadline order) one after another on an empty cluster.
 
-    Returns ``(ok, planned, ptr, at, ag, end, real_end, times, free)``: whether
-    every plan meets its deadline, how many were planned (``stop_on_miss``
-    stops at the first miss), their allocations as ``at[ptr[i]:ptr[i+1]]``,
-    and the timeline they leave.
+    Returns whether every plan meets its deadline (1 or 0; ``stop_on_miss``
+    stops at the first miss). Leaves in ``planner`` the plans' allocations as
+    ``at_all[ptr[i]:ptr[i+1]]`` (``ag_all`` likewise), their ends
+    (``end``, ``real_end``) and the timeline they leave (``times``/``free``,
+    ``timeline`` steps long).
     """
     i: i64
     k: i64
@@ -591,61 +693,51 @@ def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], mo
     na: i64
     e: f64
     re: f64
+    tables: Tables = planner.tables
     m: i64 = left.shape[0]
     width: i64 = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
-    times_owner = np.empty(width, np.float64)
-    free_owner = np.empty(width, np.int64)
-    times: f64[:] = times_owner
-    free: i64[:] = free_owner
-    nt: f64[:] = np.empty(width, np.float64)
-    nf: i64[:] = np.empty(width, np.int64)
-    aval: i64[:] = np.empty(width, np.int64)
-    aset: u8[:] = np.empty(width, np.bool_)
-    at: f64[:] = np.empty(width, np.float64)
-    ag: i64[:] = np.empty(width, np.int64)
+    times: f64p = fptr(planner.times)
+    free: i64p = iptr(planner.free)
+    ptr: i64[:] = planner.ptr
+    end: f64[:] = planner.end
+    real_end: f64[:] = planner.real_end
     times[0] = now
     free[0] = total
     n: i64 = 1
-    ptr_owner = np.zeros(m + 1, np.int64)
-    at_owner = np.empty(16 * m + 16, np.float64)
-    ag_owner = np.empty(16 * m + 16, np.int64)
-    end_owner = np.empty(m, np.float64)
-    real_end_owner = np.empty(m, np.float64)
-    ptr: i64[:] = ptr_owner
-    at_all: f64[:] = at_owner
-    ag_all: i64[:] = ag_owner
-    end: f64[:] = end_owner
-    real_end: f64[:] = real_end_owner
+    for i in range(m + 1):
+        ptr[i] = 0
     ok: cython.bint = True
-    planned: i64 = 0
     for i in range(m):
         if n + 3 > width:
             raise RuntimeError("planner workspace too small")
-        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i], speed2,
-                             levels2, nlev, fit2, fitrow, cap2, total, slot, 0, nt, nf,
-                             aval, aset, at, ag)
-        n = compact(nt, nf, nn, times, free)
-        if ptr[i] + na > at_all.shape[0]:
-            at_owner = np.concatenate((at_owner, np.empty(at_owner.shape[0] + na, np.float64)))
-            ag_owner = np.concatenate((ag_owner, np.empty(ag_owner.shape[0] + na, np.int64)))
-            at_all = at_owner
-            ag_all = ag_owner
+        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i],
+                             tables.speed2, tables.levels2, tables.nlev, tables.fit2,
+                             tables.fitrow, tables.cap2, total, slot, 0, fptr(planner.nt),
+                             iptr(planner.nf), iptr(planner.aval), bptr(planner.aset),
+                             fptr(planner.at), iptr(planner.ag))
+        n = compact(fptr(planner.nt), iptr(planner.nf), nn, times, free)
+        if ptr[i] + na > planner.at_all.shape[0]:
+            planner.at_all = np.concatenate((np.asarray(planner.at_all),
+                                             np.empty(planner.at_all.shape[0] + na)))
+            planner.ag_all = np.concatenate((np.asarray(planner.ag_all),
+                                             np.empty(planner.ag_all.shape[0] + na, np.int64)))
         for k in range(na):
-            at_all[ptr[i] + k] = at[k]
-            ag_all[ptr[i] + k] = ag[k]
+            planner.at_all[ptr[i] + k] = planner.at[k]
+            planner.ag_all[ptr[i] + k] = planner.ag[k]
         ptr[i + 1] = ptr[i] + na
         end[i] = e
         real_end[i] = re
-        planned = i + 1
         if re > deadline[i]:
             ok = False
             if stop_on_miss:
                 break
-    return (ok, planned, ptr_owner, at_owner, ag_owner, end_owner, real_end_owner,
-            times_owner[:n].copy(), free_owner[:n].copy())
+    planner.timeline = n
+    return 1 if ok else 0
+
 
 
 @cython.cfunc
+@cython.exceptval(check=False)
 def sort_desc(order: i64[:], key: f64[:]) -> cython.void:
     """Sort ``order`` in place by ``key[order]``, largest first, stably (NaN last).
 
@@ -671,7 +763,9 @@ def sort_desc(order: i64[:], key: f64[:]) -> cython.void:
         order[j + 1] = x
 
 
-# -- the workspace of a round's scale-up: arrays that travel together ----------------------
+
+
+# -- the workspace of a replay's planning: arrays that travel together ---------------------
 @cython.cclass
 class Tables:
     """The jobs' scaling models (see the module docstring): ``speed2``, ``levels2``,
@@ -765,66 +859,93 @@ class Merged:
 
 
 @cython.cclass
-class Space:
-    """The rows a round's plans write to, ``width`` wide (widened when a timeline could
-    outgrow them): the cluster timeline's two rows ``tt``/``tf`` (row ``cur`` is the one
-    after the last step, the other the one before it, for :func:`keep`), then per job its
-    allocation and its offer, then the scratch."""
+class Planner:
+    """Everything a replay's rounds plan in, allocated once for ``jobs`` jobs and grown
+    when a round needs more (rounds plan thousands of times; fresh arrays for each were a
+    third of a replay).
 
-    width: i64
-    tt: f64[:, :]
-    tf: i64[:, :]
-    current: Current
-    offers: Offers
-    work: Work
-    merged: Merged
+    :func:`estimate` writes its plans here (``times``/``free`` … ``timeline``,
+    ``ptr``, ``at_all``, ``ag_all``, ``end``, ``real_end``) and :func:`scale_up`
+    its result (``order``, ``gpus``, ``up_end``, ``up_real``, ``started``). A scale-up's
+    rows are ``width`` wide for ``rows`` jobs (see :func:`reserve`): the cluster
+    timeline's two rows ``tt``/``tf`` (row ``cur`` after the last step, the other
+    before it, for :func:`keep`), then per job its allocation (:class:`Current`) and
+    offer (:class:`Offers`), its price (:class:`Prices`), and the scratch
+    (:class:`Work`, :class:`Merged`). The attributes are declared in ``efcore.pxd``.
+    """
 
-    def __init__(self, width, tt, tf, current, offers, work, merged) -> None:
-        self.width, self.tt, self.tf = width, tt, tf
-        self.current, self.offers, self.work, self.merged = current, offers, work, merged
+    def __init__(self, jobs, speed2, levels2, nlev, fit2, fitrow, cap2) -> None:
+        n = max(int(jobs), 1)
+        self.tables = Tables(speed2, levels2, nlev, fit2, fitrow, cap2)
+        width = 2 * n + 8
+        self.times, self.nt, self.at = (np.empty(width) for _ in range(3))
+        self.free, self.nf, self.aval, self.ag = (np.empty(width, np.int64) for _ in range(4))
+        self.aset = np.empty(width, np.bool_)
+        self.ptr = np.zeros(n + 1, np.int64)
+        self.at_all = np.empty(16 * n + 16)
+        self.ag_all = np.empty(16 * n + 16, np.int64)
+        self.end, self.real_end = np.empty(n), np.empty(n)
+        self.timeline = 0
+        self.order, self.gpus = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.up_end, self.up_real = np.empty(n), np.empty(n)
+        self.started = np.empty(n, np.bool_)
+        self.next_level, self.fill = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.stale, self.idle = np.empty(n, np.bool_), np.empty(n)
+        self.prices = Prices(np.empty(n), np.empty(n, np.bool_), np.empty(n),
+                             np.empty(n), np.empty(n, np.int64), np.empty(n, np.bool_))
+        self.rows, self.width = 0, 0
+        self.current = Current(np.empty((0, 0)), np.empty((0, 0), np.int64),
+                               np.empty(n, np.int64))
+        self.offers = Offers(np.empty((0, 0)), np.empty((0, 0), np.int64),
+                             np.empty(n, np.int64), np.empty((0, 0)),
+                             np.empty((0, 0), np.int64), np.empty(n, np.int64), np.empty(n),
+                             np.empty(n), np.empty(n, np.bool_))  # fmt: skip
+        self.tt, self.tf = np.empty((2, 0)), np.empty((2, 0), np.int64)
+        self.work, self.merged = scratch(0)
 
 
 @cython.cfunc
-def widen(a, width: i64):
-    """A copy of the 2-D buffer ``a`` with ``width`` columns."""
-    out = np.empty((a.shape[0], width), a.dtype)
-    keep = min(width, a.shape[1])
-    out[:, :keep] = a[:, :keep]
+def widen(a, rows: i64, width: i64):
+    """A copy of the 2-D buffer ``a`` with ``rows`` rows and ``width`` columns."""
+    out = np.empty((rows, width), a.dtype)
+    keep_rows = min(rows, a.shape[0])
+    keep_width = min(width, a.shape[1])
+    out[:keep_rows, :keep_width] = a[:keep_rows, :keep_width]
     return out
 
 
 @cython.cfunc
-def roomier(n: i64, longest: i64, space: Space) -> cython.void:
-    """Widen the workspace (see :func:`allocate`) for plans on an ``n``-step timeline.
+def resize(planner: Planner, rows: i64, width: i64) -> cython.void:
+    """The planner's rows, ``rows`` × ``width`` now, contents kept."""
+    current: Current = planner.current
+    offers: Offers = planner.offers
+    planner.tt = widen(np.asarray(planner.tt), 2, width)
+    planner.tf = widen(np.asarray(planner.tf), 2, width)
+    current.cat = widen(np.asarray(current.cat), rows, width)
+    current.cag = widen(np.asarray(current.cag), rows, width)
+    offers.ot = widen(np.asarray(offers.ot), rows, width)
+    offers.of = widen(np.asarray(offers.of), rows, width)
+    offers.oat = widen(np.asarray(offers.oat), rows, width)
+    offers.oag = widen(np.asarray(offers.oag), rows, width)
+    planner.work, planner.merged = scratch(width)
+    planner.rows, planner.width = rows, width
+
+
+@cython.cfunc
+def reserve(planner: Planner, m: i64, width: i64) -> cython.void:
+    """Rows for ``m`` jobs at least ``width`` wide (a scale-up's start)."""
+    if m > planner.rows or width > planner.width:
+        resize(planner, max(m, planner.rows), max(width, planner.width))
+
+
+@cython.cfunc
+def roomier(n: i64, longest: i64, planner: Planner) -> cython.void:
+    """Widen the rows (see :class:`Planner`) for plans on an ``n``-step timeline.
 
     Plans need n + na + 4 entries (``longest``: the largest na). The rows keep
     their contents, in new arrays.
     """
-    width: i64 = 2 * (n + longest) + 16
-    current, offers = space.current, space.offers
-    space.tt = widen(np.asarray(space.tt), width)
-    space.tf = widen(np.asarray(space.tf), width)
-    current.cat = widen(np.asarray(current.cat), width)
-    current.cag = widen(np.asarray(current.cag), width)
-    offers.ot = widen(np.asarray(offers.ot), width)
-    offers.of = widen(np.asarray(offers.of), width)
-    offers.oat = widen(np.asarray(offers.oat), width)
-    offers.oag = widen(np.asarray(offers.oag), width)
-    space.work, space.merged = scratch(width)
-    space.width = width
-
-
-@cython.cfunc
-def allocate(m: i64, width: i64, cna, on, ona, oend, oreal, has) -> Space:
-    """The rows a round's plans write to (see :class:`Space`); the per-job counts and ends
-    are given."""
-    work, merged = scratch(width)
-    current = Current(np.empty((m, width), np.float64), np.empty((m, width), np.int64), cna)
-    offers = Offers(np.empty((m, width), np.float64), np.empty((m, width), np.int64), on,
-                    np.empty((m, width), np.float64), np.empty((m, width), np.int64), ona,
-                    oend, oreal, has)  # fmt: skip
-    return Space(width, np.empty((2, width), np.float64), np.empty((2, width), np.int64),
-                 current, offers, work, merged)  # fmt: skip
+    resize(planner, planner.rows, max(2 * (n + longest) + 16, planner.width))
 
 
 @cython.cfunc
@@ -839,7 +960,7 @@ def scratch(width: i64) -> tuple:
 
 @cython.cfunc
 @cython.inline
-def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64[:], free: i64[:], n: i64,
+def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p, n: i64,
                current: Current, end: f64[:], left: f64[:], deadline: f64[:], model: i64[:],
                next_level: i64[:], offers: Offers, work: Work, tables: Tables) -> i64:
     """Plan job ``p`` one step up on the timeline with its own GPUs handed back.
@@ -850,12 +971,15 @@ def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64[:], free: i64
     na: i64
     e: f64
     re: f64
-    rn: i64 = released(times, free, n, current.cat[p], current.cag[p], current.cna[p], end[p],
-                       total, work.rt, work.rf)
-    nn, na, e, re = plan(work.rt, work.rf, rn, now, left[p], deadline[p], model[p],
-                         tables.speed2, tables.levels2, tables.nlev, tables.fit2, tables.fitrow,
-                         tables.cap2, total, slot, next_level[p], offers.ot[p], offers.of[p],
-                         work.aval, work.aset, offers.oat[p], offers.oag[p])
+    rt: f64p = fptr(work.rt)
+    rf: i64p = iptr(work.rf)
+    rn: i64 = released(times, free, n, frow(current.cat, p), irow(current.cag, p),
+                       current.cna[p], end[p], total, rt, rf)
+    nn, na, e, re = plan(rt, rf, rn, now, left[p], deadline[p], model[p], tables.speed2,
+                         tables.levels2, tables.nlev, tables.fit2, tables.fitrow, tables.cap2,
+                         total, slot, next_level[p], frow(offers.ot, p), irow(offers.of, p),
+                         iptr(work.aval), bptr(work.aset), frow(offers.oat, p),
+                         irow(offers.oag, p))
     offers.on[p] = nn
     offers.ona[p] = na
     offers.oend[p] = e
@@ -866,7 +990,7 @@ def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64[:], free: i64
 
 @cython.cfunc
 @cython.inline
-def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64[:], free: i64[:],
+def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
           n: i64, gpus: i64[:], current: Current, end: f64[:], left: f64[:], deadline: f64[:],
           model: i64[:], next_level: i64[:], prices: Prices, offers: Offers, work: Work,
           tables: Tables) -> cython.void:
@@ -888,10 +1012,10 @@ def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64[:], fr
         return
     rn: i64 = make_offer(p, now, total, slot, times, free, n, current, end, left, deadline,
                          model, next_level, offers, work, tables)
-    rt: f64[:] = work.rt
-    rf: i64[:] = work.rf
-    new: f64 = gpu_time(offers.oat[p], offers.oag[p], offers.ona[p], offers.oend[p])
-    old: f64 = gpu_time(current.cat[p], current.cag[p], current.cna[p], end[p])
+    rt: f64p = fptr(work.rt)
+    rf: i64p = iptr(work.rf)
+    new: f64 = gpu_time(frow(offers.oat, p), irow(offers.oag, p), offers.ona[p], offers.oend[p])
+    old: f64 = gpu_time(frow(current.cat, p), irow(current.cag, p), current.cna[p], end[p])
     prices.marginal[p] = (new - old) / (level - g)
     aligned: f64 = align(now, deadline[p], slot)
     # the plan's first branch: the new count until done, before the timeline's first
@@ -915,10 +1039,11 @@ def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64[:], fr
 
 @cython.cfunc
 @cython.inline
-def any_set(flags: u8[:]) -> cython.bint:
-    """Whether any of ``flags`` is set (a C loop: ``any()`` of a generator is Python)."""
+@cython.exceptval(check=False)
+def any_set(flags: u8[:], m: i64) -> cython.bint:
+    """Whether any of ``flags[:m]`` is set (a C loop: ``any()`` of a generator is Python)."""
     i: i64
-    for i in range(flags.shape[0]):  # noqa: SIM110
+    for i in range(m):  # noqa: SIM110
         if flags[i]:
             return True
     return False
@@ -926,14 +1051,15 @@ def any_set(flags: u8[:]) -> cython.bint:
 
 @cython.cfunc
 @cython.inline
-def keep(old_t: f64[:], old_f: i64[:], old_n: i64, new_t: f64[:], new_f: i64[:], new_n: i64,
-         total: i64, prices: Prices, has: u8[:], merged: Merged) -> cython.void:
+def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: i64,
+         total: i64, prices: Prices, has: u8[:], merged: Merged, m: i64) -> cython.void:
     """Drop the reusable prices that the timeline change old → new can affect.
 
     A job's price reads the timeline (with its own GPUs handed back) on a
     window from its first step after now, ``f``, to a horizon ``h``. It is
     unchanged if the change is a constant before ``f``, nothing on [f, h], and
-    ``f`` is still a step. ``merged`` is scratch with room for both timelines' steps.
+    ``f`` is still a step. ``merged`` is scratch with room for both timelines' steps;
+    the jobs are the first ``m``.
     """
     reuse: u8[:] = prices.reuse
     r_step: f64[:] = prices.r_step
@@ -947,7 +1073,7 @@ def keep(old_t: f64[:], old_f: i64[:], old_n: i64, new_t: f64[:], new_f: i64[:],
     p: i64
     k: f64
     step: f64
-    if not any_set(reuse):
+    if not any_set(reuse, m):
         return
     i = 0
     j: i64 = 0
@@ -980,7 +1106,7 @@ def keep(old_t: f64[:], old_f: i64[:], old_n: i64, new_t: f64[:], new_f: i64[:],
         next_change[i] = upcoming
         if delta[i]:
             upcoming = keys[i]
-    for p in range(reuse.shape[0]):
+    for p in range(m):
         if not reuse[p]:
             continue
         if r_fast[p]:  # read only that no step falls before its end
@@ -990,7 +1116,7 @@ def keep(old_t: f64[:], old_f: i64[:], old_n: i64, new_t: f64[:], new_f: i64[:],
                 reuse[p] = False
             continue
         step = r_step[p]
-        i = wrap(bisect_right(keys, nk, step) - 1, nk)
+        i = wrap(bisect_right(fptr(keys), nk, step) - 1, nk)
         if change >= step and not delta[i] and next_change[i] > r_horizon[p] and (
             r_jump[p] != first
         ):
@@ -1011,7 +1137,8 @@ def take_offer(p: i64, offers: Offers, tt: f64[:, :], tf: i64[:, :], row: i64,
     k: i64
     cat: f64[:, :] = current.cat
     cag: i64[:, :] = current.cag
-    n: i64 = compact(offers.ot[p], offers.of[p], offers.on[p], tt[row], tf[row])
+    n: i64 = compact(frow(offers.ot, p), irow(offers.of, p), offers.on[p], frow(tt, row),
+                     irow(tf, row))
     na: i64 = offers.ona[p]
     for k in range(na):
         cat[p, k] = offers.oat[p, k]
@@ -1022,22 +1149,23 @@ def take_offer(p: i64, offers: Offers, tt: f64[:, :], tf: i64[:, :], row: i64,
 
 @cython.cfunc
 @cython.inline
-def longest(counts: i64[:]) -> i64:
-    """The largest of ``counts`` (0 for none)."""
+@cython.exceptval(check=False)
+def longest(counts: i64[:], m: i64) -> i64:
+    """The largest of ``counts[:m]`` (0 for none)."""
     best: i64 = 0
     i: i64
-    for i in range(counts.shape[0]):
+    for i in range(m):
         if counts[i] > best:
             best = counts[i]
     return best
+
 
 
 @cython.ccall
 def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in: f64[:],
              free_in: i64[:], gpus_in: i64[:], left: f64[:], deadline: f64[:], model: i64[:],
              end_in: f64[:], real_end_in: f64[:], ptr: i64[:], at_all: f64[:], ag_all: i64[:],
-             speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :],
-             fitrow: i64[:], cap2: i64[:]) -> tuple:
+             planner: Planner) -> f64:
     """Give free GPUs one scaling step at a time to the job with the best offer.
 
     Jobs are given by position (the runnable list after planning, in deadline
@@ -1047,11 +1175,14 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     only the job that grew is re-priced, and when the spare GPUs cover every
     job's top level each job is scaled straight there.
 
-    Returns ``(order, gpus, end, real_end, started, first_change)``: the
-    runnable list's new order (positions), the new counts and ends, which
-    jobs got their first GPUs here, and the earliest allocation change after now.
+    Leaves in ``planner`` (the first ``m`` entries) the runnable list's new order
+    (positions, ``order``), the new counts and ends (``gpus``, ``up_end``,
+    ``up_real``) and which jobs got their first GPUs here (``started``); returns
+    the earliest allocation change after now.
     """
-    tables = Tables(speed2, levels2, nlev, fit2, fitrow, cap2)
+    tables: Tables = planner.tables
+    levels2: i64[:, :] = tables.levels2
+    nlev: i64[:] = tables.nlev
     m: i64 = gpus_in.shape[0]
     n: i64 = times_in.shape[0]
     p: i64
@@ -1063,53 +1194,65 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     old_n: i64
     chosen: i64
     t: f64
-    results = (np.arange(m), np.array(gpus_in, np.int64), np.array(end_in, np.float64),
-               np.array(real_end_in, np.float64), np.zeros(m, np.bool_))  # fmt: skip
-    order: i64[:] = results[0]
-    gpus: i64[:] = results[1]
-    end: f64[:] = results[2]
-    real_end: f64[:] = results[3]
-    started: u8[:] = results[4]
-    next_level: i64[:] = np.empty(m, np.int64)
-    stale: u8[:] = np.ones(m, np.bool_)
-    prices = Prices(np.zeros(m, np.float64), np.zeros(m, np.bool_), np.zeros(m, np.float64),
-                    np.zeros(m, np.float64), np.zeros(m, np.int64), np.zeros(m, np.bool_))
+    order: i64[:] = planner.order
+    gpus: i64[:] = planner.gpus
+    end: f64[:] = planner.up_end
+    real_end: f64[:] = planner.up_real
+    started: u8[:] = planner.started
+    next_level: i64[:] = planner.next_level
+    stale: u8[:] = planner.stale
+    prices: Prices = planner.prices
     marginal: f64[:] = prices.marginal
     reuse: u8[:] = prices.reuse
+    current: Current = planner.current
+    offers: Offers = planner.offers
+    cna: i64[:] = current.cna
+    oend: f64[:] = offers.oend
+    oreal: f64[:] = offers.oreal
+    has: u8[:] = offers.has
     spare: i64 = total
     need: i64 = 0
     for p in range(m):
+        order[p] = p
+        gpus[p] = gpus_in[p]
+        end[p] = end_in[p]
+        real_end[p] = real_end_in[p]
+        started[p] = False
+        stale[p] = True
+        marginal[p] = 0.0
+        reuse[p] = False
+        prices.r_step[p] = 0.0
+        prices.r_horizon[p] = 0.0
+        prices.r_jump[p] = 0
+        prices.r_fast[p] = False
+        offers.on[p] = 0
+        offers.ona[p] = 0
+        oend[p] = 0.0
+        oreal[p] = 0.0
+        has[p] = False
+        cna[p] = ptr[p + 1] - ptr[p]
         mp = model[p]
         next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
         spare -= gpus[p]
         need += levels2[mp, nlev[mp] - 1] - gpus[p]
-    cna: i64[:] = np.empty(m, np.int64)
-    for p in range(m):
-        cna[p] = ptr[p + 1] - ptr[p]
     # a plan on a released timeline needs n + na + 4
-    width: i64 = 2 * (n + longest(cna)) + 16
-    space: Space = allocate(m, width, cna, np.zeros(m, np.int64), np.zeros(m, np.int64),
-                            np.zeros(m, np.float64), np.zeros(m, np.float64),
-                            np.zeros(m, np.bool_))  # fmt: skip
-    current: Current = space.current
-    offers: Offers = space.offers
-    tt: f64[:, :] = space.tt
-    tf: i64[:, :] = space.tf
+    reserve(planner, m, 2 * (n + longest(cna, m)) + 16)
+    width: i64 = planner.width
+    tt: f64[:, :] = planner.tt
+    tf: i64[:, :] = planner.tf
     cat: f64[:, :] = current.cat
     cag: i64[:, :] = current.cag
-    oend: f64[:] = offers.oend
-    oreal: f64[:] = offers.oreal
-    has: u8[:] = offers.has
     cur: i64 = 0
-    tt[0, :n] = times_in[:n]
-    tf[0, :n] = free_in[:n]
+    for k in range(n):
+        tt[0, k] = times_in[k]
+        tf[0, k] = free_in[k]
     for p in range(m):
         for k in range(cna[p]):
             cat[p, k] = at_all[ptr[p] + k]
             cag[p, k] = ag_all[ptr[p] + k]
     if spare != 0 and not reprice_all and spare >= need:
         # fill up: idle jobs first, then the rest, each planned once at its top level
-        fill: i64[:] = np.empty(m, np.int64)
+        fill: i64[:] = planner.fill
         k = 0
         for i in range(m):
             if gpus[order[i]] == 0:
@@ -1124,21 +1267,21 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             top = levels2[model[p], nlev[model[p]] - 1]
             if top <= gpus[p]:
                 continue
-            if n + longest(cna) + 8 > width:
-                roomier(n, longest(cna), space)
-                width, tt, tf = space.width, space.tt, space.tf
+            if n + longest(cna, m) + 8 > width:
+                roomier(n, longest(cna, m), planner)
+                width, tt, tf = planner.width, planner.tt, planner.tf
             next_level[p] = top
-            make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left, deadline,
-                       model, next_level, offers, space.work, tables)
+            make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end, left,
+                       deadline, model, next_level, offers, planner.work, tables)
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
             started[p] = True
-        idle: f64[:] = np.zeros(m, np.float64)
+        idle: f64[:] = planner.idle
         for p in range(m):
             idle[p] = INF if gpus[p] == 0 else 0.0
-        sort_desc(order, idle)
+        sort_desc(order[:m], idle)
         spare = 0
     # stale (to be priced) is everyone at first
     priced: cython.bint = spare != 0
@@ -1148,10 +1291,10 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             for i in range(m):
                 p = order[i]
                 if stale[p]:
-                    price(p, spare, now, total, slot, tt[cur], tf[cur], n, gpus, current, end,
-                          left, deadline, model, next_level, prices, offers, space.work,
-                          tables)
-            sort_desc(order, marginal)
+                    price(p, spare, now, total, slot, frow(tt, cur), irow(tf, cur), n, gpus,
+                          current, end, left, deadline, model, next_level, prices, offers,
+                          planner.work, tables)
+            sort_desc(order[:m], marginal)
         if spare <= 0 or not grew:
             break
         grew = False
@@ -1162,8 +1305,8 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             if step > spare or step == 0:
                 continue
             if not has[p]:  # priced without a plan (idle job) or on an older timeline
-                make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left,
-                           deadline, model, next_level, offers, space.work, tables)
+                make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end,
+                           left, deadline, model, next_level, offers, planner.work, tables)
             old_n = n
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)
@@ -1175,17 +1318,17 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             mp = model[p]
             next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
             reuse[p] = False
-            keep(tt[1 - cur], tf[1 - cur], old_n, tt[cur], tf[cur], n, total, prices, has,
-                 space.merged)
+            keep(frow(tt, 1 - cur), irow(tf, 1 - cur), old_n, frow(tt, cur), irow(tf, cur), n,
+                 total, prices, has, planner.merged, m)
             chosen = p
             break
-        if grew and n + longest(cna) + 8 > width:  # room for the next plans
-            roomier(n, longest(cna), space)
-            width, tt, tf = space.width, space.tt, space.tf
-            cat = current.cat
+        if grew and n + longest(cna, m) + 8 > width:  # room for the next plans
+            roomier(n, longest(cna, m), planner)
+            width, tt, tf = planner.width, planner.tt, planner.tf
         if not reprice_all and grew:
-            has[:] = False  # every other offer's timeline is stale now
-            stale[:] = False
+            for p in range(m):
+                has[p] = False  # every other offer's timeline is stale now
+                stale[p] = False
             stale[chosen] = next_level[chosen] > gpus[chosen]
         else:  # every job that can still grow, unless its price provably holds
             for p in range(m):
@@ -1199,4 +1342,4 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             t = cat[p, k]
             if t > now and t < first_change:
                 first_change = t
-    return results[0], results[1], results[2], results[3], results[4], first_change
+    return first_change

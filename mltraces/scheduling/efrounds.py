@@ -162,12 +162,40 @@ class Placement:
         self.gnj, self.group_of = gnj, group_of
 
 
+@cython.cclass
+class Buffers:
+    """Per-job scratch a round reuses: the jobs in deadline order (``order``, and the
+    merge sort's ``spare``), their sort keys, and the runnable jobs' values gathered in
+    order for the planner (``e_*`` for :func:`.efcore.estimate`, ``g_*`` and ``index``
+    for :func:`.efcore.scale_up`)."""
+
+    order: i64[:]
+    spare: i64[:]
+    keys: f64[:]
+    index: i64[:]
+    e_left: f64[:]
+    e_deadline: f64[:]
+    e_model: i64[:]
+    g_gpus: i64[:]
+    g_left: f64[:]
+    g_deadline: f64[:]
+    g_model: i64[:]
+    g_end: f64[:]
+
+    def __init__(self, jobs) -> None:
+        n = max(int(jobs), 1)
+        self.order, self.spare, self.index = (np.empty(n, np.int64) for _ in range(3))
+        self.e_model, self.g_gpus, self.g_model = (np.empty(n, np.int64) for _ in range(3))
+        self.keys, self.e_left, self.e_deadline = np.empty(n), np.empty(n), np.empty(n)
+        self.g_left, self.g_deadline, self.g_end = np.empty(n), np.empty(n), np.empty(n)
+
+
 # -- the event list ------------------------------------------------------------------------
 @cython.cfunc
 @cython.inline
 def find_event(et: f64[:], ne: i64, time: f64) -> i64:
     """Position of the event at ``time``, or -1 (``et`` holds negated times, see above)."""
-    k: i64 = efcore.bisect_left(et, ne, -time)
+    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
     if k < ne and et[k] == -time:
         return k
     return -1
@@ -187,7 +215,7 @@ def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
     eid: i64[:] = ev.eid
     i: i64
     ne: i64 = S[NE]
-    k: i64 = efcore.bisect_left(et, ne, -time)
+    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
     if k < ne and et[k] == -time:
         return eid[k]
     for i in range(ne, k, -1):
@@ -439,10 +467,59 @@ def remove_from(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
     raise ValueError("list.remove(x): x not in list")
 
 
-def by_deadline(jobs, n, deadline):
-    """``jobs[:n]`` stably sorted by deadline (what ``sorted(key=deadline)`` gives)."""
-    head = np.asarray(jobs)[:n]
-    return head[np.argsort(np.asarray(deadline)[head], kind="mergesort")]
+@cython.cfunc
+@cython.exceptval(check=False)
+def before(a: f64, b: f64) -> cython.bint:
+    """Whether key ``a`` sorts strictly before ``b`` (NaN last, as numpy sorts)."""
+    return a < b or (a == a and b != b)
+
+
+@cython.cfunc
+def sort_by_key(items: i64[:], n: i64, key: f64[:], spare: i64[:]) -> cython.void:
+    """Sort ``items[:n]`` by ``key[item]`` in place, stably (what ``sorted(key=...)`` and
+    numpy's stable sort give); ``spare`` is scratch of the same size. A bottom-up merge
+    sort compiled; numpy's own stable sort as Python."""
+    if not cython.compiled:
+        head = items[:n]
+        items[:n] = head[np.argsort(key[head], kind="stable")]
+        return
+    width: i64 = 1
+    lo: i64
+    mid: i64
+    hi: i64
+    i: i64
+    j: i64
+    k: i64
+    src: i64[:] = items
+    dst: i64[:] = spare
+    in_spare: cython.bint = False
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if before(key[src[j]], key[src[i]]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        in_spare = not in_spare
+        width *= 2
+    if in_spare:
+        for i in range(n):
+            items[i] = src[i]
 
 
 # -- placement -----------------------------------------------------------------------------
@@ -628,8 +705,8 @@ def start_planned(now: f64, pending: i64[:], status: i64[:], gpus: i64[:], end: 
 @cython.cfunc
 def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:],
           seen: i64[:, :], generation: i64, pl: Placement, PS: i64[:], nodes_total: i64,
-          per_node: i64, scratch: i64[:], rec: Record, marks: Marks,
-          S: i64[:]) -> cython.void:
+          per_node: i64, scratch: i64[:], keys: f64[:], spare: i64[:], rec: Record,
+          marks: Marks, S: i64[:]) -> cython.void:
     """Record the round's allocations and lay the jobs on nodes, largest first.
 
     A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
@@ -640,9 +717,9 @@ def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:]
     g: i64
     r: i64
     n: i64 = S[NRUNNABLE]
-    head = np.asarray(runnable)[:n]
-    wide = -np.asarray(gpus)[head].astype(np.float64)
-    np.asarray(runnable)[:n] = head[np.argsort(wide, kind="mergesort")]  # stable, as Python's
+    for i in range(n):  # largest first, stably, as Python's sort by -gpus
+        keys[runnable[i]] = -float(gpus[runnable[i]])
+    sort_by_key(runnable, n, keys, spare)
     pl.nfiles[:] = 0  # no groups yet: placement starts afresh every round
     PS[0] = 0
     PS[1] = 0
@@ -761,8 +838,9 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
     PS: i64[:] = np.zeros(3, np.int64)
     seen: i64[:, :] = np.zeros((total, total + 1), np.int64)
     generation: i64 = 1
-    planned: tuple = efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], False,
-                                     speed2, levels2, nlev, fit2, fitrow, cap2)  # no jobs yet
+    planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
+    buf = Buffers(n)
+    efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], False, planner)
     rounds: i64 = 0
     step: f64 = 0.0
     first_change: f64
@@ -796,16 +874,15 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
                 now = first_time(ev, S)
                 step = 0.0
                 continue
-            planned = handle(now, ns, nd, starts, ends, runnable, pending, status, placed,
-                             gpus, end, real_end, done_at, old_end, left, deadline, model,
-                             total, slot, speed2, levels2, nlev, fit2, fitrow, cap2, ev,
-                             nodes, S, rec, marks)
+            handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end,
+                   real_end, done_at, old_end, left, deadline, model, total, slot, planner,
+                   buf, ev, nodes, S, rec, marks)
         start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
-        first_change = scale_up(now, total, slot, reprice_all, planned, runnable, pending,
-                                status, gpus, end, real_end, left, deadline, model, speed2,
-                                levels2, nlev, fit2, fitrow, cap2, ev, nodes, S, start)
+        first_change = scale_up(now, total, slot, reprice_all, planner, buf, runnable, pending,
+                                status, gpus, end, real_end, left, deadline, model, ev, nodes,
+                                S, start)
         place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
-              per_node, starts, rec, marks, S)
+              per_node, starts, buf.keys, buf.spare, rec, marks, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -825,24 +902,46 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
 
 
 @cython.cfunc
-def gather(values, index: i64[:]):
-    """``values[index]`` (a new array)."""
-    return np.asarray(values)[np.asarray(index)]
+@cython.exceptval(-1)
+def estimate_in_order(now: f64, total: i64, slot: f64, m: i64, stop_on_miss: cython.bint,
+                      left: f64[:], deadline: f64[:], model: i64[:], planner: efcore.Planner,
+                      buf: Buffers) -> i64:
+    """:func:`.efcore.estimate` of the jobs ``buf.order[:m]``, in that order."""
+    i: i64
+    j: i64
+    for i in range(m):
+        j = buf.order[i]
+        buf.e_left[i] = left[j]
+        buf.e_deadline[i] = deadline[j]
+        buf.e_model[i] = model[j]
+    return efcore.estimate(now, total, slot, buf.e_left[:m], buf.e_deadline[:m],
+                           buf.e_model[:m], stop_on_miss, planner)
+
+
+@cython.cfunc
+def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.void:
+    """``buf.order[:n]``: ``jobs[:n]`` stably sorted by deadline (``sorted(key=deadline)``)."""
+    i: i64
+    for i in range(n):
+        buf.order[i] = jobs[i]
+    sort_by_key(buf.order, n, deadline, buf.spare)
 
 
 @cython.cfunc
 def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i64[:],
            pending: i64[:], status: i64[:], placed: u8[:], gpus: i64[:], end: f64[:],
            real_end: f64[:], done_at: f64[:], old_end: f64[:], left: f64[:], deadline: f64[:],
-           model: i64[:], total: i64, slot: f64, speed2: f64[:, :], levels2: i64[:, :],
-           nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:], ev: Events,
-           nodes: Nodes, S: i64[:], rec: Record, marks: Marks) -> tuple:
-    """End jobs, admit or decline arrivals, and re-plan every runnable job."""
+           model: i64[:], total: i64, slot: f64, planner: efcore.Planner, buf: Buffers,
+           ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks) -> cython.void:
+    """End jobs, admit or decline arrivals, and re-plan every runnable job (the plans are
+    left in ``planner``)."""
     i: i64
     j: i64
     p: i64
+    r: i64
     e: f64
     fin: f64
+    ok: i64
     finish: f64[:] = rec.finish
     met: u8[:] = rec.met
     admitted: u8[:] = rec.admitted
@@ -860,14 +959,13 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
         placed[runnable[i]] = False
         old_end[runnable[i]] = end[runnable[i]]
     if ns:
-        both = np.empty(S[NRUNNABLE] + ns, np.int64)
-        both[: S[NRUNNABLE]] = np.asarray(runnable)[: S[NRUNNABLE]]
-        both[S[NRUNNABLE]:] = np.asarray(starts)[:ns]
-        order = by_deadline(both, len(both), deadline)
-        planned = efcore.estimate(now, total, slot, gather(left, order),
-                                  gather(deadline, order), gather(model, order), True, speed2,
-                                  levels2, nlev, fit2, fitrow, cap2)  # fmt: skip
-        if planned[0]:
+        r = S[NRUNNABLE]
+        for i in range(ns):
+            runnable[r + i] = starts[i]  # for the sort only: not runnable until admitted
+        by_deadline(runnable, r + ns, deadline, buf)
+        ok = estimate_in_order(now, total, slot, r + ns, True, left, deadline, model, planner,
+                               buf)
+        if ok:
             for i in range(ns):
                 j = starts[i]
                 old_end[j] = 0.0
@@ -880,20 +978,19 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
             for i in range(ns):
                 status[starts[i]] = DECLINED
                 admitted[starts[i]] = False
-            order = by_deadline(runnable, S[NRUNNABLE], deadline)
-            planned = efcore.estimate(now, total, slot, gather(left, order),
-                                      gather(deadline, order), gather(model, order), False,
-                                      speed2, levels2, nlev, fit2, fitrow, cap2)  # fmt: skip
+            by_deadline(runnable, S[NRUNNABLE], deadline, buf)
+            estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
+                              planner, buf)
     else:
-        order = by_deadline(runnable, S[NRUNNABLE], deadline)
-        planned = efcore.estimate(now, total, slot, gather(left, order),
-                                  gather(deadline, order), gather(model, order), False, speed2,
-                                  levels2, nlev, fit2, fitrow, cap2)  # fmt: skip
-    np.asarray(runnable)[: S[NRUNNABLE]] = order  # the runnable jobs just planned, in order
-    ptr: i64[:] = planned[2]
-    ag: i64[:] = planned[4]
-    new_ends: f64[:] = planned[5]
-    real_ends: f64[:] = planned[6]
+        by_deadline(runnable, S[NRUNNABLE], deadline, buf)
+        estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
+                          planner, buf)
+    for i in range(S[NRUNNABLE]):  # the runnable jobs just planned, in deadline order
+        runnable[i] = buf.order[i]
+    ptr: i64[:] = planner.ptr
+    ag: i64[:] = planner.ag_all
+    new_ends: f64[:] = planner.end
+    real_ends: f64[:] = planner.real_end
     for p in range(S[NRUNNABLE]):
         j = runnable[p]
         gpus[j] = ag[ptr[p]]
@@ -901,33 +998,39 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
         move_end(j, old_end[j], e, ev, nodes, S)
         end[j] = e
         real_end[j] = real_ends[p]
-    return planned
 
 
 @cython.cfunc
-def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, planned: tuple,
-             runnable: i64[:], pending: i64[:], status: i64[:], gpus: i64[:], end: f64[:],
-             real_end: f64[:], left: f64[:], deadline: f64[:], model: i64[:],
-             speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :],
-             fitrow: i64[:], cap2: i64[:], ev: Events, nodes: Nodes, S: i64[:],
+def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint,
+             planner: efcore.Planner, buf: Buffers, runnable: i64[:], pending: i64[:],
+             status: i64[:], gpus: i64[:], end: f64[:], real_end: f64[:], left: f64[:],
+             deadline: f64[:], model: i64[:], ev: Events, nodes: Nodes, S: i64[:],
              start: f64[:]) -> f64:
     """Hand out the free GPUs (:func:`.efcore.scale_up`); the first planned change after now."""
     p: i64
     j: i64
     e: f64
     m: i64 = S[NRUNNABLE]
-    index_owner = np.array(np.asarray(runnable)[:m], np.int64)
-    index: i64[:] = index_owner
-    result = efcore.scale_up(now, total, slot, reprice_all, planned[7], planned[8],
-                             gather(gpus, index), gather(left, index), gather(deadline, index),
-                             gather(model, index), gather(end, index), planned[6], planned[2],
-                             planned[3], planned[4], speed2, levels2, nlev, fit2, fitrow, cap2)
-    order: i64[:] = result[0]
-    new_gpus: i64[:] = result[1]
-    new_end: f64[:] = result[2]
-    new_real: f64[:] = result[3]
-    started: u8[:] = result[4]
-    first_change: f64 = result[5]
+    index: i64[:] = buf.index
+    for p in range(m):
+        j = runnable[p]
+        index[p] = j
+        buf.g_gpus[p] = gpus[j]
+        buf.g_left[p] = left[j]
+        buf.g_deadline[p] = deadline[j]
+        buf.g_model[p] = model[j]
+        buf.g_end[p] = end[j]
+    n: i64 = planner.timeline
+    first_change: f64 = efcore.scale_up(
+        now, total, slot, reprice_all, planner.times[:n], planner.free[:n], buf.g_gpus[:m],
+        buf.g_left[:m], buf.g_deadline[:m], buf.g_model[:m], buf.g_end[:m],
+        planner.real_end[:m], planner.ptr[: m + 1], planner.at_all, planner.ag_all, planner,
+    )
+    order: i64[:] = planner.order
+    new_gpus: i64[:] = planner.gpus
+    new_end: f64[:] = planner.up_end
+    new_real: f64[:] = planner.up_real
+    started: u8[:] = planner.started
     for p in range(m):
         j = index[p]
         gpus[j] = new_gpus[p]

@@ -6,7 +6,7 @@ mode*: valid Python with C types in its annotations and a few decorators.
 ``pip install`` compiles them ahead of time (``setup.py``; Cython is a build
 requirement), so nothing is compiled when a replay runs. Where they could not
 be compiled (no C compiler), the same files run as plain Python: same
-results, about 15 times slower, and the CLI says so in one line.
+results, about 100 times slower, and the CLI says so in one line.
 
 Which one runs is decided here, once per process, for all cores together:
 the source runs when ``MLTRACES_INTERPRETED=1`` is set (the tests compare the
@@ -85,7 +85,7 @@ def notice(what: str) -> str | None:
     state = build()
     if state.compiled:
         return None
-    return f"{what} runs as plain Python, several times slower: {state.reason}"
+    return f"{what} runs as plain Python, about 100 times slower: {state.reason}"
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):
