@@ -131,20 +131,28 @@ def _cluster(trace: str, asked: str | None) -> str:
                           "give one, e.g. --cluster n16g8 (see elasticflow.cluster_specs)")
 
 
+#: below this :func:`~mltraces.scheduling.api.expected_cost` in all, replays run in this
+#: process: starting worker processes (each importing pandas) costs more than they save
+#: (cluster10 under EDF and ElasticFlow is 5,460 and takes 0.05 s; cluster01's 33,495, 2 s)
+IN_PROCESS_COST = 20_000
+
+
 def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
-    """Every (case, policy) replay, in worker processes with a progress bar on a terminal."""
+    """Every (case, policy) replay, in worker processes (unless they are few and small) with
+    a progress bar on a terminal."""
     from tqdm import tqdm
 
     from mltraces.scheduling import ScheduleResult, resolve_policies, sweep
-    from mltraces.scheduling.api import run_case
+    from mltraces.scheduling.api import expected_cost, run_case
 
     policies = resolve_policies(args.policy)
     total = len(cases) * len(policies)
+    cost = sum(expected_cost(case, policy) for case in cases for policy in policies)
     quiet = getattr(args, "quiet", False) or not sys.stderr.isatty()
     _announce_interpreted(policies, getattr(args, "quiet", False))
     with tqdm(total=total, desc="replays", unit="replay", delay=2.0, disable=quiet,
               file=sys.stderr, leave=False) as bar:
-        if args.workers == 1 or total == 1:
+        if args.workers == 1 or total == 1 or cost <= IN_PROCESS_COST:
             outcomes = []
             for case in cases:
                 for policy in policies:
