@@ -89,16 +89,16 @@ def test_the_cores_run_as_python_without_cython_and_give_the_same_jobs(tmp_path)
 
 def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     """``setup.py`` with a compiler that fails: the build succeeds, names what was not
-    compiled, and leaves no extension (the package then runs the source)."""
-    for name in ("setup.py", "mltraces/__init__.py", "mltraces/scheduling/__init__.py",
-                 "mltraces/scheduling/cyshim.py"):  # fmt: skip
+    compiled, and leaves no extension (the package then runs the source). Only
+    ``gandivacore`` is built here: translating the others too costs seconds, not coverage."""
+    for name in ("mltraces/__init__.py", "mltraces/scheduling/__init__.py",
+                 "mltraces/scheduling/cyshim.py", "mltraces/scheduling/gandivacore.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
-    for core in native.CORES:
-        for suffix in (".py", ".pxd"):
-            if (ROOT / "mltraces/scheduling" / f"{core}{suffix}").exists():
-                shutil.copy(ROOT / "mltraces/scheduling" / f"{core}{suffix}",
-                            tmp_path / "mltraces/scheduling" / f"{core}{suffix}")
+    setup = (ROOT / "setup.py").read_text()
+    cores = 'CORES = ("gandivacore", "efcore", "efrounds")'
+    assert cores in setup
+    (tmp_path / "setup.py").write_text(setup.replace(cores, 'CORES = ("gandivacore",)'))
     env = {**os.environ, "CC": "false", "LDSHARED": "false"}
     done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
