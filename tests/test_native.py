@@ -27,8 +27,9 @@ def _compiler() -> str | None:
 
 def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
     """An installation with a C compiler runs every core as an extension built from the
-    source as it is now (after editing a core: `pip install -e .` again)."""
-    if _compiler() is None:
+    source as it is now (after editing a core: `pip install -e .` again). CI sets
+    ``MLTRACES_REQUIRE_COMPILED=1``: there a missing compiler fails instead of skipping."""
+    if _compiler() is None and not os.environ.get("MLTRACES_REQUIRE_COMPILED"):
         pytest.skip("no C compiler: the cores run as plain Python here")
     state = native.build()
     assert state.compiled, state.reason
