@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,12 +44,19 @@ BASE = "e672374"  # the last commit with numba compiling at first use
 SCHEDULE = ["schedule", "--trace", "itp/cluster10", "--policy", "edf,elasticflow"]
 
 
+CPU: list[float] = [0.0]  # CPU seconds of the last run()'s process tree
+
+
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
         check: bool = True) -> tuple[float, subprocess.CompletedProcess]:
-    """Wall seconds and the result of one whole process."""
+    """Wall seconds and the result of one whole process (its CPU seconds, worker
+    processes included, go to ``CPU[0]``: on a shared machine the steadier number)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU[0] = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if check and done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed in {cwd}:\n{done.stderr[-3000:]}")
     return seconds, done
@@ -95,27 +103,43 @@ def install_cost(clone: Path, python: Path) -> str:
             "(Cython + a C compiler at install only)")
 
 
+def forget_compiled(clone: Path) -> None:
+    """Drop numba's on-disk cache (the base's planner compiled at first use), so the next
+    ElasticFlow replay is a first one again; nothing to drop for ahead-of-time builds."""
+    for path in (clone / "mltraces" / "scheduling" / "__pycache__").glob("*.nb[ic]"):
+        path.unlink()
+
+
 def bench_schedule(clone: Path, repeat: int) -> None:
     mltraces = str(clone / ".venv" / "bin" / "mltraces")
+    forget_compiled(clone)
     first, done = run([mltraces, *SCHEDULE], clone, env_for(clone, "schedule"))
     said = [line for line in done.stderr.splitlines() if line.strip()]
-    print(f"  schedule, first run in a fresh cache: {first:7.2f} s  ({load()})"
-          + (f"  [{said[0][:90]}]" if said else ""))
+    print(f"  schedule, first run in a fresh cache: {first:7.2f} s, {CPU[0]:.2f} CPU-s  "
+          f"({load()})" + (f"  [{said[0][:90]}]" if said else ""))
     env = env_for(clone, "schedule-ef")
     run([mltraces, "schedule", "--trace", "itp/cluster10", "--policy", "edf"], clone, env)
+    forget_compiled(clone)
     first_ef, _ = run([mltraces, *SCHEDULE], clone, env)
-    print(f"  schedule, first ElasticFlow replay (catalog built): {first_ef:7.2f} s")
-    warm = [run([mltraces, *SCHEDULE], clone, env)[0] for _ in range(repeat)]
-    print(f"  schedule, warm: median {statistics.median(warm):.2f} s "
-          f"(min {min(warm):.2f}, max {max(warm):.2f}, {repeat} runs; {load()})")
+    print(f"  schedule, first ElasticFlow replay (catalog built): {first_ef:7.2f} s, "
+          f"{CPU[0]:.2f} CPU-s")
+    warm, cpu = [], []
+    for _ in range(repeat):
+        warm.append(run([mltraces, *SCHEDULE], clone, env)[0])
+        cpu.append(CPU[0])
+    print(f"  schedule, warm: median {statistics.median(warm):.2f} s, "
+          f"{statistics.median(cpu):.2f} CPU-s (min {min(warm):.2f}, max {max(warm):.2f} s, "
+          f"{repeat} runs; {load()})")
 
 
 def bench_figures(clone: Path) -> None:
     mltraces = str(clone / ".venv" / "bin" / "mltraces")
     env = env_for(clone, "figures")
     command = [mltraces, "figures", "--output", "figures/"]
+    forget_compiled(clone)
     first, _ = run(command, clone, env)
-    print(f"  main job, first run in a fresh cache: {first:7.1f} s  ({load()})")
+    print(f"  main job, first run in a fresh cache: {first:7.1f} s, {CPU[0]:.1f} CPU-s  "
+          f"({load()})")
     warm = [run(command, clone, env)[0] for _ in range(3)]
     print(f"  main job, warm: median {statistics.median(warm):.2f} s (3 runs; {load()})")
     _, status = run(["git", "status", "--porcelain", "figures"], clone)
