@@ -153,10 +153,39 @@ def copy_i64(src: i64p, dst: i64p, n: i64) -> cython.void:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
+def whole(v: f64) -> cython.bint:
+    """Whether ``v`` is a whole number that an int64 holds exactly (below 2**53)."""
+    if not -9007199254740992.0 < v < 9007199254740992.0:
+        return False
+    w: i64 = int(v)
+    return w == v
+
+
+@cython.cfunc
+@cython.inline
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def remainder(a: i64, b: i64) -> i64:
+    """``a % b`` as C computes it, with the sign of ``a``: ``fmod`` of two whole numbers."""
+    return a % b
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
 def align(origin: f64, time: f64, slot: f64) -> f64:
-    """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod)."""
+    """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod).
+
+    Times and slots are whole seconds nearly always, and then the remainder is an
+    integer one, several times cheaper than ``fmod`` and equal to it (``fmod`` is exact;
+    only the sign of a zero can differ, which nothing below can tell).
+    """
     x: f64 = time - origin
-    mod: f64 = fmod(x, slot)
+    mod: f64
+    if cython.compiled and slot >= 1.0 and whole(x) and whole(slot):
+        mod = remainder(int(x), int(slot))
+    else:
+        mod = fmod(x, slot)
     div: f64 = (x - mod) / slot
     if mod != 0.0 and (slot < 0) != (mod < 0):
         mod += slot
