@@ -50,7 +50,8 @@ CPU: list[float] = [0.0]  # CPU seconds of the last run()'s process tree
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
         check: bool = True) -> tuple[float, subprocess.CompletedProcess]:
     """Wall seconds and the result of one whole process (its CPU seconds, worker
-    processes included, go to ``CPU[0]``: on a shared machine the steadier number)."""
+    processes it waited for, go to ``CPU[0]``: on a shared machine the steadier number,
+    but worker processes started from a forkserver are not counted)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
@@ -138,8 +139,7 @@ def bench_figures(clone: Path) -> None:
     command = [mltraces, "figures", "--output", "figures/"]
     forget_compiled(clone)
     first, _ = run(command, clone, env)
-    print(f"  main job, first run in a fresh cache: {first:7.1f} s, {CPU[0]:.1f} CPU-s  "
-          f"({load()})")
+    print(f"  main job, first run in a fresh cache: {first:7.1f} s  ({load()})")
     warm = [run(command, clone, env)[0] for _ in range(3)]
     print(f"  main job, warm: median {statistics.median(warm):.2f} s (3 runs; {load()})")
     _, status = run(["git", "status", "--porcelain", "figures"], clone)
