@@ -14,7 +14,6 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -151,20 +150,28 @@ def _cluster(trace: str, asked: str | None) -> str | None:
     return None
 
 
+#: below this :func:`~mltraces.scheduling.api.expected_cost` in all, replays run in this
+#: process: starting worker processes (each importing pandas) costs more than they save
+#: (cluster10 under EDF and ElasticFlow is 5,460 and takes 0.05 s; cluster01's 33,495, 2 s)
+IN_PROCESS_COST = 20_000
+
+
 def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
-    """Every (case, policy) replay, in worker processes with a progress bar on a terminal."""
+    """Every (case, policy) replay, in worker processes (unless they are few and small) with
+    a progress bar on a terminal."""
     from tqdm import tqdm
 
     from mltraces.scheduling import ScheduleResult, resolve_policies, sweep
-    from mltraces.scheduling.api import run_case
+    from mltraces.scheduling.api import expected_cost, run_case
 
     policies = resolve_policies(args.policy)
     total = len(cases) * len(policies)
+    cost = sum(expected_cost(case, policy) for case in cases for policy in policies)
     quiet = getattr(args, "quiet", False) or not sys.stderr.isatty()
-    _announce_compilation(policies, getattr(args, "quiet", False))
+    _announce_interpreted(policies, getattr(args, "quiet", False))
     with tqdm(total=total, desc="replays", unit="replay", delay=2.0, disable=quiet,
               file=sys.stderr, leave=False) as bar:
-        if args.workers == 1 or total == 1:
+        if args.workers == 1 or total == 1 or cost <= IN_PROCESS_COST:
             outcomes = []
             for case in cases:
                 for policy in policies:
@@ -174,25 +181,20 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
         return sweep(cases, policies, max_workers=args.workers, on_done=lambda _: bar.update())
 
 
-def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a compiled core is about to be built: a minute of silence otherwise.
+def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
+    """Say so in one line when a policy's compiled core runs as plain Python (its extension
+    was not built at install): a replay then takes about 100 times longer than documented.
 
-    The cores (and numba) are imported only when a policy that runs on them is asked for.
+    The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import ElasticFlow, Gandiva
+    from mltraces.scheduling import ElasticFlow, Gandiva, native
 
     if quiet:
         return
-    cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
-        (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
-    ]  # (the policy, its compiled module, what it compiles, how long)
-    for kind, module, what, how_long in cores:
-        if any(isinstance(policy, kind) for policy in policies):
-            core = importlib.import_module(f"mltraces.scheduling.{module}")
-            if not core.compiled():
-                print(f"compiling {what} (once per installation, {how_long}) ...",
-                      file=sys.stderr)
+    for kind, what in ((ElasticFlow, "ElasticFlow's planner"), (Gandiva, "Gandiva's rounds")):
+        said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
+        if said:
+            print(said, file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:

@@ -140,7 +140,7 @@ class ElasticFlow:
 
 def _replay(setup: Setup, reprice_all: bool) -> Recorder:
     """Run :func:`.efrounds.replay` on the setup's arrays and fill a :class:`Recorder`."""
-    from mltraces.scheduling import efrounds  # numba loads only when ElasticFlow runs
+    from mltraces.scheduling import efrounds  # the compiled rounds load only when needed
 
     jobs, total = setup.jobs, setup.gpus
     tables, _ = model_tables(setup)

@@ -13,9 +13,9 @@ bookkeeping: a set's load counts every job it ever took until it is emptied or
 rebalanced, the rotation of time slices happens only on rounds whose time is a
 multiple of 60 s, and retrying waiting jobs skips the one after each start.
 
-The rounds run in :mod:`.gandivacore` (compiled with numba when it is
-installed); this module turns the setup into its arrays and the result back
-into a :class:`Recorder`.
+The rounds run in :mod:`.gandivacore` (compiled at install, see
+:mod:`.native`); this module turns the setup into its arrays and the result
+back into a :class:`Recorder`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Gandiva:
     name = "gandiva"
 
     def simulate(self, setup: Setup) -> Recorder:
-        from mltraces.scheduling import gandivacore  # numba loads only when Gandiva runs
+        from mltraces.scheduling import gandivacore  # loaded only when Gandiva runs
 
         jobs, rec = setup.jobs, Recorder(setup.jobs)
         kind = np.full(len(jobs), -1, np.int64)
