@@ -10,13 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parents[1] / "mltraces"
-# efcore <-> efrounds: ElasticFlow's planner and its rounds, numba-compiled into one
-# another; the Cython port on the `speed` branch removes it. Until that branch lands this
-# is the one loop allowed (test_no_import_cycle_at_all tells when it is gone).
-KNOWN = {frozenset({"mltraces.scheduling.efcore", "mltraces.scheduling.efrounds"})}
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -113,13 +107,8 @@ def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones() -> None:
 
 
 def test_no_import_cycle_inside_mltraces() -> None:
-    loops = [sorted(c) for c in cycles(import_graph()) if c not in KNOWN]
+    loops = [sorted(c) for c in cycles(import_graph())]
     assert not loops, f"import cycles: {loops}"
-
-
-@pytest.mark.xfail(strict=True, reason="efcore <-> efrounds is removed on the speed branch")
-def test_no_import_cycle_at_all() -> None:
-    assert not cycles(import_graph())
 
 
 def test_cycles_are_found(tmp_path: Path) -> None:
