@@ -45,6 +45,7 @@ from mltraces.catalog import (
     SchemaDriftError,
     is_view_table,
     materialize,
+    read_status,
     reader_for,
     resolve_local,
     select_schemas,
@@ -189,6 +190,10 @@ def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None
         return [_row(schema.name, "view", "error", None, None, [str(error)],
                      "its view could not be created")]
     try:
+        status = (read_status(con) or {}).get(schema.name)
+        if status is not None and not status.usable:  # nothing to read: say why, check nothing
+            return [_row(schema.name, "view", "skipped", None, None, [str(status.reason)],
+                         "it has nothing to read yet")]
         return (_check_rules(con, schema, schema.qualified, located=False)
                 + _check_job_rules(con, schema, schema.qualified, located=False))
     finally:

@@ -224,3 +224,26 @@ def test_sql_names_the_missing_traces_and_refuses_a_query_about_one(real_cache, 
     assert main(["sql", "SELECT count(*) FROM mltraces.jobs WHERE trace = 'acme/kalos'"]) == 1
     assert "the query names acme/kalos: mltraces.jobs lacks 1 trace: acme/kalos not fetched " \
            "(run `mltraces fetch acme`)" in capsys.readouterr().err
+
+
+def test_figure_data_over_the_view_is_cached_and_keyed_by_the_mapping(real_cache) -> None:
+    from mltraces.figures import store
+
+    sql = "SELECT trace, count(*) AS n FROM mltraces.jobs GROUP BY 1 ORDER BY 1"
+    con = connect()
+    try:
+        served = store.query(con, sql)
+        assert "figure-data" in served.sql_query()  # the view's tables are Parquet: cached
+        assert dict(served.fetchall())["itp/raw"] == 69351
+        [definition] = store.definitions(con, sql)
+        assert "itp/raw" in definition  # the mapping is part of the key
+    finally:
+        con.close()
+
+
+def test_validating_the_view_with_nothing_fetched_says_why(capsys) -> None:
+    from mltraces.cli import main
+
+    assert main(["validate", "mltraces.jobs"]) == 0
+    out = capsys.readouterr().out
+    assert "[skipped] view: not checked" in out and "run `mltraces fetch" in out

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
-from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.readers import Conversion, InputFile, ReadRequest
 from mltraces.catalog.text import (
     FileFacts,
     check_last_line,
@@ -387,6 +387,3 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
     rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})").fetchall()
     return int(rows[0][0])
 
-
-#: The built-in ``csv`` reader (``mltraces.catalog.readers.BUILTIN``).
-READER = FileReader("csv", convert_csv, row_label="line")

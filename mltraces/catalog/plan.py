@@ -107,6 +107,12 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
+    return Plan(keys, sorted(files), verified=True, origin="upstream",
+                load=_loader(schema, files))
+
+
+def _loader(schema: TableSchema, files: dict[str, Any]) -> Callable[[], list[InputFile]]:
+    """Reads each registry file (unpacking archives, listing a local folder) when called."""
 
     def load() -> list[InputFile]:
         inputs: list[InputFile] = []
@@ -114,7 +120,7 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
             inputs.extend(_registry_inputs(schema, spec, files))
         return inputs
 
-    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
+    return load
 
 
 def _registry_inputs(schema: TableSchema, spec: SourceSpec, files: Mapping[str, Any]
@@ -143,17 +149,10 @@ def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
         raise SchemaError(f"{schema.name} reads both local files and downloads; a table's "
                           "files are all local or all remote")
     keys = [f"{fid}={_local_key(f.path)}" for fid, f in files.items()]
-
-    def load() -> list[InputFile]:
-        inputs: list[InputFile] = []
-        for spec in schema.sources:
-            inputs.extend(_registry_inputs(schema, spec, files))
-        return inputs
-
     folder = next(iter(files.values())).path.parent
     return Plan(keys, [_identity(f.path) for f in files.values()],
                 verified=all(f.pinned for f in files.values()), origin=f"local: {folder}",
-                load=load)
+                load=_loader(schema, files))
 
 
 def _local_key(path: Path) -> str:

@@ -150,30 +150,36 @@ class ViewReader(NamedTuple):
 Reader = FileReader | ViewReader
 
 
-class _BuiltinReaders(Mapping[str, "Reader"]):
-    """Readers every source can name, each defined by its own module as ``READER``.
+def _convert_csv(request: ReadRequest) -> Conversion:
+    # the CSV reader follows this protocol, so it is imported by name, and only to convert
+    return importlib.import_module("mltraces.catalog.csv_reader").convert_csv(request)
 
-    Imported when a table first names one (the modules follow the protocol above,
-    so this module cannot import them up front): ``csv`` (the CSV reader),
-    ``jobs`` (``mltraces.jobs``, the union of the mapped job tables).
+
+class _BuiltinReaders(Mapping[str, "Reader"]):
+    """Readers every source can name: ``csv`` (the CSV reader, loaded to convert) and those
+    defined by their own module as ``READER`` (``jobs``: ``mltraces.jobs``, the union of
+    the mapped job tables), imported when a table first names one (they follow the
+    protocol above, so this module cannot import them up front).
     """
 
-    MODULES: ClassVar[dict[str, str]] = {"csv": "mltraces.catalog.csv_reader",
-                                          "jobs": "mltraces.catalog.jobs"}
+    CSV: ClassVar[FileReader] = FileReader("csv", _convert_csv, row_label="line")
+    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs"}
 
     def __getitem__(self, name: str) -> Reader:
+        if name == "csv":
+            return self.CSV
         if name not in self.MODULES:
             raise KeyError(name)
         return _builtin(self.MODULES[name])
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.MODULES)
+        return iter(["csv", *self.MODULES])
 
     def __len__(self) -> int:
-        return len(self.MODULES)
+        return 1 + len(self.MODULES)
 
     def __contains__(self, name: object) -> bool:  # no import to answer
-        return name in self.MODULES
+        return name == "csv" or name in self.MODULES
 
 
 @cache
