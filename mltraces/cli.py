@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         level = package_logger.level
         package_logger.setLevel(logging.ERROR)
     try:
+        from mltraces.config import check_settings
+
+        check_settings()  # a setting that means nothing is one line now, whatever the verb
         return int(args._run(args) or 0)
     except MltracesError as error:
         print(f"mltraces {args.verb}: error: {error}", file=sys.stderr)

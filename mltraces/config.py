@@ -3,10 +3,12 @@
 Every knob a user can turn without code lives here, so the CLI, notebooks and
 library calls all see the same values:
 
-- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir).
+- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir); its path
+  must be UTF-8 and one DuckDB can open (checked once, one line naming the variable).
 - ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
   ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
-- ``MLTRACES_OFFLINE=1``: never touch the network.
+- ``MLTRACES_OFFLINE=1``: never touch the network (``1``/``true``/``yes``/``on``; ``0``/
+  ``false``/``no``/``off`` or unset: online; anything else is an error).
 - ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables (paths are
   literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
@@ -23,10 +25,15 @@ Limits on what the network and archives may cost (each error names its setting):
 - ``MLTRACES_MAX_DOWNLOAD``: largest body accepted when neither the registry nor the
   server states a size (default ``16G``).
 - ``MLTRACES_HOST_DOWN_TTL``: seconds an unreachable host is remembered and not asked
-  again (default 300; ``0`` turns the memory off).
+  again (default 300; ``0`` turns the memory off), counted from when it was found down.
 - ``MLTRACES_MAX_UNPACKED`` / ``MLTRACES_MAX_MEMBERS``: total size (default ``4G``) and
   member count (default 10000) of an archive whose members the registry does not list
-  (a local archive); a pinned archive may hold exactly its listed members.
+  (a local archive); a pinned archive may hold exactly its listed members. The size also
+  bounds every xz input as it is decompressed.
+
+:func:`check_settings` reads them all when a command starts and where a download starts,
+so a bad value is one line at once rather than a failure retried as if the network were
+down, or a setting silently read as something else.
 
 Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
@@ -38,7 +45,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from mltraces.errors import ConfigError
+from mltraces.errors import ConfigError, SchemaError
 
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
@@ -57,8 +64,25 @@ def cache_dir() -> Path:
 
 @cache
 def _absolute(path: str) -> Path:
-    """``MLTRACES_CACHE`` made absolute once per value (warm calls ask for it per file)."""
-    return Path(path).expanduser().resolve()
+    """``MLTRACES_CACHE`` made absolute and checked once per value (warm calls ask per file).
+
+    Every view reads Parquet in the cache by path, so a path DuckDB cannot open
+    would break every query: it is refused here, in one line naming the variable.
+    """
+    from mltraces.local_paths import not_utf8, shown
+
+    if not_utf8(path):
+        raise ConfigError(f"MLTRACES_CACHE={shown(path)} is not UTF-8 text, and DuckDB opens "
+                          "only UTF-8 paths; choose a folder whose path is UTF-8")
+    absolute = Path(path).expanduser().resolve()
+    from mltraces.sqltext import sql_path
+
+    try:
+        sql_path(absolute / "x")
+    except SchemaError:
+        raise ConfigError(f"MLTRACES_CACHE={path!r} holds a backslash and one of [ * ?, which "
+                          "DuckDB cannot open together; choose another folder") from None
+    return absolute
 
 
 def mirror() -> str | None:
@@ -67,9 +91,24 @@ def mirror() -> str | None:
     return value.rstrip("/") or None
 
 
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
 def offline() -> bool:
-    """True when the user forbade network access."""
-    return os.environ.get("MLTRACES_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    """True when the user forbade network access (``MLTRACES_OFFLINE``).
+
+    Only the spellings of :data:`_ON` and :data:`_OFF` are accepted (any case):
+    a value that means neither (``2``, ``y``, ``enabled``) is an error naming the
+    variable, never a silent "online".
+    """
+    value = os.environ.get("MLTRACES_OFFLINE", "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise ConfigError(f"MLTRACES_OFFLINE={os.environ['MLTRACES_OFFLINE']!r} is neither on "
+                      f"({', '.join(_ON)}) nor off ({', '.join(_OFF[1:])} or unset)")
 
 
 def hf_revision() -> str:
@@ -181,3 +220,18 @@ def max_unpacked() -> int:
 def max_members() -> int:
     """Members an unlisted (local) archive may hold (``MLTRACES_MAX_MEMBERS``)."""
     return int(_setting("MLTRACES_MAX_MEMBERS", "10000", unit="members"))
+
+
+def check_settings() -> None:
+    """Read every network and size setting now, so a bad one is reported before any work.
+
+    Called by the command line first and where a download starts: a setting first
+    read inside a retry loop would otherwise look like network trouble and be retried
+    for seconds.
+    """
+    offline()
+    download_timeout()
+    max_download()
+    host_down_ttl()
+    max_unpacked()
+    max_members()

@@ -277,6 +277,9 @@ def _is_tarfile(path: Path) -> bool:
 
 def _local_plan(schema: TableSchema, path: Path) -> Plan:
     """Inputs from a user-supplied file or folder: checked against the schema, not hashed."""
+    from mltraces.local_paths import check_local_path
+
+    check_local_path(schema.name, path)  # before anything reads it: no pipe, no device
     if not path.exists():
         raise SchemaError(f"local file for {schema.name} not found: {path} (the path is used "
                           "literally: no wildcards)")

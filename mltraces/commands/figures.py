@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
                 needs += (", " if needs else "") + "one of " + " / ".join(spec.any_of)
             print(f"{spec.name:26} {spec.reproduces:34} {spec.title}  [{needs}]")
         return 0
+    from mltraces.outputs import prepare_folder
+
+    prepare_folder(args.output)  # before any work: a folder that cannot take files loses none
     tables = sorted({t for spec in specs.values() for t in spec.inputs})  # nothing more
     local = [t for t in local_overrides(args) if t in tables]
     con = open_catalog(args, tables)

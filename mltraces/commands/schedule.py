@@ -19,7 +19,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.commands.output import frame_rows, render_rows, view_table, write_text
+from mltraces.commands.output import (
+    checked_output,
+    frame_rows,
+    render_rows,
+    view_table,
+    write_text,
+)
 
 if TYPE_CHECKING:
     from mltraces.scheduling import ScheduleResult
@@ -82,11 +88,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = checked_output(args.output)  # before the replays: a bad -o loses no work
     from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
 
     if args.list_traces:
-        return _list_traces(args)
+        return _list_traces(args, output)
     if args.workers is not None and args.workers < 1:
         raise SchedulingError(f"--workers must be at least 1, got {args.workers}")
     fig8b = args.trace.strip() == "all"
@@ -107,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     result = _replay(cases, args)
-    write_text(_render(result, args), args.output)
+    write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
     return 0
 
 
@@ -230,7 +237,7 @@ def _readable(columns: list[str], rows: list[tuple]) -> str:
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 
-def _list_traces(args: argparse.Namespace) -> int:
+def _list_traces(args: argparse.Namespace, output: Any) -> int:
     from mltraces.jobmap import expand_replays
 
     con = open_catalog(args)  # what is cached: listing fetches nothing
@@ -239,5 +246,6 @@ def _list_traces(args: argparse.Namespace) -> int:
     finally:
         con.close()
     rows = [(trace_id, entry.table, entry.description) for trace_id, entry in ids]
-    write_text(render_rows(["trace", "table", "what"], rows, args.format), args.output)
+    write_text(render_rows(["trace", "table", "what"], rows, args.format), output,
+               quiet=getattr(args, "quiet", False))
     return 0

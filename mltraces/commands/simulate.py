@@ -12,7 +12,15 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, local_overrides, open_catalog
-from mltraces.commands.output import Rows, cell, frame_rows, render_rows, view_table, write_text
+from mltraces.commands.output import (
+    Rows,
+    cell,
+    checked_output,
+    frame_rows,
+    render_rows,
+    view_table,
+    write_text,
+)
 
 if TYPE_CHECKING:
     pass
@@ -108,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.alibaba and args.processes is not None:
         raise SimulationError("--processes applies to --alibaba only: drop it")
     summary = args.summary or (args.format == "table" and not args.history)
+    output = checked_output(args.output)  # before the simulation: a bad -o loses no work
     if args.alibaba:
         from mltraces.simulation.alibaba import GROUPS_TABLE
         from mltraces.simulation.trace_cache import TABLES
@@ -133,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
             values = [column.tolist() for column in result.columns.values()]  # Python scalars
             rows = (list(result.columns), list(zip(*values, strict=True)))
     readable = args.format == "table" and not args.summary and not args.history
-    write_text(render(*rows, args.format, readable=readable), args.output)
+    text = render(*rows, args.format, readable=readable)
+    write_text(text, output, quiet=getattr(args, "quiet", False))
     return 0
 
 

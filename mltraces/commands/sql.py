@@ -13,8 +13,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mltraces.commands.common import add_table_options, open_catalog
+
+if TYPE_CHECKING:
+    from mltraces.outputs import Output
 
 FORMATS = ("table", "csv", "json", "parquet")
 # source.table, either part quoted ("itp"."jobs")
@@ -66,24 +70,27 @@ def _dotted_name(match: re.Match[str]) -> str:
     return f"{source}.{table}"
 
 
-def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:
+def _write(con, relation, fmt: str, output: Output | None, max_rows: int) -> None:
     """Print or save the result; CSV, JSON and Parquet are written by DuckDB (no pandas)."""
-    from mltraces.errors import MltracesError
+    import duckdb
 
-    if fmt == "parquet" and output is None:
-        raise MltracesError("--format parquet writes a binary file: add --output FILE.parquet")
-    if fmt == "table":
-        if output is None:
-            relation.show(max_rows=max_rows)
-            return
-        # every row: DuckDB's text form keeps only the first and last few
-        output.write_text(relation.df().to_string(index=False) + "\n")
-    elif output is not None:
-        _copy(con, relation, fmt, output)
-    else:
+    from mltraces.errors import OutputError
+
+    if fmt == "table" and output is None:
+        relation.show(max_rows=max_rows)
+        return
+    if output is None:
         _print_copy(con, relation, fmt)
-    if output is not None:
-        print(f"wrote {output}", file=sys.stderr)
+        return
+    try:
+        if fmt == "table":  # every row: DuckDB's text form keeps only the first and last few
+            output.write_text(relation.df().to_string(index=False) + "\n")
+        else:
+            output.write_with(lambda path: _copy(con, relation, fmt, path))
+    except duckdb.IOException as error:  # DuckDB's own write failed (say, the disk is full)
+        text = str(error).splitlines()[0]
+        raise OutputError(f"cannot write {output.given}: {text}; it was not changed") from None
+    output.done()
 
 
 def _copy(con, relation, fmt: str, target: Path) -> None:
@@ -181,6 +188,13 @@ def run(args: argparse.Namespace) -> int:
 
     from mltraces.errors import MltracesError
 
+    if args.format == "parquet" and args.output is None:
+        raise MltracesError("--format parquet writes a binary file: add --output FILE.parquet")
+    output = None
+    if args.output is not None:  # checked before any work
+        from mltraces.outputs import prepare
+
+        output = prepare(args.output)
     named = args.tables or tables_in(args.query)
     # tables the query names must exist: say why one does not, once, before running it
     con = open_catalog(args, tables=named, strict=named is not None)
@@ -196,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         if relation is None:  # a statement without a result (SET, CREATE ...)
             return 0
         try:
-            _write(con, relation, args.format, args.output, args.max_rows)
+            _write(con, relation, args.format, output, args.max_rows)
         except duckdb.Error as error:
             raise MltracesError(f"query failed: {error}") from error
     finally:

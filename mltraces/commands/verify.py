@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
+    for extra in chosen if args.names else list(extras().values()):
+        if extra.verify_cleanup is not None:
+            extra.verify_cleanup()
     return 1 if _verify_tables(bool(args.names)) or bad or changed else 0
 
 

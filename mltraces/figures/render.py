@@ -114,30 +114,51 @@ def reuse(name: str, key: str, output_dir: str) -> list[Path] | None:
     cached = [entry / f"{name}.{fmt}" for fmt in FORMATS]
     if not all(path.is_file() for path in cached):
         return None
+    from mltraces.errors import OutputError
+    from mltraces.outputs import replace_file
+
     written = []
     for source in cached:
         target = Path(output_dir) / source.name
         if not (target.is_file() and target.read_bytes() == source.read_bytes()):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with replace_file(target) as tmp:
+                    shutil.copyfile(source, tmp)
+            except OSError as error:
+                raise OutputError(f"cannot write {target}: {error.strerror or error}; "
+                                  "it was not changed") from None
         written.append(target)
     return written
 
 
 def keep(name: str, key: str, paths: list[Path]) -> None:
-    """Store a fresh render under its key; older renders of the same figure go."""
+    """Store a fresh render under its key; older renders of the same figure go.
+
+    The render cache only saves time: a cache that cannot be written (read-only,
+    full) or whose folder resolves outside it (a planted link) is left alone.
+    """
+    from mltraces import config
+    from mltraces.containment import proven_folder
+    from mltraces.errors import UnsafePathError
+
     entry = _entry(name, key)
     folder = entry.parent
-    folder.mkdir(parents=True, exist_ok=True)
     staging = folder / f".{key}.{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for path in paths:
-        shutil.copyfile(path, staging / path.name)
-    shutil.rmtree(entry, ignore_errors=True)
-    os.replace(staging, entry)
+    try:
+        proven_folder(config.cache_dir(), folder, "the render cache", create=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        for path in paths:
+            shutil.copyfile(path, staging / path.name)
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(staging, entry)
+    except (OSError, UnsafePathError) as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        from mltraces.logs import get_logger
+
+        get_logger(__name__).debug("not keeping the render of %s: %s", name, error)
+        return
     for other in folder.iterdir():
         if other != entry:
             shutil.rmtree(other, ignore_errors=True)

@@ -185,14 +185,22 @@ def save(
     Byte-stable: no dates or versions in the files' metadata (:data:`METADATA`),
     so re-rendering unchanged data gives identical files and a clean ``git diff``.
     """
+    from mltraces.errors import OutputError
+    from mltraces.outputs import replace_file
+
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     with context(), laid_out(fig):
         bbox = tight_bbox(fig) if tight else None
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
-            fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)
+            try:
+                stem.parent.mkdir(parents=True, exist_ok=True)
+                with replace_file(path) as tmp:  # a reader never sees half a figure
+                    fig.savefig(tmp, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)
+            except OSError as error:
+                raise OutputError(f"cannot write {path}: {error.strerror or error}; "
+                                  "it was not changed") from None
             paths.append(path)
     return paths
 
