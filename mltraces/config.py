@@ -45,7 +45,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from mltraces.errors import ConfigError, SchemaError
+from mltraces.errors import ConfigError
 
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
@@ -69,19 +69,15 @@ def _absolute(path: str) -> Path:
     Every view reads Parquet in the cache by path, so a path DuckDB cannot open
     would break every query: it is refused here, in one line naming the variable.
     """
-    from mltraces.local_paths import not_utf8, shown
+    from mltraces.local_paths import duckdb_cannot_open, not_utf8, shown
 
     if not_utf8(path):
         raise ConfigError(f"MLTRACES_CACHE={shown(path)} is not UTF-8 text, and DuckDB opens "
                           "only UTF-8 paths; choose a folder whose path is UTF-8")
     absolute = Path(path).expanduser().resolve()
-    from mltraces.sqltext import sql_path
-
-    try:
-        sql_path(absolute / "x")
-    except SchemaError:
+    if duckdb_cannot_open(str(absolute)):
         raise ConfigError(f"MLTRACES_CACHE={path!r} holds a backslash and one of [ * ?, which "
-                          "DuckDB cannot open together; choose another folder") from None
+                          "DuckDB cannot open together; choose another folder")
     return absolute
 
 

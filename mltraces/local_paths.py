@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mltraces.errors import SchemaError
 
-__all__ = ["check_local_path", "not_utf8"]
+__all__ = ["check_local_path", "duckdb_cannot_open", "not_utf8"]
 
 _KINDS = (
     (stat.S_ISFIFO, "a pipe (a FIFO or a process substitution such as <(cat FILE))"),
@@ -26,6 +26,16 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def duckdb_cannot_open(path: str) -> bool:
+    """True for a POSIX path DuckDB's file functions cannot name exactly.
+
+    DuckDB expands ``[...]``, ``*`` and ``?`` as a glob; escaping them as
+    one-character classes works, except in a path that also holds a backslash,
+    which DuckDB's matcher reads as an escape.
+    """
+    return os.sep == "/" and "\\" in path and any(c in path for c in "[*?")
 
 
 def not_utf8(text: str) -> bool:

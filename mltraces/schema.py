@@ -41,9 +41,6 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from mltraces.errors import SchemaError
-from mltraces.sqltext import quote_ident, sql_literal
-from mltraces.sqltext import sql_glob as sql_glob  # re-exported: readers import it from here
-from mltraces.sqltext import sql_path as sql_path
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
@@ -244,9 +241,55 @@ class TableSchema:
 # --------------------------------------------------------------------------- SQL helpers
 
 
-# quote_ident, sql_literal, sql_path and sql_glob live in mltraces.sqltext, which imports
-# nothing of mltraces but its errors (config checks the cache path with it); kept importable
-# from here, where every reader has always found them.
+def quote_ident(name: str) -> str:
+    """Quote an identifier for DuckDB (``group`` is a keyword, so always quote)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: Any) -> str:
+    """A SQL literal for a JSON scalar from a schema (or any text)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    raise SchemaError(f"cannot use {value!r} as a SQL literal")
+
+
+_GLOB_CHARS = {"[": "[[]", "*": "[*]", "?": "[?]"}
+
+
+def sql_path(path: str | Path) -> str:
+    """A SQL literal naming exactly one file for DuckDB's file functions, never a pattern.
+
+    ``read_csv('trace[12].csv')`` would read ``trace1.csv`` and ``trace2.csv``:
+    DuckDB expands ``[...]``, ``*`` and ``?``. Each becomes a one-character class
+    (``[[]``, ``[*]``, ``[?]``). DuckDB's matcher cannot combine such a class with
+    a backslash in the same path, so that case is refused with the fix.
+
+    >>> sql_path("/data/trace[12].csv")
+    "'/data/trace[[]12].csv'"
+    """
+    return sql_literal(_escape_glob(str(path)))
+
+
+def _escape_glob(text: str) -> str:
+    from mltraces.local_paths import duckdb_cannot_open
+
+    if duckdb_cannot_open(text):
+        raise SchemaError(f"cannot read {text!r}: DuckDB cannot open a path that holds both a "
+                          "backslash and one of [ * ?; rename the file or its folder")
+    return "".join(_GLOB_CHARS.get(c, c) for c in text)
+
+
+def sql_glob(folder: str | Path, pattern: str) -> str:
+    """A SQL literal for the files matching ``pattern`` (a glob) under exactly ``folder``.
+
+    >>> sql_glob("/cache [1]", "*/month=2023-07/*.parquet")
+    "'/cache [[]1]/*/month=2023-07/*.parquet'"
+    """
+    return sql_literal(_escape_glob(str(folder)).rstrip("/") + "/" + pattern)
 
 
 # --------------------------------------------------------------------------- loading

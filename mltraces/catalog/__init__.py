@@ -24,7 +24,7 @@ Conventions (documented in the README and the schemas):
 - Times with an offset (AcmeTrace) are ``TIMESTAMPTZ``: absolute instants. The
   files mix ``+08:00`` (Seren) and ``+00:00`` (Kalos); every connection is set to
   ``TimeZone='UTC'`` so both render the same way on every machine.
-- ITP times stay integer seconds from each cluster's trace start.
+- ITP times stay integer seconds on the timeline the ten clusters share.
 - Derived conveniences (``gpu_hours``, ``energy_per_epoch``, ...) are declared in
   the schemas' ``derived`` lists and computed in the view.
 - A table that cannot be built does not break ``connect()``: its view raises

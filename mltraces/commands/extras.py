@@ -35,8 +35,8 @@ class Extra(NamedTuple):
     list_options: Callable[[argparse.ArgumentParser], list[str]] | None = None
     #: the downloaded files `mltraces verify` re-hashes (no network)
     verify_files: Callable[[], list[Any]] | None = None
-    #: run by `mltraces verify` after re-hashing (say, remove killed conversions' leftovers)
-    verify_cleanup: Callable[[], None] | None = None
+    #: what killed runs left (partial conversions): removed by `mltraces verify`, paths returned
+    verify_cleanup: Callable[[], list[Any]] | None = None
 
 
 @cache

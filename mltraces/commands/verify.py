@@ -31,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
     for extra in chosen if args.names else list(extras().values()):
         if extra.verify_cleanup is not None:
-            extra.verify_cleanup()
+            for path in extra.verify_cleanup():
+                print(f"removed  {path}  left by a killed conversion")
     return 1 if _verify_tables(bool(args.names)) or bad or changed else 0
 
 

@@ -220,8 +220,12 @@ def render_all(
     local: Iterable[str] = (),
     progress: bool | None = None,
     redraw: bool = False,
+    style: str = "default",
 ) -> list[Rendered]:
     """Draw every figure of ``sources`` (default: all) into ``output_dir`` as PNG and PDF.
+
+    ``style="paper"`` draws them without the titles that say where each comes
+    from, at column or page width, as PDF and SVG (:data:`.style.STYLES`).
 
     A figure whose tables are unavailable is skipped with a message that says
     which files to fetch (or which ``local`` file failed); the others are still
@@ -234,7 +238,9 @@ def render_all(
     cache holds it. Results come back in figure order.
     """
     from mltraces.figures import render
+    from mltraces.figures import style as styles
 
+    styles.check_style(style)
     specs = registry(sources) if names is None else {n: get(n) for n in names}
     count = render.workers(processes) if len(specs) > 1 else 1
     results: dict[str, Rendered] = {}
@@ -251,19 +257,19 @@ def render_all(
                 bar.update()
                 continue
             task = (spec.name, frame(spec.name, con), unverified_inputs(con, spec.inputs),
-                    str(output_dir))
-            key = render.render_key(*task[:3])
-            reused = None if redraw else render.reuse(spec.name, key, str(output_dir))
+                    str(output_dir), style)
+            key = render.render_key(*task[:3], style)
+            reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
             if reused is not None:  # same data, same code: the same bytes as last time
                 results[spec.name] = _written(spec.name, reused)
                 bar.update()
             elif executor is None:
-                results[spec.name] = _kept(spec.name, key, render.render(*task))
+                results[spec.name] = _kept(spec.name, key, render.render(*task), style)
                 bar.update()
             else:
                 pending[spec.name] = (key, executor.submit(render.render, *task))
         for name, (key, future) in pending.items():
-            results[name] = _kept(name, key, future.result())
+            results[name] = _kept(name, key, future.result(), style)
             bar.update()
     finally:
         bar.close()
@@ -272,11 +278,11 @@ def render_all(
     return [results[name] for name in specs]
 
 
-def _kept(name: str, key: str, paths: Sequence[Path]) -> Rendered:
+def _kept(name: str, key: str, paths: Sequence[Path], style: str = "default") -> Rendered:
     """A fresh render, also stored in the render cache under its key."""
     from mltraces.figures import render
 
-    render.keep(name, key, list(paths))
+    render.keep(name, key, list(paths), style)
     return _written(name, paths)
 
 

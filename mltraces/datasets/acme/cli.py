@@ -107,16 +107,15 @@ def verify_files() -> list:
     return [f for f in files.values() if local_path(f).is_file()]
 
 
-def clean_leftovers() -> None:
+def verify_cleanup() -> list:
     """Remove what killed utilization conversions left (partial Parquet, spill files)."""
     from mltraces.datasets.acme.util import layout
 
-    for path in layout.clean_leftovers():
-        print(f"removed  {path.relative_to(layout.root().parent)}  left by a killed conversion")
+    return [path.relative_to(layout.root().parent) for path in layout.clean_leftovers()]
 
 
 EXTRAS = {NAME: Extra(
     name=NAME,
     summary=f"AcmeTrace raw utilization on HuggingFace (~80 GB): `mltraces list {NAME}`",
     list=list_files, fetch=fetch, fetch_options=fetch_options, list_options=list_options,
-    verify_files=verify_files, verify_cleanup=clean_leftovers)}
+    verify_files=verify_files, verify_cleanup=verify_cleanup)}

@@ -66,21 +66,25 @@ TYPES = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other", "CPU")
 TYPE_COLORS = dict(zip(TYPES, (style.PALETTE[0], style.PALETTE[1], style.PALETTE[2],
                                style.PALETTE[4], style.PALETTE[5], style.PALETTE[3], "#999999"),
                        strict=True))
-#: Published Fig. 5 shares (%) of GPU jobs by type, as printed on the paper's treemaps.
-PAPER_FIG5 = {
-    ("Seren", "jobs"): {"Eval": 64.9, "SFT": 14.9, "Other": 14.6, "MLLM": 2.9, "Debug": 1.9,
-                        "Pretrain": 0.9},
-    ("Seren", "GPU time"): {"Pretrain": 69.5, "MLLM": 8.6, "Other": 7.6, "SFT": 6.4,
-                            "Eval": 6.2, "Debug": 1.7},
-    ("Kalos", "jobs"): {"Eval": 92.8, "Pretrain": 3.2, "Debug": 2.7, "Other": 1.3},
-    ("Kalos", "GPU time"): {"Pretrain": 95.5, "Other": 2.5, "Debug": 1.6, "Eval": 0.4},
-}
 #: Seren's server power panel: the GPU and CPU node curves of server_power.pkl.
 A100_TDP_W = 400
 
 
 class NoJobTraceError(LookupError):
     """Neither AcmeTrace job trace can be read on this connection."""
+
+
+def paper_type_shares() -> dict[tuple[str, str], dict[str, float]]:
+    """The paper's treemap shares (%) of GPU jobs by type, per (cluster, measure).
+
+    Read from ``published.type_shares`` in the source's ``source.json``, where
+    the published numbers live as data.
+    """
+    from mltraces.registry import get_source
+
+    shares = get_source("acme").published["type_shares"]["shares"]
+    return {(cluster, measure): {kind: float(v) for kind, v in values.items()}
+            for cluster, by_measure in shares.items() for measure, values in by_measure.items()}
 
 
 def jobs_sql(con: duckdb.DuckDBPyConnection, gpu_only: bool = True) -> str:
@@ -185,8 +189,8 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax)
     ax.set_xlabel("(a) GPU job duration")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
-                 f"{_drawn(data)}", fontsize=6.5)
+    style.provenance(ax, "AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
+                     f"{_drawn(data)}", fontsize=6.5)
     return fig
 
 
@@ -223,7 +227,7 @@ def plot_gpu_util(data: pd.DataFrame) -> Any:
     ax.set_xticks([0, 25, 50, 75, 100])
     style.cdf_axis(ax)
     ax.set_xlabel("(b) GPU utilization (%)")
-    ax.set_title("AcmeTrace Fig. 2(b) (figure/cdf_job_duration_util.pdf)", fontsize=6.5)
+    style.provenance(ax, "AcmeTrace Fig. 2(b) (figure/cdf_job_duration_util.pdf)", fontsize=6.5)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=4)
     return fig
 
@@ -261,7 +265,7 @@ def plot_gpu_count_cdf(data: pd.DataFrame) -> Any:
         ax.set_xlabel(f"({panel}) Number of GPUs")
         style.cdf_axis(ax, f"CDF of {measure} (%)")
     axes[0].legend(loc="lower right")
-    fig.suptitle(f"AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf); {_drawn(data)}")
+    style.provenance(fig, f"AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf); {_drawn(data)}")
     return fig
 
 
@@ -334,13 +338,13 @@ def _bars_with_values(ax: Any, data: pd.DataFrame, measure: str, paper: bool) ->
 
 def _plot_states(data: pd.DataFrame, title: str, paper: bool) -> Any:
     fig, axes = style.subplots(1, 2, width="page", height=2.4)
-    for ax, measure, label in zip(axes, ("jobs", "GPU time"), ("(a) Job count", "(b) GPU time"),
-                                  strict=True):
+    labels = ("(a) Share of GPU jobs", "(b) Share of the GPU time of GPU jobs")
+    for ax, measure, label in zip(axes, ("jobs", "GPU time"), labels, strict=True):
         _bars_with_values(ax, data, measure, paper)
         ax.set_xlabel(label)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
-    fig.suptitle(title)
+    style.provenance(fig, title)
     return fig
 
 
@@ -365,10 +369,11 @@ def types_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """Job type shares of GPU jobs per cluster, by count and by GPU time (Fig. 5).
 
     Columns: cluster, type, measure ('jobs' or 'GPU time'), share (%), paper (%,
-    as printed on the paper's treemaps).
+    as printed on the paper's treemaps: :func:`paper_type_shares`).
     """
     paper = values_sql(
-        [(c, t, m, v) for (c, m), shares in PAPER_FIG5.items() for t, v in shares.items()],
+        [(c, t, m, v) for (c, m), shares in paper_type_shares().items()
+         for t, v in shares.items()],
         ["cluster", "p_type", "p_measure", "paper"],
     )
     return _shares(con, "type", f"SELECT * FROM {paper}")
@@ -479,10 +484,10 @@ def plot_types(data: pd.DataFrame) -> Any:
             ax.set_ylim(0, height)
             ax.set_aspect("equal")
             ax.axis("off")
-            ax.set_title(f"{cluster}, by {'job count' if measure == 'jobs' else measure}")
+            ax.set_title(f"{cluster}, GPU jobs by {'count' if measure == 'jobs' else measure}")
     handles = [Rectangle((0, 0), 1, 1, color=TYPE_COLORS[t]) for t in present]
     fig.legend(handles, present, loc="outside lower center", ncols=len(present))
-    fig.suptitle("AcmeTrace Fig. 5 (figure/treemap_job_dist.pdf): GPU jobs by type; "
+    style.provenance(fig, "AcmeTrace Fig. 5 (figure/treemap_job_dist.pdf): GPU jobs by type; "
                  "in brackets the paper's share")
     return fig
 
@@ -568,7 +573,7 @@ def plot_type_duration_queue(data: pd.DataFrame) -> Any:
             handles.setdefault(label, handle)
     kinds = [t for t in TYPES if t in handles]
     fig.legend([handles[k] for k in kinds], kinds, loc="outside lower center", ncols=len(kinds))
-    fig.suptitle("AcmeTrace Fig. 6 (figure/cdf_job_duration_queue.pdf): GPU jobs per type")
+    style.provenance(fig, "AcmeTrace Fig. 6 (figure/cdf_job_duration_queue.pdf): GPU jobs per type")
     return fig
 
 
@@ -635,7 +640,7 @@ def plot_type_gpu_count(data: pd.DataFrame) -> Any:
         ax.set_title(cluster)
         style.log2_ticks(ax, list(data["p05"]) + list(data["p95"]), axis="y")
     axes[0, 0].set_ylabel("GPUs per job (box: quartiles,\nwhiskers: 5th–95th pct, ▲ mean)")
-    fig.suptitle("GPUs per GPU job by type (AcmeTrace figure/box_gpu_num.pdf; "
+    style.provenance(fig, "GPUs per GPU job by type (AcmeTrace figure/box_gpu_num.pdf; "
                  "paper figure number not matched)")
     return fig
 
@@ -731,7 +736,8 @@ def plot_resource_util(data: pd.DataFrame) -> Any:
     clusters = [Line2D([], [], color=style.color(c), lw=3, label=c)
                 for c in ("Seren", "Kalos") if c in set(data["cluster"])]
     fig.legend(handles=clusters, loc="outside lower center", ncols=2)
-    fig.suptitle("AcmeTrace Fig. 7 (figure/cdf_resource_util.pdf), from the released curves")
+    style.provenance(fig, "AcmeTrace Fig. 7 (figure/cdf_resource_util.pdf), from the released "
+                     "curves")
     return fig
 
 
@@ -767,7 +773,7 @@ def plot_power(data: pd.DataFrame) -> Any:
     right.set_xlabel("(b) Server power in Seren (W)")
     right.legend(loc="lower right")
     style.cdf_axis(left)
-    fig.suptitle("AcmeTrace Fig. 8 (figure/cdf_power.pdf), from the released curves")
+    style.provenance(fig, "AcmeTrace Fig. 8 (figure/cdf_power.pdf), from the released curves")
     return fig
 
 
@@ -792,7 +798,7 @@ def plot_temperature(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax)
     ax.set_xlabel("Temperature (°C)")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace figure/cdf_temperature.pdf\n(paper figure number not matched)",
+    style.provenance(ax, "AcmeTrace figure/cdf_temperature.pdf\n(paper figure number not matched)",
                  fontsize=6.5)
     return fig
 
@@ -813,7 +819,7 @@ def plot_cpu_duration_cdf(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax, "Fraction of jobs (%)")
     ax.set_xlabel("(b) CPU job duration")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace figure/cdf_job_jobtime.pdf, panel (b);\n"
+    style.provenance(ax, "AcmeTrace figure/cdf_job_jobtime.pdf, panel (b);\n"
                  "Helios' job trace is not released", fontsize=6.5)
     return fig
 
@@ -821,7 +827,9 @@ def plot_cpu_duration_cdf(data: pd.DataFrame) -> Any:
 # --------------------------------------------------------------------------- cluster summary
 
 
-#: Columns of cluster_summary.csv shown in the published table, with short headers.
+#: Columns of cluster_summary.csv shown in the published table, with short headers (the
+#: table's header says they are of GPU jobs unless noted: shares of GPU jobs and of their GPU
+#: time).
 SUMMARY_COLUMNS = {
     "job_num": "Jobs (GPU and CPU)",
     "gpu_job_num": "GPU jobs",
@@ -951,9 +959,9 @@ FIGURES = (
           gpu_util_data, plot_gpu_util, _UTIL, figure="Fig. 2(b)"),
     _spec("acme_fig3", "AcmeTrace Fig. 3: CDF of GPUs per job, by jobs and by GPU time",
           gpu_count_cdf_data, plot_gpu_count_cdf, jobs=True, figure="Fig. 3"),
-    _spec("acme_fig4", "AcmeTrace Fig. 4: final job states by count and GPU time, from "
-          "cluster_summary.csv as published", published_states_data, plot_published_states,
-          _SUMMARY, figure="Fig. 4"),
+    _spec("acme_fig4", "AcmeTrace Fig. 4: final states of GPU jobs, by count and by their GPU "
+          "time, from cluster_summary.csv as published", published_states_data,
+          plot_published_states, _SUMMARY, figure="Fig. 4"),
     _spec("acme_fig4_recomputed", "AcmeTrace Fig. 4 recomputed from the job traces, published "
           "values marked", states_data, plot_states, _SUMMARY, jobs=True,
           figure="Fig. 4 recomputed from the job traces (our companion)"),
