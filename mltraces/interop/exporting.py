@@ -16,7 +16,6 @@ its record appear together or not at all.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -290,8 +289,3 @@ def _provenance(traced: TraceJobs, fmt: Format, path: Path, recipe: Any, report:
         "rows": rows,
         "mltraces": __version__,
     }
-
-
-def nan_to_none(value: Any) -> Any:
-    """JSON has no NaN: a missing number is null."""
-    return None if isinstance(value, float) and math.isnan(value) else value

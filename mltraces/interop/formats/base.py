@@ -28,6 +28,18 @@ JOB_COLUMNS = ("job_id", "submit", "duration", "gpus", "model", "batch_size", "i
                "end_time")
 
 
+def exact_header(first_line: str | None, header: tuple[str, ...], what: str) -> None:
+    """Refuse a file whose first line is not exactly ``header`` (naming what it is)."""
+    import csv
+
+    from mltraces.errors import MltracesError
+
+    found = next(csv.reader([first_line or ""]), [])
+    if found != list(header):
+        raise MltracesError(f"not a {what} header ({', '.join(found) or 'empty'}); expected "
+                            f"{', '.join(header)}")
+
+
 @dataclass(frozen=True)
 class Written:
     """What a writer did beyond writing every job it was given."""

@@ -33,9 +33,8 @@ from typing import Any
 
 import pandas as pd
 
-from mltraces.errors import MltracesError
 from mltraces.interop.annotate import POLLUX_BATCH_SIZES
-from mltraces.interop.formats.base import Format, ImportTemplate, Written
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
 
 HEADER = ("name", "time", "application", "num_replicas", "batch_size")
 
@@ -59,10 +58,7 @@ def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written
 
 
 def template(first_line: str | None) -> ImportTemplate:
-    header = next(csv.reader([first_line or ""]), [])
-    if header != list(HEADER):
-        raise MltracesError(f"not a Pollux workload header ({', '.join(header) or 'empty'}); "
-                            f"expected {', '.join(HEADER)}")
+    exact_header(first_line, HEADER, "Pollux workload")
     fields = [
         {"name": "name", "type": "string", "constraints": {"required": True}},
         {"name": "time", "type": "number", "unit": "s", "constraints": {"required": True,

@@ -25,8 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from mltraces.errors import MltracesError
-from mltraces.interop.formats.base import Format, ImportTemplate, Written
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
 from mltraces.interop.formats.pollux import FORMAT as POLLUX
 
 HEADER = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -49,10 +48,7 @@ def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written
 
 
 def template(first_line: str | None) -> ImportTemplate:
-    header = next(csv.reader([first_line or ""]), [])
-    if header != list(HEADER):
-        raise MltracesError(f"not a Pollux trace header ({', '.join(header) or 'empty'}); "
-                            f"expected {', '.join(HEADER)}")
+    exact_header(first_line, HEADER, "Pollux trace")
     fields = [
         {"name": "timestamp", "type": "datetime", "format": TIME_FORMAT,
          "constraints": {"required": True}},

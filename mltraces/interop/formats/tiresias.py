@@ -25,8 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from mltraces.errors import MltracesError
-from mltraces.interop.formats.base import Format, ImportTemplate, Written
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
 
 HEADER = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 _TYPES = {"job_id": "string", "model_name": "string"}
@@ -50,10 +49,7 @@ def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written
 
 
 def template(first_line: str | None) -> ImportTemplate:
-    header = next(csv.reader([first_line or ""]), [])
-    if header != list(HEADER):
-        raise MltracesError(f"not a Tiresias job trace header ({', '.join(header) or 'empty'}); "
-                            f"expected {', '.join(HEADER)}")
+    exact_header(first_line, HEADER, "Tiresias job trace")
     fields = [{"name": c, "type": _TYPES.get(c, "integer"),
                "constraints": {"required": True, **({} if c in _TYPES else {"minimum": 0})}}
               for c in HEADER]
