@@ -421,6 +421,10 @@ def test_a_bad_output_fails_before_any_work(tmp_path: Path, monkeypatch) -> None
         export("nosuch/trace", "tiresias", tmp_path / "x.csv")
     with pytest.raises(MltracesError, match="unknown format 'slurm'"):
         export("itp/raw/cluster10", "slurm", tmp_path / "x.csv")
+    with pytest.raises(MltracesError, match="--gavel-throughputs PATH"):
+        export("itp/raw/cluster10", "gavel", tmp_path / "x.trace")
+    with pytest.raises(MltracesError, match="not a file of at most 64 MiB"):
+        export("itp/raw/cluster10", "gavel", tmp_path / "x.trace", gavel_throughputs=tmp_path)
     assert not list(tmp_path.iterdir())
 
 

@@ -40,6 +40,8 @@ SIDECAR = ".provenance.json"
 #: second 0 of a trace without a clock, when a format needs one (Philly's job log)
 DEFAULT_ORIGIN = "2000-01-01 00:00:00+00:00"
 THROUGHPUT_TABLE = "elasticflow.throughputs"
+#: the largest throughputs file read (Gavel's simulation_throughputs.json is 1.2 MB)
+MAX_PROFILE_BYTES = 64 << 20
 
 
 @dataclass
@@ -173,11 +175,14 @@ def _usable_own(fmt: Format, jobs: pd.DataFrame, profiles: Any) -> bool:
     return False
 
 
-def _profiles(fmt: Format, con: duckdb.DuckDBPyConnection, gavel_throughputs: Any) -> Any:
-    if fmt.name == "elasticflow":
-        return con.execute(f"SELECT model, batch_size, num_gpus, iterations_per_second FROM "
-                           f"{THROUGHPUT_TABLE} WHERE gpu_type = ?",
-                           [annotate.ELASTICFLOW_GPU_TYPE]).df()
+def _elasticflow_profiles(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
+    return con.execute(f"SELECT model, batch_size, num_gpus, iterations_per_second FROM "
+                       f"{THROUGHPUT_TABLE} WHERE gpu_type = ?",
+                       [annotate.ELASTICFLOW_GPU_TYPE]).df()
+
+
+def _gavel_profiles(fmt: Format, gavel_throughputs: Any) -> Any:
+    """Gavel's measured throughputs (read before any work: a missing file is one line)."""
     if fmt.name == "gavel":
         if gavel_throughputs is None:
             raise MltracesError(
@@ -185,6 +190,9 @@ def _profiles(fmt: Format, con: duckdb.DuckDBPyConnection, gavel_throughputs: An
                 "throughputs: give its scheduler/simulation_throughputs.json with "
                 "--gavel-throughputs PATH (gavel_throughputs=)")
         path = Path(gavel_throughputs)
+        if not path.is_file() or path.stat().st_size > MAX_PROFILE_BYTES:
+            raise MltracesError(f"cannot read the Gavel throughputs {path}: not a file of at "
+                                f"most {MAX_PROFILE_BYTES >> 20} MiB (Gavel's is 1.2 MB)")
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
@@ -235,12 +243,14 @@ def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None
     fmt = get_format(to)
     chosen = get_recipe(recipe) if recipe else None
     resolve_trace(trace)  # an unknown trace fails before anything is written or fetched
+    profiles = _gavel_profiles(fmt, gavel_throughputs)
     out, side = _outputs(output)
     own = con is None
     con = con or connect_for(trace, fmt, local)
     try:
         traced = read_trace(con, trace)
-        profiles = _profiles(fmt, con, gavel_throughputs)
+        if fmt.name == "elasticflow":
+            profiles = _elasticflow_profiles(con)
     finally:
         if own:
             con.close()
