@@ -20,7 +20,13 @@ if TYPE_CHECKING:
 
     from mltraces.jobmap import JobTable
 
-__all__ = ["TraceJobs", "read_trace", "resolve_trace"]
+__all__ = ["COLUMNS", "TraceJobs", "read_trace", "resolve_trace"]
+
+#: the common columns an export reads (recipes, the formats' writers, provenance)
+COLUMNS = ("trace", "cluster", "job_id", "user", "vc", "submit_time", "start_time", "end_time",
+           "submit_s", "start_s", "end_s", "run_s", "gpu_time_s", "num_gpu", "num_nodes",
+           "num_attempts", "state", "state_raw", "model", "batch_size", "iterations",
+           "deadline_s")
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,8 @@ def read_trace(con: duckdb.DuckDBPyConnection, trace: str) -> TraceJobs:
     from mltraces.schema import quote_ident
 
     entry, where = resolve_trace(trace)
-    query = f"SELECT * FROM ({table_select_sql(entry)})"
+    listed = ", ".join(quote_ident(c) for c in COLUMNS)
+    query = f"SELECT {listed} FROM ({table_select_sql(entry)})"
     if where:
         query += " WHERE " + " AND ".join(f"{quote_ident(c)} = ?" for c in where)
     relation = con.sql(query, params=list(where.values()))
