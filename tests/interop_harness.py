@@ -8,7 +8,7 @@ imported into this process or committed: a *driver* (``tests/interop_drivers/<na
 ours) runs in that venv, calls the simulator's own loading function on our file and
 prints what it parsed as JSON, which the tests compare with what we exported.
 
-``python benchmarks/interop_parsers.py build`` builds them (minutes, needs PyPI);
+``python benchmarks/interop.py build`` builds them (minutes, needs PyPI);
 ``ready(name)`` says whether one is built; the tests skip with the reason otherwise.
 """
 
@@ -77,7 +77,7 @@ def ready(name: str) -> str | None:
     """None when the simulator's parser can run here, else why not."""
     sim = SIMULATORS[name]
     if not (sim.folder / "ready.json").is_file():
-        return (f"{name}'s parser is not built here: run `python benchmarks/interop_parsers.py "
+        return (f"{name}'s parser is not built here: run `python benchmarks/interop.py "
                 f"build {name}` (needs its snapshot and PyPI)")
     return None
 

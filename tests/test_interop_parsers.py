@@ -2,7 +2,7 @@
 
 Each simulator's code is extracted from its repository snapshot into
 ``benchmarks/_work/interop/<name>`` with a venv of the Python it was written for
-(``python benchmarks/interop_parsers.py build``, see ``tests/interop_harness.py``);
+(``python benchmarks/interop.py build``, see ``tests/interop_harness.py``);
 a driver calls its loading function (or runs the whole simulation) on our file in a
 subprocess and prints what it parsed. A test skips, saying why, where that is not
 built. Checked here: ElasticFlow's scheduler (a whole EDF replay), the Tiresias

@@ -40,7 +40,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _listing() -> str:
     from mltraces.interop.formats import FORMATS
-    from mltraces.interop.recipes import RECIPES, UNAVAILABLE
+    from mltraces.interop.recipes import RECIPES
 
     lines = ["formats (--to):"]
     for fmt in FORMATS.values():
@@ -50,7 +50,6 @@ def _listing() -> str:
     for recipe in RECIPES.values():
         lines += [f"  {recipe.name:16} {recipe.title}", f"  {'':16} {recipe.artifact}"]
         lines += [f"  {'':16} - {rule.description}" for rule in recipe.rules]
-    lines += [f"  {name:16} not available: {why}" for name, why in UNAVAILABLE.items()]
     return "\n".join(lines) + "\n"
 
 

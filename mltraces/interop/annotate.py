@@ -3,10 +3,15 @@
 A cluster trace records when a job came, how long it ran and how many GPUs it
 had; the simulators also want a model, a batch size, an amount of work and
 sometimes a deadline. Each format's annotation follows the rule its own
-artifact uses to make its workloads, stated where it is implemented, and draws
-from one seeded generator (``numpy.random.default_rng(seed)``), so an export is
-reproducible from its provenance record. Every function returns the annotated
-jobs and the count of jobs dropped per reason (a GPU count with no profile).
+artifact uses to make its workloads, stated where it is implemented. Its random
+draws are a function of the seed and of the job's position in the export (its
+0-based index among the jobs handed to the annotation, in the trace's order):
+job ``i`` draws :data:`DRAWS_PER_JOB` uniforms from the counter-based generator
+``numpy.random.Philox(key=seed, counter=i)`` (:func:`job_uniforms`), so an
+export is reproducible from its provenance record and the same whether the jobs
+are annotated at once or batch by batch (``first`` is the batch's first
+position). Every function returns the annotated jobs and the count of jobs
+dropped per reason (a GPU count with no profile).
 
 Facts used (read in each artifact; the code here is ours):
 
@@ -72,6 +77,11 @@ POLLUX_BANDS: tuple[tuple[float, tuple[str, ...]], ...] = (
     (math.inf, ("imagenet",)))
 
 
+#: uniforms each job draws (its k-th random choice uses the k-th)
+DRAWS_PER_JOB = 4
+_UNIT = 2.0 ** -53
+
+
 @dataclass
 class Annotated:
     """Annotated jobs, and how many were dropped for which reason."""
@@ -79,6 +89,23 @@ class Annotated:
     frame: pd.DataFrame
     dropped: dict[str, int] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)
+
+
+def job_uniforms(seed: int, first: int, count: int) -> np.ndarray:
+    """``count`` x :data:`DRAWS_PER_JOB` uniforms in [0, 1), row ``i`` for job ``first + i``.
+
+    Philox is counter-based: the block of job ``i`` depends on ``seed`` and ``i`` only,
+    so batches of any size draw the same numbers for the same jobs.
+    """
+    if seed < 0:
+        raise MltracesError(f"the annotation seed must be >= 0 (got {seed})")
+    bits = np.random.Philox(key=seed, counter=first).random_raw(count * DRAWS_PER_JOB)
+    return (bits.reshape(count, DRAWS_PER_JOB) >> np.uint64(11)) * _UNIT
+
+
+def pick(uniform: np.ndarray, choices: int) -> np.ndarray:
+    """Indices uniform over ``range(choices)`` from uniforms in [0, 1)."""
+    return np.minimum((uniform * choices).astype(np.int64), choices - 1)
 
 
 def whole_seconds(values: pd.Series) -> pd.Series:
@@ -94,71 +121,78 @@ def _drop(frame: pd.DataFrame, keep: pd.Series, dropped: dict[str, int], reason:
     return frame[keep]
 
 
+_DRAWS_RULE = ("draws: job i (0-based, in the trace's order after the recipe) takes its "
+               f"uniforms from numpy.random.Philox(key=seed, counter=i), {DRAWS_PER_JOB} per job")
+
+
 def has_annotations(frame: pd.DataFrame) -> bool:
     """True when every job already carries ElasticFlow's model, batch, iterations, deadline."""
     columns = ("model", "batch_size", "iterations", "deadline_s")
     return bool(len(frame)) and all(frame[c].notna().all() for c in columns)
 
 
-def elasticflow(frame: pd.DataFrame, profiles: pd.DataFrame, seed: int) -> Annotated:
+def elasticflow(frame: pd.DataFrame, profiles: pd.DataFrame, seed: int, first: int = 0
+                ) -> Annotated:
     """ElasticFlow's annotation (see the module docstring) of jobs with ``submit``/``duration``
     in whole seconds and an integer ``gpus``; ``profiles`` has model, batch_size, num_gpus,
     iterations_per_second (the A100 rows of ``elasticflow.throughputs``)."""
-    rng = np.random.default_rng(seed)
     dropped: dict[str, int] = {}
     rate = {(m, int(b), int(g)): float(r) for m, b, g, r in profiles[
         ["model", "batch_size", "num_gpus", "iterations_per_second"]].itertuples(index=False)}
     jobs = frame.reset_index(drop=True)
+    draws = job_uniforms(seed, first, len(jobs))
     choice = np.full(len(jobs), -1)
     for gpus, rows in jobs.groupby("gpus").groups.items():
         eligible = [i for i, (_, batch) in enumerate(ELASTICFLOW_TEMPLATES) if batch >= gpus]
         if eligible:
-            choice[np.asarray(rows)] = rng.choice(eligible, size=len(rows))
+            rows = np.asarray(rows)
+            choice[rows] = np.asarray(eligible)[pick(draws[rows, 0], len(eligible))]
     models = [ELASTICFLOW_TEMPLATES[c] if c >= 0 else ("", 0) for c in choice]
-    jobs = jobs.assign(model=[m for m, _ in models], batch_size=[b for _, b in models])
+    low, high = ELASTICFLOW_SLACK
+    jobs = jobs.assign(model=[m for m, _ in models], batch_size=[b for _, b in models],
+                       factor=low + (high - low) * draws[:, 1])
     speed = pd.Series([rate.get((m, b, int(g)), np.nan) for (m, b), g in
                        zip(models, jobs["gpus"], strict=True)], index=jobs.index)
     jobs = jobs.assign(speed=speed)
     jobs = _drop(jobs, speed.notna(), dropped,
                  "no A100 profile at its GPU count (the artifact drops these jobs)")
-    low, high = ELASTICFLOW_SLACK
-    factor = rng.uniform(low, high, size=len(jobs))
     jobs = jobs.assign(
         iterations=np.maximum(1, (jobs["duration"] * jobs["speed"]).astype("int64")),
-        deadline=jobs["submit"] + (factor * jobs["duration"]).astype("int64"))
+        deadline=jobs["submit"] + (jobs["factor"] * jobs["duration"]).astype("int64"))
     rules = [f"model and batch size uniform over ElasticFlow's {len(ELASTICFLOW_TEMPLATES)} "
              "templates whose batch size >= the job's GPUs",
              f"iterations = max(1, int(duration x {ELASTICFLOW_GPU_TYPE} iterations per second "
              "of that model, batch size and GPU count))",
-             f"deadline = submit + int(U({low}, {high}) x duration)"]
-    return Annotated(jobs.drop(columns="speed"), dropped, rules)
+             f"deadline = submit + int(U({low}, {high}) x duration)", _DRAWS_RULE]
+    return Annotated(jobs.drop(columns=["speed", "factor"]), dropped, rules)
 
 
-def tiresias(frame: pd.DataFrame, seed: int) -> Annotated:
+def tiresias(frame: pd.DataFrame, seed: int, first: int = 0) -> Annotated:
     """A Tiresias model per job (drawn uniformly); iterations = the run time in seconds."""
-    rng = np.random.default_rng(seed)
     jobs = frame.reset_index(drop=True)
-    jobs = jobs.assign(model=rng.choice(TIRESIAS_MODELS, size=len(jobs)),
-                       iterations=jobs["duration"].astype("int64"))
+    draws = job_uniforms(seed, first, len(jobs))
+    models = np.asarray(TIRESIAS_MODELS)[pick(draws[:, 0], len(TIRESIAS_MODELS))]
+    jobs = jobs.assign(model=models, iterations=jobs["duration"].astype("int64"))
     return Annotated(jobs, {}, [f"model uniform over Tiresias's {len(TIRESIAS_MODELS)} tensor "
                                 "profiles", "iterations = duration in seconds (its schedulers do "
-                                "not read them)"])
+                                "not read them)", _DRAWS_RULE])
 
 
-def pollux_application(gpu_hours: pd.Series, rng: np.random.Generator) -> list[str]:
-    """Pollux's application for each job's GPU time (hours), drawing within a band."""
+def pollux_application(gpu_hours: pd.Series, uniform: np.ndarray) -> list[str]:
+    """Pollux's application for each job's GPU time (hours), drawing within a band with the
+    job's uniform."""
     out = []
-    for hours in gpu_hours.astype(float):
+    for hours, u in zip(gpu_hours.astype(float), uniform, strict=True):
         choices = next(apps for bound, apps in POLLUX_BANDS if hours < bound)
-        out.append(choices[int(rng.integers(len(choices)))] if len(choices) > 1 else choices[0])
+        out.append(choices[int(pick(np.asarray(u), len(choices)))])
     return out
 
 
-def pollux(frame: pd.DataFrame, seed: int) -> Annotated:
+def pollux(frame: pd.DataFrame, seed: int, first: int = 0) -> Annotated:
     """Pollux's application by GPU time; replicas = GPUs; batch size from its profiled range."""
-    rng = np.random.default_rng(seed)
     jobs = frame.reset_index(drop=True)
-    apps = pollux_application(jobs["duration"] * jobs["gpus"] / 3600.0, rng)
+    draws = job_uniforms(seed, first, len(jobs))
+    apps = pollux_application(jobs["duration"] * jobs["gpus"] / 3600.0, draws[:, 0])
     batch = [min(max(POLLUX_BATCH_SIZES[a][0] * int(g), POLLUX_BATCH_SIZES[a][0]),
                  POLLUX_BATCH_SIZES[a][-1]) for a, g in zip(apps, jobs["gpus"], strict=True)]
     jobs = jobs.assign(model=apps, batch_size=batch)
@@ -168,7 +202,7 @@ def pollux(frame: pd.DataFrame, seed: int) -> Annotated:
         "num_replicas = the job's GPUs (Pollux draws a configuration from profiles mltraces "
         "does not ship)",
         "batch_size = the application's smallest profiled batch size x replicas, within its "
-        "profiled range"])
+        "profiled range", _DRAWS_RULE])
 
 
 def gavel_profiles(raw: Mapping[str, Any], worker: str = "v100") -> dict[tuple[str, int], float]:
@@ -192,18 +226,18 @@ def gavel_profiles(raw: Mapping[str, Any], worker: str = "v100") -> dict[tuple[s
     return found
 
 
-def gavel(frame: pd.DataFrame, profiles: Mapping[tuple[str, int], float], seed: int
-          ) -> Annotated:
+def gavel(frame: pd.DataFrame, profiles: Mapping[tuple[str, int], float], seed: int,
+          first: int = 0) -> Annotated:
     """Gavel's job type per job (among those measured at its GPU count) and its steps."""
-    rng = np.random.default_rng(seed)
     dropped: dict[str, int] = {}
     jobs = frame.reset_index(drop=True)
-    types: list[str] = [""] * len(jobs)
+    draws = job_uniforms(seed, first, len(jobs))
+    types = np.full(len(jobs), "", dtype=object)
     for gpus, rows in jobs.groupby("gpus").groups.items():
         measured: Sequence[str] = sorted(t for t, s in profiles if s == int(gpus))
-        for row in rows:
-            if measured:
-                types[row] = measured[int(rng.integers(len(measured)))]
+        if measured:
+            rows = np.asarray(rows)
+            types[rows] = np.asarray(measured, dtype=object)[pick(draws[rows, 0], len(measured))]
     jobs = jobs.assign(model=types)
     jobs = _drop(jobs, jobs["model"] != "", dropped,
                  "no Gavel throughput at its GPU count (Gavel measured 1, 2, 4 and 8)")
@@ -211,4 +245,5 @@ def gavel(frame: pd.DataFrame, profiles: Mapping[tuple[str, int], float], seed: 
     jobs = jobs.assign(iterations=np.maximum(1, (jobs["duration"] * rate).astype("int64")))
     return Annotated(jobs, dropped, [
         "job type uniform over the types Gavel measured at the job's GPU count",
-        "total_steps = max(1, int(duration x its isolated v100 throughput at that GPU count))"])
+        "total_steps = max(1, int(duration x its isolated v100 throughput at that GPU count))",
+        _DRAWS_RULE])

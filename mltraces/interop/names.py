@@ -5,4 +5,4 @@ and :data:`~mltraces.interop.recipes.RECIPES`.
 """
 
 FORMAT_NAMES = ("elasticflow", "tiresias", "pollux", "pollux-trace", "gavel", "philly")
-RECIPE_NAMES = ("pollux", "elasticflow-itp", "synergy-philly")
+RECIPE_NAMES = ("pollux", "elasticflow-itp", "synergy-philly", "helios-qssf", "helios-qssf-july")

@@ -48,7 +48,7 @@ def ours(con: duckdb.DuckDBPyConnection, cluster: str, seed: int, rates: pd.Data
     """(raw jobs, our annotated jobs) of one cluster: recipe, then ElasticFlow's annotation."""
     raw = read_trace(con, f"itp/raw/{cluster}")
     kept, _ = apply(ELASTICFLOW_ITP, raw.frame)
-    jobs, dropped, _ = job_frame(raw, kept, get_format("elasticflow"))
+    jobs, dropped, _ = job_frame(raw.entry, kept, get_format("elasticflow"))
     assert not dropped, dropped
     return len(raw.frame), annotate.elasticflow(jobs, rates, seed).frame
 

@@ -6,7 +6,12 @@ must look before writing (:meth:`Format.prepare`), the writer, and the schema
 and jobs mapping that let a file in this format be imported as a source of its
 own (:mod:`mltraces.interop.importing`).
 
-The jobs handed to a writer are a pandas frame with one row per job:
+A writer is handed the jobs as an iterable of pandas frames (batches: an export
+streams a trace of any size through it in a batch's memory), in the trace's
+order, or by submission (stable) when the format declares ``by_submission``;
+what a writer must know of all the jobs before its first line (are the ids
+unique?) the format computes with ``facts`` over the jobs spooled for sorting.
+Each frame has one row per job:
 ``job_id`` (text), ``submit`` and ``duration`` (whole seconds from the trace's
 origin), ``gpus`` (whole GPUs), and where known ``model``, ``batch_size``,
 ``iterations``, ``deadline`` (whole seconds), ``user``, ``vc``, ``state``,
@@ -15,7 +20,7 @@ origin), ``gpus`` (whole GPUs), and where known ``model``, ``batch_size``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +75,7 @@ class Format:
     parser: str  # repository@commit path: function, the code the format was checked against
     suffix: str  # the file name's usual ending
     summary: str  # one line: fields
-    write: Callable[[pd.DataFrame, Path, Mapping[str, Any]], Written]
+    write: Callable[[Iterable[pd.DataFrame], Path, Mapping[str, Any]], Written]
     #: what the format needs: "gpus" (GPU jobs only), "duration" (a known run time), "clock"
     #: (wall-clock times), "annotation" (model and work, drawn when the trace lacks them)
     needs: tuple[str, ...]
@@ -81,3 +86,14 @@ class Format:
     citation: str  # BibTeX of the simulator's paper, for an imported source
     provenance_note: str  # why the provenance is a sidecar (what the parser tolerates)
     quirks: tuple[str, ...] = ()
+    #: the writer needs the jobs in submission order (stable: ties keep the trace's order)
+    by_submission: bool = False
+    #: what the writer must know of every job first: SQL over the sorted jobs (a DuckDB
+    #: relation named by the argument) -> entries added to the writer's options
+    facts: Callable[[Any, str], dict[str, Any]] | None = None
+
+
+def rows_of(batches: Iterable[pd.DataFrame], columns: list[str]) -> Iterable[tuple]:
+    """Every job's ``columns`` as a tuple, batch after batch."""
+    for batch in batches:
+        yield from batch[columns].itertuples(index=False)

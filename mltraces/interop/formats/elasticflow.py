@@ -22,14 +22,14 @@ Checked against ``gudiandian/ElasticFlow@b3f5ea4`` ``ElasticFlow/scheduler/sched
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mltraces.errors import MltracesError
-from mltraces.interop.formats.base import Format, ImportTemplate, Written
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, rows_of
 
 HEADER = ("job_id", "submission_time", "num_iteration", "model_name", "deadline", "batch_size",
           "num_gpu", "duration")
@@ -46,13 +46,13 @@ SPELLINGS = {"submit": ("submission_time", "submit_time"), "iterations": ("num_i
              "job_id": ("job_id",)}
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
     """One line per job in the ITP release's column order, integers as digits."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle, lineterminator="\n")
         out.writerow(HEADER)
-        for row in jobs[["job_id", "submit", "iterations", "model", "deadline", "batch_size",
-                         "gpus", "duration"]].itertuples(index=False):
+        for row in rows_of(jobs, ["job_id", "submit", "iterations", "model", "deadline",
+                                  "batch_size", "gpus", "duration"]):
             job_id, submit, iterations, model, deadline, batch, gpus, duration = row
             out.writerow([job_id, int(submit), int(iterations), model, int(deadline),
                           int(batch), int(gpus), int(duration)])

@@ -21,13 +21,13 @@ Checked against ``stanford-futuredata/gavel@c4fa400`` ``scheduler/utils.py``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mltraces.interop.formats.base import Format, ImportTemplate, Written
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, rows_of
 
 FIELDS = ("job_type", "command", "working_directory", "num_steps_arg", "needs_data_dir",
           "total_steps", "scale_factor", "priority_weight", "SLO", "arrival_time")
@@ -40,13 +40,12 @@ def _plain(text: object) -> str:
     return " ".join(str(text).split())
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
     """In submission order, arrival times as seconds with six decimals (as Gavel writes)."""
-    ordered = jobs.sort_values("submit", kind="stable")
     trace = _plain(options.get("trace", "trace"))
     with open(path, "w", encoding="utf-8", newline="") as handle:
-        for job_id, submit, job_type, gpus, steps in ordered[
-                ["job_id", "submit", "model", "gpus", "iterations"]].itertuples(index=False):
+        for job_id, submit, job_type, gpus, steps in rows_of(
+                jobs, ["job_id", "submit", "model", "gpus", "iterations"]):
             handle.write("\t".join([
                 _plain(job_type), f"mltraces replay of {trace} job {_plain(job_id)}", ".",
                 "--num_steps", "0", str(int(steps)), str(int(gpus)), "1", "-1.000000",
@@ -101,4 +100,5 @@ FORMAT = Format(
                     "header or comment line is tolerated",
     quirks=("ten tab-separated fields, no header", "job type measured at its scale factor",
             "SLO -1 = none"),
+    by_submission=True,
 )

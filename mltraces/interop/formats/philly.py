@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,16 +79,21 @@ def _job(row: Any) -> dict:
             "submitted_time": _clock(row.submit_time), "user": _text(row.user)}
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
     """One JSON array, a job per line (the order of the trace)."""
-    frame = jobs.assign(**{c: jobs.get(c) for c in ("vc", "user", "num_nodes")})
+    states: Counter[str] = Counter()
+    index = 0
     with open(path, "w", encoding="utf-8", newline="") as handle:
         handle.write("[\n")
-        for index, row in enumerate(frame.itertuples(index=False)):
-            handle.write(("," if index else "") + json.dumps(_job(row)) + "\n")
+        for batch in jobs:
+            frame = batch.assign(**{c: batch.get(c) for c in ("vc", "user", "num_nodes")})
+            states.update(frame["state"])
+            for row in frame.itertuples(index=False):
+                handle.write(("," if index else "") + json.dumps(_job(row)) + "\n")
+                index += 1
         handle.write("]\n")
-    counts = sorted(jobs["state"].value_counts().to_dict().items())
-    mapped = ", ".join(f"{state} -> {STATUS.get(state, 'Pass')} ({n})" for state, n in counts)
+    mapped = ", ".join(f"{state} -> {STATUS.get(state, 'Pass')} ({n})"
+                       for state, n in sorted(states.items()))
     return Written([f"status from state: {mapped}",
                     "one attempt per job (first start to last end); machines m0, m1, ... "
                     "per job"])
@@ -117,7 +123,7 @@ def template(first_line: str | None) -> ImportTemplate:
                                    "columns": columns,
                                    "states": {"Pass": "COMPLETED", "Failed": "FAILED",
                                               "Killed": "CANCELLED"},
-                                   "replay": ["all"]},
+                                   "replay": ["all", "vc/{vc}"]},
                           reader="philly_jobs", readers_module="mltraces.datasets.philly.readers",
                           primary_key=["job_id"])
 

@@ -27,34 +27,41 @@ this project, so what it adds is not stated here.
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from mltraces.interop.annotate import POLLUX_BATCH_SIZES
-from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header, rows_of
 
 HEADER = ("name", "time", "application", "num_replicas", "batch_size")
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
-    """Rows in submission order; names are the job ids when unique, else Pollux's own."""
-    ordered = jobs.sort_values("submit", kind="stable").reset_index(drop=True)
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
+    """Rows in submission order; names are the job ids when unique (``options["unique_ids"]``,
+    from :func:`facts`), else Pollux's own ``<application>-<index>``."""
     notes = ["rows in submission order (as Pollux's workload.py sorts them)"]
-    names = ordered["job_id"].astype(str)
-    if names.duplicated().any() or (names == "").any():
-        names = ordered["model"] + "-" + ordered.index.astype(str)
+    unique = bool(options.get("unique_ids", False))
+    if not unique:
         notes.append("job ids are not unique: names are <application>-<index>, as Pollux's own")
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle, lineterminator="\n")
         out.writerow(HEADER)
-        for name, (submit, model, gpus, batch) in zip(
-                names, ordered[["submit", "model", "gpus", "batch_size"]].itertuples(index=False),
-                strict=True):
+        for index, (job_id, submit, model, gpus, batch) in enumerate(rows_of(
+                jobs, ["job_id", "submit", "model", "gpus", "batch_size"])):
+            name = str(job_id) if unique else f"{model}-{index}"
             out.writerow([name, int(submit), model, int(gpus), int(batch)])
     return Written(notes)
+
+
+def facts(con: Any, jobs: str) -> dict[str, Any]:
+    """Whether every job id is unique and not empty (then they are the names)."""
+    [(distinct, total, empty)] = con.execute(
+        f"SELECT count(DISTINCT job_id), count(*), count(*) FILTER (WHERE job_id = '' OR "
+        f"job_id IS NULL) FROM {jobs}").fetchall()
+    return {"unique_ids": bool(distinct == total and not empty)}
 
 
 def template(first_line: str | None) -> ImportTemplate:
@@ -102,4 +109,6 @@ FORMAT = Format(
     quirks=("application one of bert, cifar10, deepspeech2, imagenet, ncf, yolov3",
             "no run time: the application stands for the work",
             "batch_size within the application's profiled range"),
+    by_submission=True,
+    facts=facts,
 )

@@ -19,13 +19,13 @@ draw its workloads from that trace. Checked against ``petuum/adaptdl@c793c70``
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header, rows_of
 from mltraces.interop.formats.pollux import FORMAT as POLLUX
 
 HEADER = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -33,13 +33,13 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 DEFAULT_ZONE = "America/Los_Angeles"
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
     """One row per job in the trace's order; times on its wall clock."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle, lineterminator="\n")
         out.writerow(HEADER)
-        for moment, duration, gpus, vc in jobs[["submit_time", "duration", "gpus", "vc"]
-                                               ].itertuples(index=False):
+        for moment, duration, gpus, vc in rows_of(jobs, ["submit_time", "duration", "gpus",
+                                                         "vc"]):
             out.writerow([pd.Timestamp(moment).strftime(TIME_FORMAT), f"{float(duration)!r}",
                           int(gpus), f"{float(duration) * int(gpus)!r}",
                           "" if vc is None or pd.isna(vc) else vc])

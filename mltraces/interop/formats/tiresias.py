@@ -18,34 +18,39 @@ as its README requires):
 from __future__ import annotations
 
 import csv
-import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header
+from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header, rows_of
 
 HEADER = ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration", "interval")
 _TYPES = {"job_id": "string", "model_name": "string"}
 
 
-def write(jobs: pd.DataFrame, path: Path, options: Mapping[str, Any]) -> Written:
-    """In submission order (``interval`` is to the next submission)."""
-    ordered = jobs.sort_values("submit", kind="stable")
-    submits = ordered["submit"].astype("int64").tolist()
-    intervals = [b - a for a, b in itertools.pairwise(submits)] + [0]
+def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
+    """In submission order (``interval`` is to the next submission: each line waits for the
+    next job)."""
+    rows = rows_of(jobs, ["job_id", "gpus", "submit", "iterations", "model", "duration"])
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle, lineterminator="\n")
         out.writerow(HEADER)
-        for (job_id, gpus, submit, iterations, model, duration), gap in zip(
-                ordered[["job_id", "gpus", "submit", "iterations", "model", "duration"]]
-                .itertuples(index=False), intervals, strict=True):
-            out.writerow([job_id, int(gpus), int(submit), int(iterations), model, int(duration),
-                          gap])
+        pending = None
+        for row in rows:
+            if pending is not None:
+                _line(out, pending, int(row[2]) - int(pending[2]))
+            pending = row
+        if pending is not None:
+            _line(out, pending, 0)
     return Written(["rows in submission order; interval = next submission - this one "
                     "(0 for the last job)"])
+
+
+def _line(out: Any, row: tuple, gap: int) -> None:
+    job_id, gpus, submit, iterations, model, duration = row
+    out.writerow([job_id, int(gpus), int(submit), int(iterations), model, int(duration), gap])
 
 
 def template(first_line: str | None) -> ImportTemplate:
@@ -80,4 +85,5 @@ FORMAT = Format(
                     "as a job: no comment line is tolerated",
     quirks=("Python 2.7", "values become int only when str.isdigit()",
             "an unknown model_name silently becomes inception3"),
+    by_submission=True,
 )
