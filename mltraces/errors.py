@@ -11,6 +11,14 @@ class MltracesError(Exception):
     """Base class of every error mltraces raises on purpose."""
 
 
+class PartialViewWarning(UserWarning):
+    """A view named in ``connect()`` unites tables some of which are not fetched.
+
+    Its queries would silently leave those tables' rows out; the message names them
+    and the ``mltraces fetch`` command that brings them.
+    """
+
+
 class RegistryError(MltracesError, ValueError):
     """A source folder (``source.json``, ``citation.bib``) is malformed."""
 

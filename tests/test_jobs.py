@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import duckdb
@@ -13,7 +14,7 @@ from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows, sca
 
 from mltraces import jobmap
 from mltraces.catalog import connect
-from mltraces.errors import RegistryError
+from mltraces.errors import PartialViewWarning, RegistryError
 from mltraces.validation import failed, validate
 
 SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
@@ -149,6 +150,17 @@ def test_a_partly_fetched_view_says_what_is_missing_and_how_to_fetch_it(real_cac
         con.close()
 
 
+def test_naming_a_partial_view_in_python_warns_with_the_fetch_command(acme_files) -> None:
+    """A Python query filtered to a missing trace returns no rows: the connect says why."""
+    with pytest.warns(PartialViewWarning, match=r"mltraces.jobs is partial: .*itp/raw.* not "
+                                                r"fetched \(run `mltraces fetch .*itp"):
+        con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
+    con.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PartialViewWarning)
+        connect(local=acme_files).close()  # nothing named: the status row says it
+
+
 def test_a_view_with_nothing_fetched_raises_the_fetch_command() -> None:
     con = connect()  # an empty cache
     try:
@@ -168,7 +180,8 @@ def acme_files(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_clock_traces_get_instants_seconds_and_recomputed_times(acme_files) -> None:
-    con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
+    with pytest.warns(PartialViewWarning):
+        con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
     try:
         assert scalar(con, "SELECT state FROM mltraces.status WHERE table_name = "
                            "'mltraces.jobs'") == "partial"  # ITP and the artifact: not fetched

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from mltraces.catalog import store, warm
 from mltraces.catalog.selection import resolve_local, select_schemas
 from mltraces.catalog.status import (
+    PARTIAL,
     READY,
     UNAVAILABLE,
     UNVERIFIED,
@@ -115,7 +116,24 @@ def connect(
     except BaseException:
         con.close()
         raise
+    _warn_partial(statuses, explicit)
     return con
+
+
+def _warn_partial(statuses: list[TableStatus], explicit: set[str]) -> None:
+    """Warn when a view the caller named (``mltraces.jobs``) lacks some of its tables.
+
+    A Python query filtered to a missing trace would otherwise return nothing and say
+    nothing; with ``tables=None`` the status row alone says it, as nothing was asked for.
+    """
+    import warnings
+
+    from mltraces.errors import PartialViewWarning
+
+    for status in statuses:
+        if status.state == PARTIAL and status.table in explicit:
+            warnings.warn(f"{status.table} is partial: {status.reason}", PartialViewWarning,
+                          stacklevel=3)
 
 
 def _needs(schema: TableSchema) -> list[str]:

@@ -39,6 +39,11 @@ def open_catalog(
 
     ``strict`` raises when a table cannot be built, instead of a view that raises when queried.
     """
-    from mltraces.catalog import connect
+    import warnings
 
-    return connect(tables=tables, local=local_overrides(args), strict=strict)
+    from mltraces.catalog import connect
+    from mltraces.errors import PartialViewWarning
+
+    with warnings.catch_warnings():  # the verbs say what a partial view lacks themselves
+        warnings.simplefilter("ignore", PartialViewWarning)
+        return connect(tables=tables, local=local_overrides(args), strict=strict)
