@@ -26,6 +26,15 @@ Limits on what the network and archives may cost (each error names its setting):
   member count (default 10000) of an archive whose members the registry does not list
   (a local archive); a pinned archive may hold exactly its listed members.
 
+Limits on what a simulation may ask for (each refusal names its setting):
+
+- ``MLTRACES_MAX_GPUS``: most GPUs a replayed cluster may have (default 1048576);
+  a larger ``--cluster`` is refused before anything is built.
+- ``MLTRACES_MAX_REPLAY_MEMORY``: most working memory a replay may need for arrays
+  that grow with the cluster rather than the work (ElasticFlow's GPUs × GPUs and
+  nodes × jobs tables, Gandiva's per-node sets; default ``4G``).
+- ``MLTRACES_MAX_SEEDS``: most seeds one ``simulate`` call may sweep (default 100000).
+
 Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
 
@@ -158,3 +167,18 @@ def max_unpacked() -> int:
 def max_members() -> int:
     """Members an unlisted (local) archive may hold (``MLTRACES_MAX_MEMBERS``)."""
     return int(_setting("MLTRACES_MAX_MEMBERS", "10000", unit="members"))
+
+
+def max_gpus() -> int:
+    """Most GPUs a replayed cluster may have (``MLTRACES_MAX_GPUS``)."""
+    return int(_setting("MLTRACES_MAX_GPUS", "1048576", unit="GPUs"))
+
+
+def max_replay_memory() -> int:
+    """Bytes of cluster-sized working arrays a replay may need (``MLTRACES_MAX_REPLAY_MEMORY``)."""
+    return int(_setting("MLTRACES_MAX_REPLAY_MEMORY", "4G", unit="bytes"))
+
+
+def max_seeds() -> int:
+    """Most seeds one simulation sweep may ask for (``MLTRACES_MAX_SEEDS``)."""
+    return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))

@@ -124,6 +124,10 @@ def _cluster(trace: str, asked: str | None) -> str:
     from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
 
     if asked:
+        from mltraces.scheduling.cluster import ClusterSpec
+
+        if ClusterSpec.is_name(asked):
+            ClusterSpec.from_name(asked)  # a size past the limits fails before any download
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
         if trace_id == trace:
