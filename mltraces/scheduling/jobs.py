@@ -295,7 +295,8 @@ def from_acme(frame: pd.DataFrame, *, include_cpu_jobs: bool = False) -> Jobs:
     CPU jobs are left out unless asked for, and so are jobs without a duration
     (still RUNNING when the trace ends: their work is unknown).
     """
-    submit = pd.to_datetime(frame["submit_time"], utc=True)
+    # no cache: over a million mostly distinct stamps it made parsing 7x slower
+    submit = pd.to_datetime(frame["submit_time"], utc=True, cache=False)
     origin = submit.min()
     gpus = frame["gpu_num"].fillna(0).astype(int)
     keep = frame["duration"].notna().to_numpy() & (include_cpu_jobs or (gpus > 0).to_numpy())
