@@ -27,6 +27,9 @@ from mltraces.scheduling.overhead import Overhead
 from mltraces.scheduling.profiles import Curve, Profiles
 from mltraces.scheduling.results import Recorder
 
+#: the shortest scheduling slot a replay accepts, in seconds
+MIN_SLOT = 1.0
+
 
 @dataclass(frozen=True)
 class Setup:
@@ -60,10 +63,12 @@ class Setup:
             slot = float(self.slot)
         except (TypeError, ValueError):
             slot = math.nan
-        if not 0 < slot < math.inf:
+        if not MIN_SLOT <= slot < math.inf:
             raise SchedulingError(
-                f"the scheduling slot must be a positive number of seconds, got {self.slot!r}"
-            )  # a replay's clock advances by slots: anything else never ends
+                f"the scheduling slot must be a number of seconds from {MIN_SLOT:g} (the "
+                f"artifact uses 60), got {self.slot!r}: a replay runs up to a round per slot, "
+                "so a month-long trace would take billions of rounds below a second"
+            )  # and a slot that is not a positive number would never advance the clock
 
     @property
     def gpus(self) -> int:
