@@ -169,7 +169,7 @@ def convert_run(csv: Path, label: str, threads: int = 0) -> dict:
 
 def make_input(mb: float) -> Path:
     """A Kalos-like file of about ``mb`` MB, generated once (atomically)."""
-    from synthetic_util import write_big_wide_csv
+    from mltraces.datasets.acme.util.synthetic import write_big_wide_csv
 
     WORK.mkdir(parents=True, exist_ok=True)
     path = WORK / f"GPU_UTIL-{mb:g}MB.csv"

@@ -44,7 +44,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import ROOT, WORK, _generate_once, synthetic
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # helios_gpu_jobs
+import synthetic
+from harness import ROOT, WORK, _generate_once
 
 OUT = WORK / "million"
 BASE_COMMIT = "e672374"  # the engine branch's base: FIFO/SJF on the shared engine, old Tiresias
@@ -83,7 +85,7 @@ CHILD = textwrap.dedent("""
 
 def helios_trace(jobs: int, gpus: int) -> Path:
     """The Helios-shaped CSV of ``jobs`` jobs (generated once)."""
-    path = OUT / f"helios-{jobs}-g{gpus}.csv"
+    path = OUT / f"helios-venus-{jobs}-g{gpus}.csv"  # with the cluster helios.jobs maps
     if not path.exists():
         print(f"generating {jobs:,} Helios-shaped jobs ...", flush=True)
     return _generate_once(path, lambda p: synthetic.write_helios_trace(
@@ -115,13 +117,15 @@ def burst_traces(jobs: int) -> dict[str, Path]:
     def write(path: Path, gap: float) -> None:
         import pandas as pd
 
-        start = pd.Timestamp("2024-01-01")
-        pd.DataFrame({
-            "job_id": np.arange(jobs).astype(str), "gpu_num": 1, "duration": 1,
-            "submit_time": start + pd.to_timedelta(np.arange(jobs) * gap, unit="s"),
+        submit = pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(jobs) * gap, unit="s")
+        pd.DataFrame({  # Helios' columns, so both revisions read it (through its mapping now)
+            "cluster": "Venus", "job_id": np.arange(jobs).astype(str), "user": "u", "vc": "vc",
+            "gpu_num": 1, "cpu_num": 1, "node_num": 1, "state": "COMPLETED",
+            "submit_time": submit, "start_time": submit,
+            "end_time": submit + pd.Timedelta(seconds=1), "duration": 1, "queue": 0,
         }).to_csv(path, index=False)
 
-    return {kind: _generate_once(OUT / f"burst-{kind}-{jobs}.csv",
+    return {kind: _generate_once(OUT / f"burst-helios-{kind}-{jobs}.csv",
                                  lambda p, gap=gap: write(p, gap))
             for kind, gap in (("at-once", 0.0), ("spread", 1.0))}
 

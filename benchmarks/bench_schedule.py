@@ -22,10 +22,9 @@ slices rotate on rounds at whole minutes of the trace's clock; cluster10 with
 
 Reference seconds are the wall time of one ``scheduler.py`` process (including
 its imports, about 2.5 s of it). Ours are timed in this process with the
-inputs loaded: "first" is the first replay of a policy (for ElasticFlow it
-includes loading the compiled planner from numba's cache, about 1 s once per
-process), "ours" the median of ``--repeat`` replays after it, which is what
-every further replay of a sweep costs. Both ratios are printed. CPU seconds
+inputs loaded: "first" is the first replay of a policy (it includes importing
+the compiled core, milliseconds), "ours" the median of ``--repeat`` replays
+after it, which is what every further replay of a sweep costs. Both ratios are printed. CPU seconds
 are printed too (the reference's from the OS's child accounting): on a
 machine shared with other work they are the fairer comparison.
 A reference run that exceeds ``--timeout`` is reported as "did not finish".

@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mltraces.synthetic import writer
+
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / "_work"
-sys.path.insert(0, str(ROOT / "tests"))  # the synthetic-file generators the tests use
-
-import synthetic  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # test helpers some benchmarks share
 
 
 def timed(action: Callable[[], object], repeat: int = 1) -> tuple[float, object]:
@@ -44,9 +44,9 @@ def synthetic_job_traces(seren_rows: int) -> dict[str, Path]:
     seren = WORK / f"trace_seren-{seren_rows}.csv"
     if not seren.exists():
         print(f"generating {seren_rows:,} synthetic Seren jobs ...", flush=True)
-    _generate_once(seren, lambda p: synthetic.write_seren_trace(p, seren_rows, seed=2024))
+    _generate_once(seren, lambda p: writer("acme/trace_seren.csv")(p, seren_rows, 2024))
     kalos = _generate_once(
-        WORK / "trace_kalos.csv", lambda p: synthetic.write_kalos_trace(p, 62_413, seed=2024)
+        WORK / "trace_kalos.csv", lambda p: writer("acme/trace_kalos.csv")(p, 62_413, 2024)
     )
     return {"acme.seren_jobs": seren, "acme.kalos_jobs": kalos}
 
@@ -55,5 +55,5 @@ def synthetic_alibaba_groups(groups: int = 400) -> Path:
     """A synthetic ``alibaba_groups.csv.xz`` in the upstream format."""
     return _generate_once(
         WORK / "alibaba_groups.csv.xz",
-        lambda p: synthetic.write_alibaba_groups_xz(p, groups, seed=2024),
+        lambda p: writer("zeus/alibaba_groups.csv.xz")(p, groups, 2024),
     )

@@ -7,6 +7,7 @@ either, and a failed write must leave no temp file behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -17,5 +18,6 @@ def write_text_atomic(target: Path, text: str) -> None:
     try:
         tmp.write_text(text)
         os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    finally:  # never hide the write's own error behind the cleanup's (a read-only cache)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)

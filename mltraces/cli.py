@@ -34,8 +34,8 @@ def build_parser(verb: str | None, *, every_verb: bool = False, alone: bool = Fa
     """
     parser = argparse.ArgumentParser(
         prog="mltraces",
-        description="Public GPU-cluster traces (Zeus, Microsoft ITP/ElasticFlow, AcmeTrace): "
-        "verified downloads, SQL, simulation and figures.",
+        description="Public GPU-cluster traces (`mltraces list` names them): verified "
+        "downloads, SQL, simulation and figures.",
         epilog="Environment: MLTRACES_CACHE, MLTRACES_MIRROR, MLTRACES_OFFLINE=1, "
         "MLTRACES_LOCAL='TABLE=PATH,...'. Run `mltraces VERB --help` for a verb's options.",
     )
@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         level = package_logger.level
         package_logger.setLevel(logging.ERROR)
     try:
+        from mltraces.config import check_settings
+
+        check_settings()  # a setting that means nothing is one line now, whatever the verb
         return int(args._run(args) or 0)
     except MltracesError as error:
         print(f"mltraces {args.verb}: error: {error}", file=sys.stderr)

@@ -3,16 +3,22 @@
 Every knob a user can turn without code lives here, so the CLI, notebooks and
 library calls all see the same values:
 
-- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir).
+- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir); its path
+  must be UTF-8 and one DuckDB can open (checked once, one line naming the variable).
 - ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
   ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
-- ``MLTRACES_OFFLINE=1``: never touch the network.
+- ``MLTRACES_OFFLINE=1``: never touch the network (``1``/``true``/``yes``/``on``; ``0``/
+  ``false``/``no``/``off`` or unset: online; anything else is an error).
 - ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables (paths are
   literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
   ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
+- ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
+  folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.
+- ``MLTRACES_INTERPRETED=1``: run the scheduling cores as the Python they are written in,
+  even where they were compiled (:mod:`mltraces.scheduling.native`; the tests compare both).
 
 Limits on what the network and archives may cost (each error names its setting):
 
@@ -21,10 +27,11 @@ Limits on what the network and archives may cost (each error names its setting):
 - ``MLTRACES_MAX_DOWNLOAD``: largest body accepted when neither the registry nor the
   server states a size (default ``16G``).
 - ``MLTRACES_HOST_DOWN_TTL``: seconds an unreachable host is remembered and not asked
-  again (default 300; ``0`` turns the memory off).
+  again (default 300; ``0`` turns the memory off), counted from when it was found down.
 - ``MLTRACES_MAX_UNPACKED`` / ``MLTRACES_MAX_MEMBERS``: total size (default ``4G``) and
   member count (default 10000) of an archive whose members the registry does not list
-  (a local archive); a pinned archive may hold exactly its listed members.
+  (a local archive); a pinned archive may hold exactly its listed members. The size also
+  bounds every xz input as it is decompressed.
 
 Limits on what a simulation may ask for (each refusal names its setting):
 
@@ -34,6 +41,10 @@ Limits on what a simulation may ask for (each refusal names its setting):
   that grow with the cluster rather than the work (ElasticFlow's GPUs × GPUs and
   nodes × jobs tables, Gandiva's per-node sets; default ``4G``).
 - ``MLTRACES_MAX_SEEDS``: most seeds one ``simulate`` call may sweep (default 100000).
+
+:func:`check_settings` reads them all when a command starts and where a download starts,
+so a bad value is one line at once rather than a failure retried as if the network were
+down, or a setting silently read as something else.
 
 Sizes take an optional ``K``/``M``/``G`` suffix (powers of 1024).
 """
@@ -64,8 +75,21 @@ def cache_dir() -> Path:
 
 @cache
 def _absolute(path: str) -> Path:
-    """``MLTRACES_CACHE`` made absolute once per value (warm calls ask for it per file)."""
-    return Path(path).expanduser().resolve()
+    """``MLTRACES_CACHE`` made absolute and checked once per value (warm calls ask per file).
+
+    Every view reads Parquet in the cache by path, so a path DuckDB cannot open
+    would break every query: it is refused here, in one line naming the variable.
+    """
+    from mltraces.local_paths import duckdb_cannot_open, not_utf8, shown
+
+    if not_utf8(path):
+        raise ConfigError(f"MLTRACES_CACHE={shown(path)} is not UTF-8 text, and DuckDB opens "
+                          "only UTF-8 paths; choose a folder whose path is UTF-8")
+    absolute = Path(path).expanduser().resolve()
+    if duckdb_cannot_open(str(absolute)):
+        raise ConfigError(f"MLTRACES_CACHE={path!r} holds a backslash and one of [ * ?, which "
+                          "DuckDB cannot open together; choose another folder")
+    return absolute
 
 
 def mirror() -> str | None:
@@ -74,9 +98,29 @@ def mirror() -> str | None:
     return value.rstrip("/") or None
 
 
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
 def offline() -> bool:
-    """True when the user forbade network access."""
-    return os.environ.get("MLTRACES_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+    """True when the user forbade network access (``MLTRACES_OFFLINE``).
+
+    Only the spellings of :data:`_ON` and :data:`_OFF` are accepted (any case):
+    a value that means neither (``2``, ``y``, ``enabled``) is an error naming the
+    variable, never a silent "online".
+    """
+    value = os.environ.get("MLTRACES_OFFLINE", "").strip().lower()
+    if value in _ON:
+        return True
+    if value in _OFF:
+        return False
+    raise ConfigError(f"MLTRACES_OFFLINE={os.environ['MLTRACES_OFFLINE']!r} is neither on "
+                      f"({', '.join(_ON)}) nor off ({', '.join(_OFF[1:])} or unset)")
+
+
+def interpreted() -> bool:
+    """True when the compiled scheduling cores must not be used (``MLTRACES_INTERPRETED``)."""
+    return os.environ.get("MLTRACES_INTERPRETED", "").strip().lower() in _ON
 
 
 def hf_revision() -> str:
@@ -117,6 +161,27 @@ def parse_local(spec: str | None) -> dict[str, Path]:
 def local_tables() -> dict[str, Path]:
     """Table overrides from ``MLTRACES_LOCAL``."""
     return parse_local(os.environ.get("MLTRACES_LOCAL"))
+
+
+def user_source_dirs() -> list[Path]:
+    """Folders whose subfolders are a user's own sources (``MLTRACES_SOURCES``).
+
+    Unset: the platform's config folder, ``<user config dir>/sources`` (read only if it
+    exists); set but empty: none (tests run this way).
+    """
+    value = os.environ.get("MLTRACES_SOURCES")
+    if value is None:
+        import platformdirs
+
+        default = Path(platformdirs.user_config_dir(APP_NAME)) / "sources"
+        return [default] if default.is_dir() else []
+    return [Path(p).expanduser() for p in value.split(os.pathsep) if p.strip()]
+
+
+def user_source_folders() -> list[Path]:
+    """Every ``<dir>/<name>/`` holding a ``source.json`` in :func:`user_source_dirs`, by
+    folder (the registry checks their names; the catalog finds their schemas here)."""
+    return [p.parent for root in user_source_dirs() for p in sorted(root.glob("*/source.json"))]
 
 
 def figures_dir() -> Path | None:
@@ -182,3 +247,21 @@ def max_replay_memory() -> int:
 def max_seeds() -> int:
     """Most seeds one simulation sweep may ask for (``MLTRACES_MAX_SEEDS``)."""
     return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))
+
+
+def check_settings() -> None:
+    """Read every limit setting now, so a bad one is reported before any work.
+
+    Called by the command line first and where a download starts: a setting first
+    read inside a retry loop would otherwise look like network trouble and be retried
+    for seconds.
+    """
+    offline()
+    download_timeout()
+    max_download()
+    host_down_ttl()
+    max_unpacked()
+    max_members()
+    max_gpus()
+    max_replay_memory()
+    max_seeds()

@@ -52,6 +52,10 @@ class UnsafePathError(MltracesError):
     """A path from the network or the registry would land outside its root (cache, mirror)."""
 
 
+class OutputError(MltracesError):
+    """A command's output (``-o``) cannot be written, found before any work or on writing."""
+
+
 class CacheError(MltracesError):
     """The cache directory cannot be written: read-only, a file, or the disk is full."""
 

@@ -9,6 +9,20 @@ analyses). Nothing else keeps a list of sources or files, so downloads, the
 catalog, the CLI and the tests all read the same facts, and adding a trace is
 adding a folder (plus its table schemas in ``schemas/<name>/``).
 
+The loader holds every folder to the rules, each broken one named with its fix:
+a name that is a SQL identifier (not ``mltraces``, the catalog's own schema); a
+BibTeX entry with a key, title and year in ``citation.bib``; a licence from
+:data:`SPDX_LICENSES` (or ``NOASSERTION`` with a ``license_note`` saying what the
+publisher states); every remote file pinned by a hash and by a URL that carries a
+commit of ``pins`` (or, where the host has no commits, by its sha256).
+
+A user's own trace is a source too: a folder with the same files under
+``$MLTRACES_SOURCES`` (else ``<the platform's user config dir>/mltraces/sources``),
+its table schemas in its own ``schemas/`` folder, and files that
+are ``"path"`` entries beside its ``source.json`` (a file or a folder of them)
+instead of downloads: checked against their pinned hash when one is given,
+``unverified`` otherwise, and served, validated and replayed like any other.
+
 >>> "zeus" in all_sources()
 True
 """
@@ -20,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from mltraces.errors import RegistryError
@@ -39,15 +53,41 @@ SPDX_LICENSES = frozenset({
     "CC-BY-SA-4.0", "CC-BY-NC-4.0", "CC-BY-NC-SA-4.0", "ODC-By-1.0", "ODbL-1.0",
     "PDDL-1.0", "CDLA-Permissive-2.0", "CDLA-Sharing-1.0",
 })
+#: SPDX's word for "the publisher states no licence"; a source using it says why in license_note
+NO_LICENSE = "NOASSERTION"
+#: names no source may take: the catalog's own DuckDB schema
+RESERVED_NAMES = frozenset({"mltraces"})
+_BIBTEX = re.compile(r"^@\w+\s*\{\s*[^,\s{}]+\s*,")
+_COMMIT = re.compile(r"@([0-9a-f]{7,40})$")
+
+
+#: archive formats a registry file may have; "file" is anything read as it is
+ARCHIVE_KINDS = ("tar.gz", "zip")
+
+
+class Member(NamedTuple):
+    """One member of a registry archive: its name and, where published, size and sha256."""
+
+    name: str
+    size: int | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True)
 class RemoteFile:
-    """One upstream file, pinned by URL and hash.
+    """One upstream file, pinned by URL and hash, or a local file of a user's source.
 
     ``sha256`` and ``git_blob`` (the sha1 of git's ``blob <size>\\0`` header plus
     the bytes, as GitHub's tree API publishes it) are both accepted; at least one
-    is required so a file is never used unverified.
+    is required so a downloaded file is never used unverified. A local file
+    (``path``: beside its source's ``source.json``, a file or a folder) may have
+    neither: it is then served as ``unverified``.
+
+    An archive (``kind`` ``tar.gz`` or ``zip``) is unpacked into the cache after
+    verification, unless ``unpack`` is false: then the tables that need it read
+    one member at a time as a stream (Philly's 1 GB tarball unpacks to 6.6 GB).
+    ``members`` lists what it holds (name, size, sha256 where published):
+    an archive that lists members may hold nothing else.
     """
 
     id: str
@@ -57,30 +97,53 @@ class RemoteFile:
     sha256: str | None = None
     git_blob: str | None = None
     mirrors: tuple[str, ...] = ()
-    kind: str = "file"  # "file" or "tar.gz" (unpacked after verification)
-    # a tar.gz's members as (name, size): unpacking refuses anything else (a bomb, a swap)
-    members: tuple[tuple[str, int], ...] = ()
+    kind: str = "file"  # "file", or an archive: "tar.gz" / "zip"
+    members: tuple[Member, ...] = ()
+    unpack: bool = True  # an archive: unpacked after verification, else read member by member
+    path: Path | None = None  # a local file or folder of a user's source (no download)
 
     def __post_init__(self) -> None:
+        # (name, size) pairs are members with a size only
+        object.__setattr__(self, "members", tuple(Member(*m) for m in self.members))
         problems = []
-        if not self.sha256 and not self.git_blob:
+        if self.path is not None:
+            if self.url or self.mirrors or self.kind != "file":
+                problems.append("a local path has no url, mirrors or kind")
+        elif not self.sha256 and not self.git_blob:
             problems.append("needs sha256 or git_blob")
         if self.sha256 and not _SHA256.match(self.sha256):
             problems.append(f"sha256 {self.sha256!r} is not 64 lower-case hex digits")
         if self.git_blob and not _SHA1.match(self.git_blob):
             problems.append(f"git_blob {self.git_blob!r} is not 40 lower-case hex digits")
-        for url in (self.url, *self.mirrors):
+        for url in (self.url, *self.mirrors) if self.path is None else ():
             if urlsplit(url).scheme != "https":
                 problems.append(f"url {url!r} is not https")
-        if self.kind not in {"file", "tar.gz"}:
-            problems.append(f"kind {self.kind!r} is not one of 'file', 'tar.gz'")
-        if self.members and self.kind != "tar.gz":
-            problems.append("members are listed but kind is not 'tar.gz'")
-        for name, size in self.members:
-            if not isinstance(name, str) or not isinstance(size, int) or size < 0:
-                problems.append(f"member {name!r}: {size!r} is not NAME: size in bytes")
+        if self.kind not in {"file", *ARCHIVE_KINDS}:
+            problems.append(f"kind {self.kind!r} is not one of 'file', "
+                            + ", ".join(repr(k) for k in ARCHIVE_KINDS))
+        if self.members and not self.archive:
+            problems.append(f"members are listed but kind {self.kind!r} is not an archive")
+        if not self.unpack and not self.archive:
+            problems.append("unpack: false is for archives only")
+        for name, size, sha256 in self.members:
+            if not isinstance(name, str) or (size is None and sha256 is None):
+                problems.append(f"member {name!r}: give its size in bytes, its sha256 or both")
+            if size is not None and (not isinstance(size, int) or size < 0):
+                problems.append(f"member {name!r}: size {size!r} is not a number of bytes")
+            if sha256 is not None and not _SHA256.match(str(sha256)):
+                problems.append(f"member {name!r}: sha256 {sha256!r} is not 64 hex digits")
         if problems:
             raise ValueError(f"registry entry {self.id!r}: " + "; ".join(problems))
+
+    @property
+    def archive(self) -> bool:
+        """True for a tarball or zip file."""
+        return self.kind in ARCHIVE_KINDS
+
+    @property
+    def unpacked(self) -> bool:
+        """True for an archive that is unpacked into the cache once verified."""
+        return self.archive and self.unpack
 
     @property
     def source(self) -> str:
@@ -88,8 +151,20 @@ class RemoteFile:
         return self.id.split("/", 1)[0]
 
     @property
+    def local(self) -> bool:
+        """True for a file of a user's source, read where it is (never downloaded)."""
+        return self.path is not None
+
+    @property
+    def pinned(self) -> bool:
+        """True when a hash says what the bytes must be."""
+        return bool(self.sha256 or self.git_blob)
+
+    @property
     def filename(self) -> str:
-        """Base name of the file as published."""
+        """Base name of the file as published (a local file's own name)."""
+        if self.path is not None:
+            return self.path.name
         return urlsplit(self.url).path.rsplit("/", 1)[-1]
 
     @property
@@ -100,22 +175,7 @@ class RemoteFile:
     @property
     def urls(self) -> tuple[str, ...]:
         """Primary URL first, then the alternatives that publish the same bytes."""
-        return (self.url, *self.mirrors)
-
-
-@dataclass(frozen=True)
-class JobTrace:
-    """A job trace of a source that a scheduler can replay, as a slice of one of its tables.
-
-    ``name`` names one trace (``philly``); ``split_by`` makes one trace per value of
-    that column instead (``itp.elasticflow_jobs`` split by ``cluster`` gives
-    ``itp/cluster01`` ... ``itp/cluster10``).
-    """
-
-    table: str
-    name: str | None = None
-    split_by: str | None = None
-    description: str = ""
+        return (self.url, *self.mirrors) if self.path is None else ()
 
 
 @dataclass(frozen=True)
@@ -133,15 +193,24 @@ class Source:
     pins: dict[str, str] = field(default_factory=dict)
     expected_rows: dict[str, int] = field(default_factory=dict)
     published: dict[str, Any] = field(default_factory=dict)
-    job_traces: tuple[JobTrace, ...] = ()
     folder: Path | None = None
+    license_note: str = ""
 
     def __post_init__(self) -> None:
         problems = []
         if not _NAME.match(self.name):
-            problems.append("name must be lower-case letters, digits and '_'")
-        if self.license not in SPDX_LICENSES:
-            problems.append(f"license {self.license!r} is not one of {sorted(SPDX_LICENSES)}")
+            problems.append("name must be lower-case letters, digits and '_' (it is the SQL "
+                            "schema of its tables and a Python package: alibaba_pai, not "
+                            "alibaba-pai)")
+        if self.name in RESERVED_NAMES:
+            problems.append(f"name {self.name!r} is reserved (the catalog's own tables)")
+        if self.license == NO_LICENSE:
+            if not self.license_note:
+                problems.append(f"license {NO_LICENSE} needs a license_note saying what the "
+                                "publisher states about use")
+        elif self.license not in SPDX_LICENSES:
+            problems.append(f"license {self.license!r} is not one of {sorted(SPDX_LICENSES)} "
+                            f"(or {NO_LICENSE} with a license_note when none is stated)")
         if "@" not in self.citation:
             problems.append("citation is not a BibTeX entry")
         for f in self.files:
@@ -154,11 +223,6 @@ class Source:
             if not table.startswith(self.name + ".") or not isinstance(rows, int):
                 problems.append(f"expected_rows entry {table!r}: {rows!r} is not "
                                 f"'{self.name}.TABLE': integer")
-        for trace in self.job_traces:
-            if not trace.table.startswith(self.name + ".") or (trace.name is None) == (
-                    trace.split_by is None):
-                problems.append(f"job trace {trace}: needs a table of '{self.name}' and one "
-                                "of name or split_by")
         if problems:
             raise ValueError(f"source {self.name!r}: " + "; ".join(problems))
 
@@ -173,27 +237,76 @@ class Source:
 # --------------------------------------------------------------------------- source folders
 
 _FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
-              "members"}
-_SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "pins", "files",
-                "anomalies", "expected_rows", "published", "job_traces"}
+              "members", "unpack", "path"}
+_SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "license_note", "pins",
+                "files", "anomalies", "expected_rows", "published"}
 
 
-def _file_from_json(source: str, entry: Any, where: str) -> RemoteFile:
-    if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
-        raise RegistryError(f"{where}: each file needs a 'url'")
+def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> RemoteFile:
+    if not isinstance(entry, dict) or (isinstance(entry.get("url"), str)
+                                       == isinstance(entry.get("path"), str)):
+        raise RegistryError(f"{where}: each file needs a 'url' (a download) or a 'path' (a file "
+                            "or folder beside source.json), not both")
     unknown = set(entry) - _FILE_KEYS
     if unknown:
-        raise RegistryError(f"{where}: file {entry['url']!r} has unknown keys {sorted(unknown)}")
+        raise RegistryError(f"{where}: file {entry.get('url') or entry['path']!r} has unknown "
+                            f"keys {sorted(unknown)}")
+    members = entry.get("members", {})
+    if not isinstance(members, dict):
+        raise RegistryError(f"{where}: file {entry.get('url')!r}: members must map name to size")
+    if "path" in entry:
+        path = _local_file(entry["path"], folder, where)
+        name = entry.get("name") or path.name
+        fields = {k: v for k, v in entry.items() if k not in {"name", "path", "members"}}
+        return RemoteFile(id=f"{source}/{name}", url="", path=path,
+                          **{"description": "", **fields})
     # the id is SOURCE/NAME; NAME defaults to the URL's base name and may carry
     # folders when two files share one (throughputs_A100/bert.csv, throughputs_T4/bert.csv)
     name = entry.get("name") or urlsplit(entry["url"]).path.rsplit("/", 1)[-1]
     fields = {k: v for k, v in entry.items() if k not in {"mirrors", "name", "members"}}
-    members = entry.get("members", {})
-    if not isinstance(members, dict):
-        raise RegistryError(f"{where}: file {entry['url']!r}: members must map name to size")
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
-                      members=tuple(sorted(members.items())),
+                      members=tuple(_member(n, v, where) for n, v in sorted(members.items())),
                       **{"description": "", **fields})
+
+
+def _member(name: str, value: Any, where: str) -> Member:
+    """A ``members`` entry: ``"name": size`` or ``"name": {"size": ..., "sha256": ...}``."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"size", "sha256"}
+        if unknown:
+            raise RegistryError(f"{where}: member {name!r} has unknown keys {sorted(unknown)}")
+        return Member(name, value.get("size"), value.get("sha256"))
+    return Member(name, value)
+
+
+def _local_file(text: str, folder: Path, where: str) -> Path:
+    """A ``path`` entry: relative, inside the source folder (a file or folder there)."""
+    relative = Path(text)
+    if relative.is_absolute() or ".." in relative.parts or not relative.parts:
+        raise RegistryError(f"{where}: path {text!r} must be a file or folder beside "
+                            "source.json (relative, no '..')")
+    return folder.resolve() / relative
+
+
+def _citation_problem(citation: str) -> str | None:
+    if not _BIBTEX.match(citation) or not re.search(r"\btitle\s*=", citation) or not re.search(
+            r"\byear\s*=", citation):
+        return (f"{CITATION_FILE} must be one BibTeX entry with a key, a title and a year "
+                "(@inproceedings{key, title = {...}, year = {...}, ...})")
+    return None
+
+
+def _pin_problems(pins: Any, files: tuple[RemoteFile, ...]) -> list[str]:
+    """Every remote file's URL names a pinned commit, or its sha256 pins the bytes."""
+    if not isinstance(pins, dict) or not all(isinstance(v, str) and v for v in pins.values()):
+        return ["pins must map a host to 'owner/repo@commit' (or a described location)"]
+    remote = [f for f in files if not f.local]
+    if remote and not pins:
+        return ["pins is empty: name the commit the files' URLs carry (github: owner/repo@sha)"]
+    commits = {m.group(1) for v in pins.values() if (m := _COMMIT.search(v))}
+    return [f"file {f.id}: its URL carries none of the pinned commits {sorted(commits)} and "
+            "it has no sha256 to pin its bytes; pin the URL to a commit or add the sha256"
+            for f in remote if not commits & set(urlsplit(f.url).path.split("/")) and not f.sha256]
 
 
 def load_source(folder: str | Path) -> Source:
@@ -214,22 +327,81 @@ def load_source(folder: str | Path) -> Source:
     if raw["name"] != folder.name:
         raise RegistryError(f"{where}: name {raw['name']!r} differs from the folder name")
     try:
-        files = tuple(_file_from_json(raw["name"], e, where) for e in raw["files"])
+        files = tuple(_file_from_json(raw["name"], e, where, folder) for e in raw["files"])
+        problems = [p for p in [_citation_problem(citation),
+                                *_pin_problems(raw.get("pins", {}), files)] if p]
+        if problems:
+            raise RegistryError(f"{where}: " + "; ".join(problems))
         return Source(
             name=raw["name"], title=raw["title"], description=raw["description"],
             homepage=raw["homepage"], license=raw["license"], citation=citation, files=files,
             anomalies=tuple(raw.get("anomalies", ())), pins=dict(raw.get("pins", {})),
             expected_rows=dict(raw.get("expected_rows", {})),
-            published=dict(raw.get("published", {})),
-            job_traces=tuple(JobTrace(**t) for t in raw.get("job_traces", ())), folder=folder,
+            published=dict(raw.get("published", {})), folder=folder,
+            license_note=str(raw.get("license_note", "")),
         )
     except (TypeError, ValueError) as error:
+        if isinstance(error, RegistryError):
+            raise
         raise RegistryError(f"{where}: {error}") from error
 
 
 def source_folders() -> list[Path]:
-    """Every folder under ``mltraces/datasets`` that holds a ``source.json``, by name."""
-    return sorted(p.parent for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}"))
+    """Every source folder, by name: the shipped ones (``mltraces/datasets``), then a user's
+    (``$MLTRACES_SOURCES`` or the platform's config folder; see :func:`user_folders`)."""
+    shipped = sorted(p.parent for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}"))
+    names = {p.name for p in shipped}
+    return shipped + [p for p in user_folders() if p.name not in names]
+
+
+def user_folders() -> list[Path]:
+    """Source folders of a user's own traces: ``<dir>/<name>/source.json`` in each folder of
+    ``MLTRACES_SOURCES`` (``os.pathsep``-separated), else in ``<config dir>/sources``. A
+    user folder named like a shipped source is an error (names are SQL schemas)."""
+    from mltraces import config
+
+    shipped = {p.parent.name for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}")}
+    found: dict[str, Path] = {}
+    for folder in config.user_source_folders():
+        name = folder.name
+        if name in shipped or name in found:
+            raise RegistryError(f"{folder / SOURCE_FILE}: a source named {name!r} exists "
+                                f"already ({found.get(name) or DATASETS_DIR / name}); rename "
+                                "the folder (and the name in its source.json)")
+        found[name] = folder
+    return list(found.values())
+
+
+def source_module(name: str, module: str) -> Any | None:
+    """A source folder's own module (``readers``, ``synthetic``) or None when it has none.
+
+    Shipped sources import as ``mltraces.datasets.<name>.<module>``; a user's folder
+    is read from its file (as ``mltraces_user_sources.<name>.<module>``).
+    """
+    import importlib
+    import importlib.util
+    import sys
+
+    user = next((f for f in user_folders() if f.name == name), None)
+    if user is None:  # a shipped source: a module of the package (or none)
+        qualified = f"mltraces.datasets.{name}.{module}"
+        try:
+            return importlib.import_module(qualified)
+        except ModuleNotFoundError as error:
+            if error.name in (qualified, f"mltraces.datasets.{name}"):
+                return None
+            raise
+    folder = user
+    if not (folder / f"{module}.py").is_file():
+        return None
+    qualified = f"mltraces_user_sources.{name}.{module}"
+    if qualified not in sys.modules:
+        spec = importlib.util.spec_from_file_location(qualified, folder / f"{module}.py")
+        assert spec is not None and spec.loader is not None
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = loaded
+        spec.loader.exec_module(loaded)
+    return sys.modules[qualified]
 
 
 _override: dict[str, Source] | None = None
@@ -250,7 +422,10 @@ def _one(name: str) -> Source | None:
     if _override is not None:
         return _override.get(name)
     folder = DATASETS_DIR / name
-    return _loaded(folder) if _NAME.match(name) and (folder / SOURCE_FILE).is_file() else None
+    if _NAME.match(name) and (folder / SOURCE_FILE).is_file():
+        return _loaded(folder)
+    user = next((f for f in user_folders() if f.name == name), None)
+    return _loaded(user) if user is not None else None
 
 
 def all_sources() -> dict[str, Source]:

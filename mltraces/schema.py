@@ -11,9 +11,11 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 - an ``mltraces`` block: the ``reader`` (a name: ``csv`` is built in; a source
   folder brings its own in ``mltraces/datasets/<source>/readers.py``, see
   :mod:`mltraces.catalog.readers`), the ``sources`` (registry file ids; for
-  archives a ``members`` glob; constant or ``{member_stem}`` ``columns`` added per
-  file), the CSV ``dialect`` (``header``, ``delimiter``, ``quoteChar``,
-  ``escapeChar``; Frictionless CSV Dialect names and defaults), ``derived`` columns
+  archives a ``members`` glob, or one ``member`` read as a stream; constant or
+  ``{member_stem}`` ``columns`` added per file; a ``header`` file naming the
+  columns of a CSV without a header row), the CSV ``dialect`` (``header``,
+  ``delimiter``, ``quoteChar``, ``escapeChar``; Frictionless CSV Dialect names and
+  defaults), ``derived`` columns
   (SQL over the fields, computed in the view), row-level ``checks`` (SQL that must
   hold, ``severity`` ``error`` or ``warning``) and ``notes`` (known anomalies).
 
@@ -30,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -62,8 +63,8 @@ _CONSTRAINTS = {
 _ORDERED = {"integer", "number", "date", "time", "datetime", "year"}
 _SEVERITIES = {"error", "warning"}
 MEMBER_STEM = "{member_stem}"
-#: Names of the readers built into the catalog (``mltraces.catalog.readers.BUILTIN``, all
-#: converting files): a table naming one is known to be converted without loading them.
+#: Names of the file readers built into the catalog (``mltraces.catalog.readers.BUILTIN``):
+#: a table naming one is known to be converted without loading the readers.
 BUILTIN_FILE_READERS = frozenset({"csv"})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -84,8 +85,9 @@ class Field(NamedTuple):
     @property
     def duckdb_type(self) -> str:
         """The explicit DuckDB type the catalog reads this column as (never sniffed)."""
-        if self.type == "datetime":
-            with_offset = self.format in (None, "default", "any") or "%z" in self.format
+        if self.type == "datetime":  # an offset (%z) or a zone name (%Z: PDT) makes an instant
+            with_offset = self.format in (None, "default", "any") or any(
+                z in self.format for z in ("%z", "%Z"))
             return "TIMESTAMPTZ" if with_offset else "TIMESTAMP"
         return _DUCKDB_TYPES[self.type]
 
@@ -124,13 +126,26 @@ class Check(NamedTuple):
 
 
 class SourceSpec(NamedTuple):
-    """One input of a table: a registry file, optionally archive members, extra columns."""
+    """One input of a table: a registry file, optionally archive members, extra columns.
+
+    ``members`` (a glob) reads members of an archive the registry unpacks;
+    ``member`` (one path) reads one member of an archive as a stream, unpacking
+    nothing. ``header`` names a registry file whose one line lists the columns of a
+    CSV that has no header row (Alibaba's ``pai_job_table.header``).
+    """
 
     file: str
     members: str | None = None
     columns: Mapping[str, str] = _EMPTY
     compression: str | None = None
     extra: Mapping[str, Any] = _EMPTY
+    member: str | None = None
+    header: str | None = None
+
+    @property
+    def file_ids(self) -> tuple[str, ...]:
+        """Registry ids this input reads: its file, and its header file when it has one."""
+        return (self.file, self.header) if self.header else (self.file,)
 
 
 class Dialect(NamedTuple):
@@ -211,18 +226,9 @@ class TableSchema:
         return tuple(f for f in self.fields if f.name not in added)
 
     @property
-    def external(self) -> bool:
-        """True when the reader provides the view itself over data it manages (no conversion)."""
-        if self.reader in BUILTIN_FILE_READERS:
-            return False
-        from mltraces.catalog.readers import reader_for
-
-        return reader_for(self).kind == "view"
-
-    @property
     def file_ids(self) -> tuple[str, ...]:
-        """Registry ids of the files this table reads (each once)."""
-        return tuple(dict.fromkeys(s.file for s in self.sources))
+        """Registry ids of the files this table reads (each once), header files included."""
+        return tuple(dict.fromkeys(f for s in self.sources for f in s.file_ids))
 
     def field(self, name: str) -> Field:
         for f in self.fields:
@@ -269,8 +275,9 @@ def sql_path(path: str | Path) -> str:
 
 
 def _escape_glob(text: str) -> str:
-    # on POSIX a backslash is a file-name character DuckDB's matcher mistakes for an escape
-    if any(c in text for c in _GLOB_CHARS) and "\\" in text and os.sep == "/":
+    from mltraces.local_paths import duckdb_cannot_open
+
+    if duckdb_cannot_open(text):
         raise SchemaError(f"cannot read {text!r}: DuckDB cannot open a path that holds both a "
                           "backslash and one of [ * ?; rename the file or its folder")
     return "".join(_GLOB_CHARS.get(c, c) for c in text)
@@ -326,14 +333,16 @@ def _parse_field(raw: Any, where: str, problems: list[str]) -> Field | None:
 def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[SourceSpec, ...]:
     sources = []
     raw_sources = block.get("sources")
-    if not isinstance(raw_sources, list) or not raw_sources:
+    # a file reader needs files; a view reader may serve other tables (mltraces.jobs)
+    if not isinstance(raw_sources, list) or (
+            not raw_sources and block.get("reader") in BUILTIN_FILE_READERS):
         problems.append(f"{where}: mltraces.sources must be a non-empty list")
         return ()
     for raw in raw_sources:
         if not isinstance(raw, dict) or not isinstance(raw.get("file"), str):
             problems.append(f"{where}: each source needs a registry 'file' id")
             continue
-        known = {"file", "members", "columns", "compression"}
+        known = {"file", "members", "columns", "compression", "member", "header"}
         sources.append(
             SourceSpec(
                 file=raw["file"],
@@ -341,6 +350,8 @@ def _parse_sources(block: dict, where: str, problems: list[str]) -> tuple[Source
                 columns=dict(raw.get("columns", {})),
                 compression=raw.get("compression"),
                 extra={k: v for k, v in raw.items() if k not in known},
+                member=raw.get("member"),
+                header=raw.get("header"),
             )
         )
     return tuple(sources)
@@ -359,6 +370,13 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
                 problems.append(f"{where}: source column {column!r} is not a field")
         if source.compression not in (None, "xz"):
             problems.append(f"{where}: compression {source.compression!r} is not supported (xz)")
+        if source.member is not None and (source.members is not None
+                                          or not isinstance(source.member, str)):
+            problems.append(f"{where}: source {source.file!r}: 'member' (one path, streamed) "
+                            "and 'members' (a glob, unpacked) exclude each other")
+        if source.header is not None and schema.dialect.header:
+            problems.append(f"{where}: source {source.file!r} names a header file, so the "
+                            'dialect must say "header": false')
     for derived in schema.derived:
         if derived.name in names:
             problems.append(f"{where}: derived column {derived.name!r} clashes with a field")
@@ -367,12 +385,9 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
             problems.append(f"{where}: check {check.name!r} severity must be one of {_SEVERITIES}")
     if "." not in schema.name:
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
-    elif schema.reader not in BUILTIN_FILE_READERS:  # a source's own: load the readers
-        from mltraces.catalog.readers import reader_problem
-
-        problem = reader_problem(schema.reader, schema.schema_name)
-        if problem:
-            problems.append(f"{where}: {problem}")
+    if not re.match(r"^[a-z][a-z0-9_]*$", schema.reader):
+        problems.append(f"{where}: reader {schema.reader!r} must be a reader's name (csv, or "
+                        "one of the source's own in mltraces/datasets/<source>/readers.py)")
 
 
 def _parse_dialect(block: dict, where: str, problems: list[str]) -> Dialect:
@@ -441,20 +456,29 @@ def load_schema(path: str | Path) -> TableSchema:
     except (OSError, ValueError) as error:
         raise SchemaError(f"cannot read schema {path}: {error}") from error
     schema = parse_schema(raw, path)
-    if f"{path.parent.name}.{path.stem}" != schema.name:
+    source = path.parent.parent.name if path.parent.name == "schemas" else path.parent.name
+    if f"{source}.{path.stem}" != schema.name:
         raise SchemaError(f"{path}: schema name {schema.name!r} does not match "
-                          "schemas/<source>/<table>.json")
+                          "schemas/<source>/<table>.json (or <source folder>/schemas/<table>.json)")
     return schema
 
 
 @cache
 def schema_files() -> dict[str, Path]:
-    """Every shipped schema file by table name, from the file names alone (nothing parsed).
+    """Every schema file by table name, from the file names alone (nothing parsed).
 
-    Commands that only need names (``mltraces sql`` finding the tables a query
-    mentions) stay fast; schemas are parsed when first asked for.
+    The shipped ones (``schemas/<source>/<table>.json``), then those of a user's own
+    source folders (``<folder>/schemas/<table>.json``). Commands that only need
+    names (``mltraces sql`` finding the tables a query mentions) stay fast;
+    schemas are parsed when first asked for.
     """
-    return {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
+    from mltraces.config import user_source_folders
+
+    found = {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
+    for folder in user_source_folders():
+        found.update({f"{folder.name}.{p.stem}": p
+                      for p in sorted((folder / "schemas").glob("*.json"))})
+    return found
 
 
 @cache

@@ -14,6 +14,14 @@ without the offset its format requires, text that does not parse) are
 ``unparsable value`` drift with file, line and column; NaN and infinities fail
 a number's ``minimum``/``maximum``; NUL characters in text are reported.
 
+Every mapped job table (:mod:`mltraces.jobmap`) is also held to the common rules
+of ``mltraces.jobs`` (``schemas/mltraces/jobs.json``: end >= start >= submit,
+num_gpu >= 0, known states, one row per job, ...), computed on its mapped rows
+and reported under the table as ``jobs: <rule>`` with the same examples (file,
+line, key); a rule its ``jobs.json`` lists under ``warnings`` is a warning. A
+table built from its verified upstream files is held to the row count its
+source promises (``expected_rows`` in ``source.json``).
+
 Severity ``error`` rows with failures make ``mltraces validate`` exit 1. Every
 kind of drift is an error, including the ones that do not stop a table from
 loading (an extra column, which the view ignores; a NUL character): the file
@@ -35,12 +43,16 @@ from mltraces.catalog import (
     FileReader,
     NotFetchedError,
     SchemaDriftError,
+    is_view_table,
     materialize,
+    read_status,
     reader_for,
     resolve_local,
     select_schemas,
 )
+from mltraces.catalog.views import typed_select_sql
 from mltraces.errors import FetchError, MltracesError
+from mltraces.jobmap import JOBS_TABLE
 from mltraces.schema import Rule, TableSchema, compile_rules, quote_ident, sql_path
 
 if TYPE_CHECKING:
@@ -78,8 +90,8 @@ def _location(schema: TableSchema, source: str, row: int) -> str:
     return f"{source} {label} {row}"
 
 
-def _example(schema: TableSchema, rule: Rule, record: dict[str, Any]) -> str:
-    shown = list(dict.fromkeys([*schema.primary_key, *rule.columns]))
+def _example(schema: TableSchema, record: dict[str, Any]) -> str:
+    shown = [c for c in record if c not in ("_source", "_row")]
     values = ", ".join(f"{c}={'NULL' if record[c] is None else record[c]}" for c in shown)
     if "_source" not in record:
         return values
@@ -88,13 +100,17 @@ def _example(schema: TableSchema, rule: Rule, record: dict[str, Any]) -> str:
 
 
 def _check_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, source: str,
-                 located: bool) -> list[dict]:
+                 located: bool, rules: list[Rule] | None = None,
+                 key: tuple[str, ...] | None = None) -> list[dict]:
     """Count every rule's failures in one scan, then fetch a few examples per failing rule.
 
     ``source`` is a relation (a Parquet scan or a view); ``located`` says it has
-    the ``_source``/``_row`` columns that name each row's file and line.
+    the ``_source``/``_row`` columns that name each row's file and line. ``rules``
+    default to the schema's own, ``key`` (the columns an example shows) to its
+    primary key.
     """
-    rules = compile_rules(schema)
+    rules = compile_rules(schema) if rules is None else rules
+    key = schema.primary_key if key is None else key
     flags = ", ".join(f"({r.fail_sql}) AS r{i}" for i, r in enumerate(rules))
     counts = ", ".join(f"count(*) FILTER (WHERE r{i})" for i in range(len(rules)))
     query = f"SELECT count(*), {counts} FROM (SELECT {flags} FROM {source})"
@@ -104,17 +120,63 @@ def _check_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, source: st
     for rule, bad in zip(rules, failing, strict=True):
         examples: list[str] = []
         if bad:
-            columns = list(dict.fromkeys([*where, *schema.primary_key, *rule.columns]))
+            columns = list(dict.fromkeys([*where, *key, *rule.columns]))
             # as text: rendering TIMESTAMPTZ in Python would need pytz
             select = ", ".join(f"CAST({quote_ident(c)} AS VARCHAR)" for c in columns)
             order = "ORDER BY _source, _row " if located else ""
             rows = con.execute(
                 f"SELECT {select} FROM (SELECT *, ({rule.fail_sql}) AS _bad FROM {source}) "
                 f"WHERE _bad {order}LIMIT {MAX_EXAMPLES}").fetchall()
-            examples = [_example(schema, rule, dict(zip(columns, r, strict=True))) for r in rows]
+            examples = [_example(schema, dict(zip(columns, r, strict=True))) for r in rows]
         report.append(_row(schema.name, rule.name, rule.severity, int(bad), int(total), examples,
                            rule.description))
     return report
+
+
+def _job_rules(schema: TableSchema) -> list[Rule] | None:
+    """The common rules of ``mltraces.jobs`` for a mapped job table (None if not mapped)."""
+    from mltraces.jobmap import common_schema, job_tables
+
+    entry = job_tables().get(schema.name)
+    if entry is None:
+        return None
+    rules = []
+    for rule in compile_rules(common_schema()):
+        name = rule.name.removeprefix("check ")
+        reason = entry.warnings.get(name) or entry.warnings.get(rule.name)
+        rules.append(rule._replace(
+            table=schema.name, name=f"jobs: {rule.name}",
+            severity="warning" if reason else rule.severity,
+            description=rule.description + (f" (known: {reason})" if reason else "")))
+    return rules
+
+
+def _check_job_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, relation: str,
+                     located: bool) -> list[dict]:
+    """The common job rules on the mapped rows of ``relation`` (the table's typed rows)."""
+    from mltraces.jobmap import common_schema, job_table, select_sql
+
+    rules = _job_rules(schema)
+    if rules is None:
+        return []
+    names = [*schema.field_names, *(d.name for d in schema.derived)]
+    extra = ["_source", "_row"] if located else []
+    mapped = f"({select_sql(job_table(schema.name), relation, names, extra=extra)})"
+    return _check_rules(con, schema, mapped, located, rules, common_schema().primary_key)
+
+
+def _expected_rows(schema: TableSchema, rows: int) -> list[dict]:
+    """The row count the table's source promises for its published files, as a rule."""
+    from mltraces.registry import all_sources
+
+    source = all_sources().get(schema.schema_name)
+    expected = source.expected_rows.get(schema.name) if source else None
+    if expected is None:
+        return []
+    found = [] if rows == expected else [f"expected {expected:,} rows, found {rows:,}"]
+    return [_row(schema.name, "expected rows", "error", abs(rows - expected), rows, found,
+                 f"the published files hold {expected:,} rows (expected_rows in "
+                 f"{schema.schema_name}'s source.json)")]
 
 
 def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None) -> list[dict]:
@@ -128,7 +190,12 @@ def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None
         return [_row(schema.name, "view", "error", None, None, [str(error)],
                      "its view could not be created")]
     try:
-        return _check_rules(con, schema, schema.qualified, located=False)
+        status = (read_status(con) or {}).get(schema.name)
+        if status is not None and not status.usable:  # nothing to read: say why, check nothing
+            return [_row(schema.name, "view", "skipped", None, None, [str(status.reason)],
+                         "it has nothing to read yet")]
+        return (_check_rules(con, schema, schema.qualified, located=False)
+                + _check_job_rules(con, schema, schema.qualified, located=False))
     finally:
         con.close()
 
@@ -142,7 +209,7 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
 
     if isinstance(schema, str):
         schema = get_schema(schema)
-    if schema.external:
+    if is_view_table(schema):
         return _validate_external(schema, local)
     try:
         built = materialize(schema, local, fetch=explicit)
@@ -151,11 +218,15 @@ def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | No
     except MltracesError as error:
         return [_unchecked(schema, error)]
     report = _drift_rows(schema.name, built.warnings, "error")
+    if built.verified:
+        report += _expected_rows(schema, built.rows)
     con = duckdb.connect()
     try:
         con.execute("SET TimeZone = 'UTC'")
         source = f"read_parquet({sql_path(built.parquet)})"
         report += _check_rules(con, schema, source, located=True)
+        typed = f"({typed_select_sql(schema, built.parquet, ['_source', '_row'])})"
+        report += _check_job_rules(con, schema, typed, located=True)
     finally:
         con.close()
     return report
@@ -198,6 +269,8 @@ def validate(
     explicit = tables is not None
     rows: list[dict] = []
     for schema in select_schemas(tables):
+        if not explicit and schema.name == JOBS_TABLE:
+            continue  # its rules were checked on each table it unites
         rows += validate_table(schema, overrides.get(schema.name), explicit=explicit)
     frame = pd.DataFrame(rows, columns=REPORT_COLUMNS)
     frame["failing_rows"] = frame["failing_rows"].astype("Int64")

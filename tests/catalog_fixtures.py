@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import synthetic
-from upstream_files import tables_with_upstream_files
+from upstream_files import synthetic_tables, tables_with_upstream_files
 
 # Tables whose upstream files exist in ../shared/upstream (from its manifests).
 REAL_TABLES = tables_with_upstream_files()
-SEREN_ROWS, KALOS_ROWS, ALIBABA_GROUPS = 3000, 1500, 30
+# Tables whose files are absent here, written by their source folder's synthetic.py.
+SYNTHETIC_TABLES = synthetic_tables()
 
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -80,9 +80,11 @@ def real_catalog(upstream_server: str, tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="session")
 def synthetic_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
+    """Every absent table's files, synthetic in the upstream formats (each writer's test size)."""
+    from mltraces.synthetic import write_tables
+
     folder = tmp_path_factory.mktemp("synthetic")
-    return synthetic.write_local_tables(folder, SEREN_ROWS, KALOS_ROWS, ALIBABA_GROUPS, seed=10)
+    return write_tables(folder, SYNTHETIC_TABLES, seed=10)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ ENV_VARS = (
     "MLTRACES_HOST_DOWN_TTL",
     "MLTRACES_MAX_UNPACKED",
     "MLTRACES_MAX_MEMBERS",
+    "MLTRACES_SOURCES",
 )
 
 
@@ -43,6 +44,7 @@ def isolated_cache(
         monkeypatch.delenv(name, raising=False)
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("MLTRACES_CACHE", str(cache))
+    monkeypatch.setenv("MLTRACES_SOURCES", "")  # never a user's own source folders
     return cache
 
 

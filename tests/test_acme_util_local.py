@@ -94,7 +94,7 @@ def node_cells(con, cluster: str, metric: str) -> Counter:
 
 def status(con, table: str) -> tuple:
     return con.execute(
-        'SELECT state, origin, reason FROM mltraces.status WHERE "table" = ?', [table]
+        'SELECT state, origin, reason FROM mltraces.status WHERE table_name = ?', [table]
     ).fetchone()
 
 
@@ -395,3 +395,23 @@ def test_git_lfs_pointer_files_are_refused_with_the_command(tmp_path) -> None:
     csv.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 12\n")
     with pytest.raises(SchemaError, match=rf"pointer file.*git lfs pull --include \"{U}/seren"):
         open_local({"acme.gpu_metrics": tmp_path})
+
+
+def test_a_verified_file_edited_in_place_is_no_longer_verified(truth, tmp_path,
+                                                              monkeypatch) -> None:
+    """Size and mtime restored after the edit: the hash stamp must not vouch for it (issue 24)."""
+    cache_hub_listing(truth.files, monkeypatch)
+    repo = truth.write_repo(tmp_path / "repo")
+    con = open_local({"acme.gpu_metrics": repo})
+    assert status(con, "acme.gpu_metrics")[0] == "ready"
+    csv = repo / U / "seren" / "GPU_UTIL.csv"
+    before = csv.stat()
+    data = bytearray(csv.read_bytes())
+    digit = max(data.rfind(str(d).encode()) for d in range(10))
+    data[digit] = ord("0") + (data[digit] - ord("0") + 1) % 10
+    with csv.open("r+b") as handle:  # same inode, same size
+        handle.write(bytes(data))
+    os.utime(csv, ns=(before.st_atime_ns, before.st_mtime_ns))
+    con = open_local({"acme.gpu_metrics": repo})
+    state, _, reason = status(con, "acme.gpu_metrics")
+    assert state == "unverified" and f"{csv} (sha256 " in reason

@@ -63,3 +63,161 @@ def test_a_member_changed_after_extraction_is_unpacked_again(
     member = fetch_members(file.id)["cluster01.csv"]
     member.write_bytes(b"job_id\n9\n")  # same size, new mtime
     assert fetch_members(file.id)["cluster01.csv"].read_bytes() == b"job_id\n1\n"
+
+
+# --------------------------------------------------------------------------- one member, zip
+
+
+def _zip(members: dict[str, bytes], *, link: str | None = None, mode: int | None = None,
+         encrypted: str | None = None) -> bytes:
+    import io
+    import stat
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for name, data in members.items():
+            zipped.writestr(name, data)
+        if link:
+            info = zipfile.ZipInfo(link)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zipped.writestr(info, "/etc/passwd")
+        if mode is not None:
+            info = zipfile.ZipInfo("fifo")
+            info.external_attr = mode << 16
+            zipped.writestr(info, "")
+    data = buffer.getvalue()
+    if encrypted:  # set the "encrypted" flag bit in the central directory record
+        at = data.rindex(b"PK\x01\x02")
+        data = data[:at + 8] + bytes([data[at + 8] | 1]) + data[at + 9:]
+    return data
+
+
+def _read(archive: Path, name: str, limits=None) -> bytes:
+    from mltraces.archives import open_member
+
+    with open_member(archive, name, limits) as stream:
+        return stream.read()
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_one_member_is_read_as_a_stream_and_nothing_is_written(tmp_path: Path, kind: str) -> None:
+    from mltraces.archives import MissingMemberError
+
+    members = {"trace-data/cluster_job_log": b"[]" * 1000, "trace-data/other": b"x" * 10}
+    archive = tmp_path / f"a.{kind}"
+    archive.write_bytes(make_tar(members) if kind == "tar" else _zip(members))
+    before = sorted(tmp_path.rglob("*"))
+    assert _read(archive, "trace-data/cluster_job_log") == b"[]" * 1000
+    assert _read(archive, "./trace-data/other") == b"x" * 10
+    assert sorted(tmp_path.rglob("*")) == before
+    with pytest.raises(MissingMemberError, match=r"a\.\w+ holds no file 'nope' \(it holds: "
+                       r"'trace-data/cluster_job_log', 'trace-data/other'\)"):
+        _read(archive, "nope")
+
+
+@pytest.mark.parametrize("kind", ["tar", "zip"])
+def test_a_member_is_checked_against_its_published_hash_as_it_is_read(
+        tmp_path: Path, kind: str) -> None:
+    import hashlib
+
+    from mltraces.archives import Limits, open_member
+
+    data = b"job,1\n" * 5000
+    archive = tmp_path / f"a.{kind}"
+    archive.write_bytes(make_tar({"t.csv": data}) if kind == "tar" else _zip({"t.csv": data}))
+    good = Limits.pinned([("t.csv", len(data), hashlib.sha256(data).hexdigest())])
+    assert _read(archive, "t.csv", good) == data
+    bad = Limits.pinned([("t.csv", None, "0" * 64)])
+    with pytest.raises(UnsafeArchiveError, match=r"member 't\.csv' has sha256 [0-9a-f]{64}, "
+                       "the publisher's is 0{64}"):
+        _read(archive, "t.csv", bad)
+    # read in part: the rest is drained, and checked, when the block ends
+    with pytest.raises(UnsafeArchiveError, match="the publisher's is"), \
+            open_member(archive, "t.csv", bad) as stream:
+        stream.read(10)
+    with pytest.raises(UnsafeArchiveError, match=r"'t\.csv' is 30,000 bytes, the registry pins 9"):
+        _read(archive, "t.csv", Limits.pinned({"t.csv": 9}))
+
+
+@pytest.mark.parametrize(
+    ("kind", "members", "extra", "expected"),
+    [
+        ("tar", {"../evil": b"x", "t.csv": b"1"}, {}, "would escape the extraction folder"),
+        ("tar", {"a.csv": b"1"}, {"link": "l"}, "'l' is a link"),  # met on the way to t.csv
+        ("zip", {"../evil": b"x", "t.csv": b"1"}, {}, "would escape the extraction folder"),
+        ("zip", {"t.csv": b"1"}, {"link": "l"}, "'l' is a link"),
+        ("zip", {"t.csv": b"1"}, {"mode": 0o010644}, "'fifo' is a special file"),
+        ("zip", {"t.csv": b"1"}, {"encrypted": "t.csv"}, "is encrypted"),
+    ],
+)
+def test_an_unsafe_archive_is_refused_before_its_member_is_read(
+        tmp_path: Path, kind: str, members: dict, extra: dict, expected: str) -> None:
+    archive = tmp_path / f"bad.{kind}"
+    archive.write_bytes(make_tar(members, **extra) if kind == "tar" else _zip(members, **extra))
+    with pytest.raises(UnsafeArchiveError, match=expected):
+        _read(archive, "t.csv")
+
+
+def test_a_member_of_a_bomb_or_a_cut_archive_is_refused(tmp_path: Path) -> None:
+    from fakes import tar_bomb
+
+    bomb = tmp_path / "bomb.tar.gz"
+    bomb.write_bytes(tar_bomb({"t.csv": 6 << 30}))
+    with pytest.raises(UnsafeArchiveError, match="more than 4,294,967,296 bytes"):
+        _read(bomb, "t.csv")
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(make_tar({"t.csv": bytes(range(256)) * 4000})[:3000])
+    with pytest.raises(UnsafeArchiveError, match=r"not a readable tar archive|cut or damaged"):
+        _read(cut, "t.csv")
+    (tmp_path / "cut.zip").write_bytes(_zip({"t.csv": b"x" * 100_000})[:200])
+    with pytest.raises(UnsafeArchiveError, match="not a readable zip archive"):
+        _read(tmp_path / "cut.zip", "t.csv")
+
+
+def test_a_zip_unpacks_with_the_guarantees_of_a_tarball(
+        tmp_path: Path, isolated_cache: Path) -> None:
+    import hashlib
+
+    from mltraces.archives import Limits, extract_verified, verify_members
+
+    data = {"data/Venus/cluster_log.csv": b"job_id\n1\n", "data/Earth/cluster_log.csv": b"j\n"}
+    archive = tmp_path / "data.zip"
+    archive.write_bytes(_zip(data))
+    target = isolated_cache / "extracted" / "data.zip-x"
+    found = extract_verified(archive, target)
+    assert {n: p.read_bytes() for n, p in found.items()} == data
+    assert verify_members(target) == dict.fromkeys(data)
+    pins = [(n, len(b), hashlib.sha256(b).hexdigest()) for n, b in data.items()]
+    pins[0] = (pins[0][0], pins[0][1], "f" * 64)
+    with pytest.raises(UnsafeArchiveError, match=r"the publisher's is f{64}"):
+        extract_verified(archive, isolated_cache / "extracted" / "data.zip-y", Limits.pinned(pins))
+    assert not (isolated_cache / "extracted" / "data.zip-y").exists()
+    evil = tmp_path / "evil.zip"
+    evil.write_bytes(_zip({"ok": b"1"}, link="l"))
+    with pytest.raises(UnsafeArchiveError, match="is a link"):
+        extract_verified(evil, isolated_cache / "extracted" / "evil.zip-z")
+    left = (isolated_cache / "extracted").glob("evil.zip-z*")
+    assert [p.name for p in left] == ["evil.zip-z.lock"]
+
+
+def test_an_archive_read_member_by_member_is_fetched_but_never_unpacked(
+    fake_server: FakeServer, demo_registry: DemoRegistry, isolated_cache: Path
+) -> None:
+    import dataclasses
+
+    from mltraces.archives import open_member
+    from mltraces.download import fetch, member_limits
+    from mltraces.errors import MltracesError
+
+    data = make_tar({"trace-data/log": b"[1]", "trace-data/util": b"x" * 1000})
+    file = dataclasses.replace(synthetic_file("big.tar.gz", data), unpack=False,
+                               members=(("trace-data/log", 3), ("trace-data/util", 1000)))
+    file = demo_registry.add(file)
+    serve(fake_server, file, data)
+    paths = fetch(file.id)
+    assert list(paths) == [file.id] and not (isolated_cache / "extracted").exists()
+    with open_member(paths[file.id], "trace-data/log", member_limits(file)) as stream:
+        assert stream.read() == b"[1]"
+    with pytest.raises(MltracesError, match="unpack: false"):
+        fetch_members(file.id)

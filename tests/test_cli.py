@@ -117,3 +117,51 @@ def test_a_warm_query_never_loads_logging(dir_mirror, isolated_cache) -> None:
                    "print(sorted(m for m in sys.modules if m.startswith(heavy)))",
                    MLTRACES_CACHE=str(isolated_cache), MLTRACES_MIRROR=str(dir_mirror))
     assert done.stdout == "n\n1609\n[]\n"
+
+
+def test_the_cli_the_catalog_and_the_downloads_name_no_source() -> None:
+    """Sources are found by scanning: only docstrings and comments may use one as an example."""
+    import ast
+    import io
+    import re
+    import tokenize
+    from pathlib import Path
+
+    from mltraces.registry import all_sources
+
+    package = Path(__file__).resolve().parents[1] / "mltraces"
+    names = re.compile(r"\b(" + "|".join(map(re.escape, all_sources())) + r")\b")
+    files = [package / "cli.py", *sorted((package / "commands").glob("*.py")),
+             *sorted((package / "catalog").glob("*.py")),
+             *sorted((package / "download").glob("*.py"))]
+    found = []
+    for path in files:
+        text = path.read_text()
+        docstrings = {node.body[0].value.lineno for node in ast.walk(ast.parse(text))
+                      if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE):
+                continue
+            if token.type == tokenize.STRING and token.start[0] in docstrings:
+                continue
+            if names.search(token.string):
+                found.append(f"{path.relative_to(package)}:{token.start[0]}: {token.string}")
+    assert not found, "\n".join(found)
+
+
+def test_help_texts_list_the_sources_from_the_registry(capsys) -> None:
+    import pytest
+
+    from mltraces.cli import main
+    from mltraces.commands.extras import extras
+    from mltraces.registry import all_sources
+
+    for verb in ("info", "fetch", "list", "verify"):
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert all(name in text for name in all_sources()), verb
+        if verb != "info":
+            assert all(name in text for name in extras()), verb

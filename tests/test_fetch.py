@@ -45,7 +45,7 @@ def test_real_files_over_loopback_http_are_verified(http_mirror: str, upstream_d
     raw = [k for k in paths if k.startswith("itp/raw-traces.tar.gz/cluster")]
     ef = [k for k in paths if k.startswith("itp/elasticflow-traces.tar.gz/")]
     members = get_file("itp/raw-traces.tar.gz").members
-    assert len(raw) == sum(name.startswith("cluster") for name, _ in members)
+    assert len(raw) == sum(m.name.startswith("cluster") for m in members)
     assert {k.rsplit("/", 1)[1] for k in ef} >= {"195job.csv", "cluster01.csv", "cluster10.csv"}
     # Each extracted CSV is recorded with its own sha256, and the record is true.
     member = paths["itp/raw-traces.tar.gz/cluster01.csv"]

@@ -16,7 +16,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
-import synthetic
+from upstream_files import synthetic_tables
 
 import mltraces
 from mltraces import figures
@@ -51,9 +51,13 @@ def real_con(
 
 @pytest.fixture(scope="module")
 def job_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Synthetic AcmeTrace job traces and Alibaba groups in the upstream formats."""
+    """Every absent table's files, synthetic in the upstream formats (mltraces.synthetic)."""
+    from mltraces.synthetic import write_tables
+
     folder = tmp_path_factory.mktemp("synthetic")
-    return synthetic.write_local_tables(folder, SEREN_ROWS, KALOS_ROWS, groups=10, seed=0)
+    sizes = {"acme/trace_seren.csv": SEREN_ROWS, "acme/trace_kalos.csv": KALOS_ROWS,
+             "zeus/alibaba_groups.csv.xz": 10}
+    return write_tables(folder, synthetic_tables(), seed=0, rows=sizes)
 
 
 @pytest.fixture(scope="module")
@@ -119,9 +123,57 @@ def test_zeus_fig2_front_holds_every_published_point(real_con) -> None:
     rows = zeus.tradeoff_data(real_con, "v100", "librispeech").df()
     front = {(int(b), int(p)) for b, p in rows.loc[rows["pareto"], ["batch_size", "power_limit"]]
              .itertuples(index=False)}
-    assert set(zeus.PAPER_FIG2_FRONT) <= front
-    assert len(front) == len(zeus.PAPER_FIG2_FRONT) + 2  # ours adds (48, 225 W), (32, 125 W)
+    assert set(zeus.paper_fig2_front()) <= front
+    assert len(front) == len(zeus.paper_fig2_front()) + 2  # ours adds (48, 225 W), (32, 125 W)
     assert "56, 225W" in zeus.pareto_report(real_con)
+
+
+@pytest.mark.upstream
+def test_zeus_fig2_labels_sit_nearest_their_own_points(real_con) -> None:
+    """Panel (b): every front point's closest label is its own (32/48 at 125 W were swapped)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = figures.draw("zeus_fig2", real_con)
+    zoom = figure.axes[1]
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    labels = [t for t in zoom.texts if t.get_text().endswith("W")]
+    rows = zeus.tradeoff_data(real_con, "v100", "librispeech").df()
+    front = rows[rows["pareto"]]
+    assert len(labels) == len(front) == 9
+    for label in labels:
+        batch, watts = (int(v) for v in label.get_text().rstrip("W").split(", "))
+        point = front[(front["batch_size"] == batch) & (front["power_limit"] == watts)]
+        x, y = zoom.transData.transform((point["tta"].iloc[0], point["eta"].iloc[0]))
+        nearest = min(labels, key=lambda t: _distance(t.get_window_extent(renderer), x, y))
+        assert nearest is label, (label.get_text(), nearest.get_text())
+
+
+def _distance(box, x: float, y: float) -> float:
+    """Display-space distance from (x, y) to a bounding box (0 inside it)."""
+    return math.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1))
+
+
+def test_published_numbers_are_read_from_source_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zeus' and AcmeTrace's published numbers are data in source.json, not constants."""
+    zeus_published = get_source("zeus").published
+    assert zeus.paper_fig1_ranges()["power limit only"] == (3.0, 31.5)
+    assert zeus.paper_fig1_bars()["batch size only"]["librispeech"] == 0.820
+    assert zeus.paper_fig2_front()[1] == (56, 225)
+    assert zeus.paper_fig2_limits() == (80_000.0, 1.2e7)
+    headline = zeus.paper_headline()
+    assert (headline.energy_saved, headline.time_saved) == ((15.3, 75.8), 60.6)
+    assert acme.paper_type_shares()[("Kalos", "GPU time")]["Pretrain"] == 95.5
+    monkeypatch.setitem(zeus_published["fig2"], "pareto_front", [[8, 100]])
+    monkeypatch.setitem(zeus_published["headline"], "time_saved_pct", 12.5)
+    monkeypatch.setitem(get_source("acme").published["type_shares"]["shares"]["Kalos"],
+                        "jobs", {"Eval": 1.0})
+    assert zeus.paper_fig2_front() == ((8, 100),)
+    assert zeus.paper_headline().time_saved == 12.5
+    assert acme.paper_type_shares()[("Kalos", "jobs")] == {"Eval": 1.0}
+    for module in (zeus, acme):  # nothing left behind as a Python constant
+        assert not [n for n in vars(module) if n.startswith("PAPER_") and n != "PAPER_ORDER"
+                    and n != "PAPER_NAMES"]
 
 
 @pytest.mark.upstream
@@ -255,9 +307,15 @@ def _pandas_ecdf(values: pd.Series, at: np.ndarray, weights: pd.Series | None = 
     return np.array([w[values <= x].sum() / w.sum() for x in at])
 
 
+def _acme_only(data: pd.DataFrame) -> pd.DataFrame:
+    """Seren and Kalos rows (Figs. 2(a) and 3 also draw Philly, Helios and PAI, synthetic here
+    too; tests/test_acme_prior_traces.py checks those)."""
+    assert {"Seren", "Kalos"} <= set(data["cluster"])
+    return data[data["cluster"].isin(["Seren", "Kalos"])]
+
+
 def test_job_duration_cdf_matches_pandas(job_con, jobs_frame) -> None:
-    data = acme.duration_cdf_data(job_con).df()
-    assert set(data["cluster"]) == {"Seren", "Kalos"}
+    data = _acme_only(acme.duration_cdf_data(job_con).df())
     for cluster, rows in data.groupby("cluster"):
         jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
         expected = _pandas_ecdf(jobs["duration"], rows["x"].to_numpy())
@@ -266,7 +324,7 @@ def test_job_duration_cdf_matches_pandas(job_con, jobs_frame) -> None:
 
 
 def test_gpu_count_cdf_by_jobs_and_gpu_time_matches_pandas(job_con, jobs_frame) -> None:
-    data = acme.gpu_count_cdf_data(job_con).df()
+    data = _acme_only(acme.gpu_count_cdf_data(job_con).df())
     for (cluster, measure), rows in data.groupby(["cluster", "measure"]):
         jobs = _gpu_jobs(jobs_frame[jobs_frame["cluster"] == cluster])
         weights = jobs["gpu_time"] if measure == "GPU time" else None
@@ -367,9 +425,11 @@ def _figure_class() -> type:
 
 
 SIMULATION_ARGS = {
+    "zeus_converged": {"seeds": (1, 2)},
     "zeus_cumulative": {"seeds": (1, 2)},
-    "zeus_final": {"seeds": (1, 2)},
     "zeus_regret": {"seeds": (1, 2)},
+    "zeus_search_path": {"seeds": (1, 2)},
+    "zeus_other_gpus": {"seeds": (1, 2)},
     "zeus_sensitivity": {"seeds": (1,), "etas": (0.5, 1.0), "betas": (2.0, math.inf)},
     "zeus_alibaba": {"processes": 1},
     # the scheduling replays, on a part of the figure (the whole Fig. 8(b) takes ~10 min)
@@ -392,6 +452,24 @@ def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> Non
     paths = style.save(figure, tmp_path / name)
     assert [p.suffix for p in paths] == [".png", ".pdf"]
     assert all(p.stat().st_size > 1000 for p in paths)
+    with style.using("paper"):  # for a paper: column or page wide, no provenance title
+        bare = spec.plot(frame)
+    assert round(bare.get_figwidth(), 2) in set(style.WIDTHS.values()), bare.get_figwidth()
+    assert not [t for t in _titles(bare) if any(m in t for m in PROVENANCE)], _titles(bare)
+    assert any(m in t for t in _titles(figure) for m in PROVENANCE), "default keeps its title"
+
+
+#: Words only a title that says where a figure comes from uses.
+PROVENANCE = ("Fig.", "our own", "our characterisation", "our extension", "simulated",
+              "as published", ".pdf", "Zeus evaluation")
+
+
+def _titles(figure) -> list[str]:
+    """The figure's suptitle, free texts and every axes' titles (legends left out)."""
+    texts = [figure.get_suptitle(), *(t.get_text() for t in figure.texts)]
+    for ax in figure.axes:
+        texts += [ax.get_title(loc) for loc in ("left", "center", "right")]
+    return [t for t in texts if t]
 
 
 def test_figures_from_local_files_are_marked_unverified(job_con) -> None:
@@ -436,6 +514,41 @@ def test_cli_draws_a_source_into_the_output_folder(
     assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png"]
     assert "1 figures written" in capsys.readouterr().out
+
+
+@pytest.mark.upstream
+def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
+    http_mirror: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mltraces.cli import main
+
+    args = ["figures", "zeus", "--only", "zeus_fig1", "--style", "paper", "--redraw"]
+    assert main([*args, "--output", str(tmp_path / "a")]) == 0
+    assert "wrote " in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["zeus_fig1.pdf",
+                                                                  "zeus_fig1.svg"]
+    assert main([*args, "--output", str(tmp_path / "b")]) == 0
+    for suffix in (".pdf", ".svg"):
+        first, second = ((tmp_path / d / "zeus_fig1").with_suffix(suffix).read_bytes()
+                         for d in "ab")
+        assert first == second
+    svg = (tmp_path / "a" / "zeus_fig1.svg").read_text()
+    assert "Normalized energy usage" in svg and "Zeus Fig. 1 (V100)" not in svg
+    assert main(["figures", "zeus", "--only", "zeus_fig1", "--output", str(tmp_path / "c")]) == 0
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["zeus_fig1.pdf",
+                                                                  "zeus_fig1.png"]
+
+
+def test_unknown_figure_style_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown figure style 'poster'; choose from default"):
+        style.check_style("poster")
+
+
+def test_series_styles_are_okabe_ito_and_distinct_past_the_palette() -> None:
+    looks = style.series_styles([f"c{k}" for k in range(10)])
+    pairs = {(v["color"], str(v["linestyle"])) for v in looks.values()}
+    assert len(pairs) == 10
+    assert {v["color"] for v in looks.values()} <= set(style.PALETTE) - {"#000000"}
 
 
 def test_cli_lists_figures_and_rejects_unknown_sources(capsys: pytest.CaptureFixture[str]) -> None:
@@ -500,7 +613,7 @@ def test_registry_names_are_unique_and_sources_known() -> None:
 
 
 @pytest.mark.upstream
-def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None:
+def test_converged_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None:
     """Two η values in one simulation must not be mixed; numbers equal a pandas recomputation."""
     args = {"seeds": (1, 2), "eta": (0.5, 1.0), "workloads": "cifar100,movielens-1m"}
     history = zeus.simulation_history(real_con, **args)
@@ -508,15 +621,20 @@ def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None
         ["energy_j", "time_s", "cost"]
     ].sum()
 
-    final = zeus.final_data(real_con, last=5, **args).df()
-    assert set(final["eta"]) == {0.5, 1.0} and set(final["metric"]) == {"ETA", "TTA"}
+    converged = zeus.converged_data(real_con, last=5, **args).df()
+    assert set(converged["eta"]) == {0.5, 1.0} and set(converged["metric"]) == {"ETA", "TTA"}
+    assert set(converged["policy"]) == {"zeus", "grid"}
     n = per.groupby(["eta", "workload", "policy", "seed"])["recurrence"].transform("max")
-    tail = per[per["recurrence"] > n - 5].groupby(["eta", "workload", "policy"])["energy_j"].sum()
-    for row in final[final["metric"] == "ETA"].itertuples():
-        expected = (
-            tail[(row.eta, row.workload, row.policy)] / tail[(row.eta, row.workload, "default")]
-        )
-        assert row.vs_default == pytest.approx(expected, rel=1e-12)
+    tail = per[per["recurrence"] > n - 5].groupby(["eta", "workload", "policy", "seed"])[
+        "energy_j"].sum()
+    for row in converged[converged["metric"] == "ETA"].itertuples():
+        ratios = [tail[(row.eta, row.workload, row.policy, seed)]
+                  / tail[(row.eta, row.workload, "default", seed)] for seed in (1, 2)]
+        assert row.artifact_seed == pytest.approx(ratios[0], rel=1e-12)
+        assert (row.low, row.high) == pytest.approx((min(ratios), max(ratios)), rel=1e-12)
+        pooled = sum(tail[(row.eta, row.workload, row.policy, seed)] for seed in (1, 2)) / sum(
+            tail[(row.eta, row.workload, "default", seed)] for seed in (1, 2))
+        assert row.pooled == pytest.approx(pooled, rel=1e-12)
 
     regret = zeus.regret_data(real_con, **args).df()
     assert set(regret["eta"]) == {0.5, 1.0}
@@ -526,6 +644,58 @@ def test_final_and_regret_data_match_pandas_and_keep_eta_apart(real_con) -> None
     gap = (zeus_runs["cum"] - oracle["cum"]).groupby(level=["eta", "workload", "recurrence"]).mean()
     mine = regret[regret["policy"] == "zeus"].set_index(["eta", "workload", "recurrence"])
     assert np.allclose(mine["regret_mj"].sort_index(), gap.sort_index() / 1e6, rtol=1e-12)
+
+
+@pytest.mark.upstream
+def test_search_path_is_every_zeus_run_of_the_seed(real_con) -> None:
+    args = {"seeds": (1, 2), "workloads": "squad"}
+    history = zeus.simulation_history(real_con, **args)
+    path = zeus.search_path_data(real_con, seed=2, **args).df()
+    runs = history[(history["policy"] == "zeus") & (history["seed"] == 2)]
+    assert path[["recurrence", "attempt", "batch_size", "power_limit", "reached"]].to_numpy(
+    ).tolist() == runs[["recurrence", "attempt", "batch_size", "power_limit", "reached"]].to_numpy(
+    ).tolist()
+    oracle = history[(history["policy"] == "oracle") & (history["seed"] == 2)].iloc[0]
+    assert set(path["oracle_batch_size"]) == {oracle["batch_size"]}
+    assert set(path["oracle_power_limit"]) == {oracle["power_limit"]}
+    assert set(path["b0"]) == {WORKLOADS["squad"].default_batch_size}
+
+
+@pytest.mark.upstream
+def test_headline_numbers_come_from_default_seed_1_last_5_recurrences(real_con) -> None:
+    """The abstract's 15.3%–75.8% energy is Zeus vs Default over the last 5 recurrences, seed 1."""
+    data = zeus.headline_data(real_con).df()
+    chosen = data[(data["baseline"] == "default") & (data["span"] == "last 5")
+                  & (data["seeds"] == "1")].set_index("workload")
+    assert chosen["energy_saved"].min() == pytest.approx(15.304, abs=5e-4)  # ResNet-50
+    assert chosen["energy_saved"].idxmin() == "imagenet"
+    assert chosen["energy_saved"].max() == pytest.approx(75.755, abs=5e-4)  # ShuffleNet V2
+    assert chosen["time_saved"].max() == pytest.approx(62.88, abs=0.01)  # NeuMF; paper 60.6
+    assert len(data) == 2 * 2 * 2 * 6
+    report = zeus.headline_report(real_con)
+    assert "Paper: energy 15.3%–75.8%, time 60.6%" in report
+    assert ("Nearest the paper: Default: b0 at max power, last 5 recurrences, seed 1: energy "
+            "15.304%–75.755%") in report
+    converged = zeus.converged_data(real_con).df()  # the figure shows the same numbers
+    bars = converged[(converged["policy"] == "zeus") & (converged["gpu"] == "v100")]
+    assert 100 * (1 - bars[bars["metric"] == "ETA"]["artifact_seed"].max()) == pytest.approx(
+        15.304, abs=5e-4)
+
+
+@pytest.mark.upstream
+def test_itp_data_card_states_the_shared_timeline(real_con) -> None:
+    """Clusters 03, 01 and 10 start days into one shared timeline, as the card says."""
+    first = real_con.sql("SELECT cluster, min(submission_time) AS t FROM itp.jobs "
+                         "GROUP BY cluster ORDER BY t").fetchall()
+    late = {cluster: t for cluster, t in first if t > 86_400}
+    assert list(late) == ["cluster03", "cluster01", "cluster10"]
+    card = " ".join(get_source("itp").anomalies)
+    assert "shared" in card or "share" in card
+    for cluster, t in late.items():
+        assert f"{cluster} starts {t / 86_400:.1f} days in ({t:,} s)" in card
+    early = max(t for _, t in first if t <= 86_400)
+    assert early <= 5 * 3600 and f"first 5 hours (the last of them at {early:,} s)" in card
+    assert "each cluster's trace start" not in card
 
 
 # --------------------------------------------------------------------------- cache, bytes, CLI
@@ -548,7 +718,10 @@ def test_uncacheable_queries_run_directly() -> None:
 
 #: One figure of each paper, regenerated and compared byte for byte with figures/.
 COMMITTED = Path(__file__).resolve().parents[1] / "figures"
-BYTE_STABLE = ["zeus_fig1", "elasticflow_fig7b", "acme_fig4"]
+BYTE_STABLE = ["zeus_fig1", "elasticflow_fig7b", "acme_fig4",
+               # and one of each kind added since: a replayed Zeus evaluation figure, the
+               # Okabe–Ito cluster lines, the one-panel-per-policy allocation plot
+               "zeus_converged", "itp_duration_cdf", "elasticflow_fig7a"]
 
 
 @pytest.mark.upstream

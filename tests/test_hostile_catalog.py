@@ -134,7 +134,7 @@ def test_corrupt_parquet_without_inputs_is_that_tables_problem(http_mirror, monk
     con = connect(["zeus.train", "zeus.power"])
     assert scalar(con, "SELECT count(*) FROM zeus.power") == 1_609
     state, reason = rows(con, "SELECT state, reason FROM mltraces.status "
-                              "WHERE \"table\" = 'zeus.train'")[0]
+                              "WHERE table_name = 'zeus.train'")[0]
     assert state == "unavailable" and "MLTRACES_OFFLINE" in reason
 
 

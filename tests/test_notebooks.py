@@ -86,6 +86,28 @@ def test_figure_cells_name_registered_figures_with_their_paper_numbers() -> None
                 assert number in markdown, (name, markdown[:60])
 
 
+@pytest.mark.upstream
+def test_own_scheduler_example_differs_from_fifo_and_says_so(
+    http_mirror: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The notebook's plugged-in policy must change the result, or it shows nothing."""
+    import mltraces
+    from mltraces import figures
+
+    code = next(code for _name, cells in _generator().notebooks().items()
+                for _markdown, code in cells if "(AllocationPolicy)" in code)
+    con = mltraces.connect(figures.tables_for(["itp", "elasticflow"]))
+    scope: dict = {"con": con}
+    exec(code.rsplit("\n", 1)[0], scope)  # all but the displayed last line
+    con.close()
+    summary = scope["result"].summary.set_index("policy")
+    custom = next(p for p in summary.index if p != "fifo")
+    columns = ["ddl_satis_ratio", "mean_jct", "mean_queueing_delay"]
+    differs = summary.loc[custom, columns] != summary.loc["fifo", columns]
+    assert differs.all(), summary[columns]
+    assert "vs FIFO" in capsys.readouterr().out
+
+
 @pytest.fixture
 def notebook_env(http_mirror: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Environment the kernel inherits; returns the folder figures are written to."""
@@ -130,6 +152,7 @@ def test_notebook_runs_headless(path: Path, notebook_env: Path) -> None:
     assert not errors, errors
     text = _stream_text(notebook)
     assert "skipped" not in text, text  # every input is available (real or synthetic)
+    assert "IProgress not found" not in text and "TqdmWarning" not in text, text
     images = [
         o for c in notebook.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})
     ]
@@ -142,10 +165,13 @@ def test_notebook_runs_headless(path: Path, notebook_env: Path) -> None:
     if path.stem == "zeus_nsdi23":
         assert "3.0%–31.5%" in text and "23.8%–74.7%" in text
         assert "56, 225W" in text  # Fig. 2's published front beside ours
+        assert "Paper: energy 15.3%–75.8%, time 60.6%" in text  # the headline beside ours
+        assert "last 5 recurrences, seed 1: energy 15.304%–75.755%" in text
     if path.stem == "itp_elasticflow":
         published = get_source("itp").published
         totals = f"{published['jobs']:,} jobs, {published['gpu_hours']:,.1f} GPU hours"
         assert f"reproduced: {totals}" in text and f"published:  {totals}" in text
+        assert "deadlines met: " in text and " vs FIFO " in text  # your own scheduler
 
 
 def _stream_text(notebook) -> str:

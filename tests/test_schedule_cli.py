@@ -16,17 +16,23 @@ from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
 
 
 def test_every_declared_trace_names_a_table_of_its_source() -> None:
+    from mltraces.jobmap import replay_names
     from mltraces.schema import all_schemas
 
-    for key, trace in inputs.declared().items():
-        assert trace.table in all_schemas() and trace.table.startswith(key.split("/")[0] + ".")
-    assert set(FIG8B_TRACE_IDS.values()) <= {
-        t for t in (f"itp/{label}" for label in FIG8B_TRACE_IDS) if inputs.resolve(t)} | {
-        "elasticflow/philly"}
+    for key, entry in replay_names().items():
+        assert entry.table in all_schemas() and entry.table.startswith(key.split("/")[0] + ".")
+    for trace_id in FIG8B_TRACE_IDS.values():
+        assert inputs.resolve(trace_id).entry.table in {"itp.elasticflow_jobs",
+                                                        "elasticflow.philly_jobs"}
+    assert inputs.resolve("itp/cluster10").where == {"cluster": "cluster10"}
+    assert inputs.resolve("itp/testbed").entry.table == "itp.testbed_jobs"  # literal first
+    raw = inputs.resolve("itp/raw/cluster10")
+    assert (raw.entry.table, raw.where) == ("itp.jobs", {"cluster": "cluster10"})
 
 
 def test_unknown_trace_lists_the_known_ones() -> None:
-    with pytest.raises(SchedulingError, match=r"unknown trace 'itp'.*itp/<cluster>.*elasticflow/"):
+    with pytest.raises(SchedulingError,
+                       match=r"unknown trace 'itp'.*elasticflow/philly.*itp/\{cluster\}"):
         inputs.resolve("itp")
 
 
@@ -89,8 +95,8 @@ def test_cli_utilisation_is_a_step_series(http_mirror, capsys) -> None:
 def test_cli_errors_name_the_fix(capsys) -> None:
     assert main(["schedule", "--trace", "all", "--cluster", "n32g8"]) == 1
     assert "drop --cluster" in capsys.readouterr().err
-    assert main(["schedule", "--trace", "itp/testbed", "--policy", "edf"]) == 1
-    assert "--cluster n16g8" in capsys.readouterr().err
+    assert main(["schedule", "--trace", "elasticflow/example", "--policy", "edf"]) == 1
+    assert "declares no capacity" in capsys.readouterr().err
     assert main(["schedule", "--trace", "nowhere/x"]) == 1
     assert "unknown trace 'nowhere/x'" in capsys.readouterr().err
 
@@ -121,33 +127,57 @@ def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
     assert sjf <= fifo  # shortest-job-first never loses on mean JCT to FIFO here
 
 
-def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
-    tmp_path, monkeypatch, capsys
-) -> None:
-    """The first ElasticFlow replay compiles for a minute: the CLI says so, not looking stuck."""
-    import os
-    import subprocess
-    import sys
+def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> None:
+    """A core whose extension was not built runs about 100 times slower: the CLI says so in
+    one line, naming why, and says nothing when the cores run compiled."""
+    from mltraces.commands.schedule import _announce_interpreted
+    from mltraces.scheduling import EDF, ElasticFlow, Gandiva, native
 
-    pytest.importorskip("numba", reason="numba is not installed")
-    from mltraces.commands.schedule import _announce_compilation
-    from mltraces.scheduling import EDF, ElasticFlow, Gandiva, efcore, gandivacore
-
-    probe = ("from mltraces.scheduling import efcore, gandivacore; "
-             "print(efcore.compiled(), gandivacore.compiled())")
-    cold = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          env={**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)},
-                          check=True)
-    assert cold.stdout.split() == ["False", "False"]  # an empty cache: nothing compiled yet
-
-    monkeypatch.setattr(efcore, "compiled", lambda: False)
-    _announce_compilation([EDF()], quiet=False)
-    assert capsys.readouterr().err == ""  # no ElasticFlow, nothing to compile
-    _announce_compilation([ElasticFlow()], quiet=True)
+    monkeypatch.setattr(native, "build", lambda: native.Build(True))
+    _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)
     assert capsys.readouterr().err == ""
-    _announce_compilation([ElasticFlow()], quiet=False)
-    assert "compiling ElasticFlow's planner" in capsys.readouterr().err
-    monkeypatch.setattr(gandivacore, "compiled", lambda: False)
-    _announce_compilation([Gandiva(), ElasticFlow()], quiet=False)
-    said = capsys.readouterr().err
-    assert "Gandiva's round loop" in said and "ElasticFlow's planner" in said
+    monkeypatch.setattr(native, "build", lambda: native.Build(False, "no C compiler"))
+    _announce_interpreted([EDF()], quiet=False)
+    assert capsys.readouterr().err == ""  # no policy on a core
+    _announce_interpreted([ElasticFlow()], quiet=True)
+    assert capsys.readouterr().err == ""
+    _announce_interpreted([Gandiva(), ElasticFlow()], quiet=False)
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "ElasticFlow's planner runs as plain Python, about 100 times slower: no C compiler",
+        "Gandiva's rounds runs as plain Python, about 100 times slower: no C compiler",
+    ]
+
+
+@pytest.mark.upstream
+def test_seren_replays_on_its_own_capacity_under_fifo_sjf_tiresias(
+        http_mirror, capsys, tmp_path: Path) -> None:
+    from mltraces.synthetic import write_file
+
+    seren = write_file("acme/trace_seren.csv", tmp_path, rows=400, seed=3)
+    assert main(["schedule", "--trace", "acme/seren", "--policy", "fifo,sjf,tiresias",
+                 "--summary", "--format", "json", "--local", f"acme.seren_jobs={seren}"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in rows] == ["fifo", "sjf", "tiresias"]
+    assert {r["cluster"] for r in rows} == {"n286g8"}  # 2,288 GPUs, from acme's jobs.json
+    assert {r["finished"] for r in rows} == {r["jobs"] for r in rows}
+
+
+def test_capacity_from_a_table_is_summed_over_the_replayed_clusters(real_catalog,  # noqa: F811
+                                                                   monkeypatch) -> None:
+    import dataclasses
+
+    from mltraces import jobmap
+
+    entry = jobmap.job_table("itp.jobs")
+    capacity = jobmap.Capacity(gpus_per_node=4, gpus="max(num_gpu)", table="itp.jobs",
+                               cluster="cluster")
+    patched = {**jobmap.job_tables(), "itp.jobs": dataclasses.replace(entry, capacity=capacity,
+                                                                      replay=("raw/{cluster}",
+                                                                              "raw"))}
+    monkeypatch.setattr(jobmap, "job_tables", lambda: patched)
+    con = real_catalog.con
+    widest = dict(con.execute("SELECT cluster, max(num_gpu) FROM itp.jobs GROUP BY 1").fetchall())
+    assert inputs.default_cluster(con, "itp/raw/cluster10") == f"n{-(-widest['cluster10'] // 4)}g4"
+    total = sum(widest.values())
+    assert inputs.default_cluster(con, "itp/raw") == f"n{-(-total // 4)}g4"

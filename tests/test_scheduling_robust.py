@@ -119,9 +119,10 @@ _BURST = textwrap.dedent("""
     import numpy as np, pandas as pd
     from mltraces.scheduling import schedule
     n = {n}
-    jobs = pd.DataFrame({{"job_id": np.arange(n).astype(str), "gpu_num": 1,
-                          "submit_time": pd.Timestamp("2024-01-01", tz="UTC"),
-                          "duration": 1.0}})
+    jobs = pd.DataFrame({{"job_id": np.arange(n).astype(str), "num_gpu": 1,
+                          "submit_s": 0.0,
+                          "run_s": 1.0, "model": None, "batch_size": None,
+                          "iterations": np.nan, "deadline_s": np.nan}})  # mltraces.jobs columns
     result = schedule(jobs, "n1g8", None, {policies!r})
     print(json.dumps(result.jobs.groupby("policy")["finish_time"].max().to_dict()))
 """)

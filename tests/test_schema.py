@@ -21,6 +21,7 @@ REQUIRED_TABLES = {
     "zeus.train", "zeus.power", "zeus.alibaba_groups",
     "itp.jobs", "itp.elasticflow_jobs", "itp.testbed_jobs",
     "acme.seren_jobs", "acme.kalos_jobs", "acme.cluster_summary", "acme.util_cdf",
+    "mltraces.jobs",
 }
 # Table Schema v1 keys plus the two this project adds.
 TOP_LEVEL = {"$schema", "name", "title", "description", "fields", "primaryKey", "foreignKeys",
@@ -36,7 +37,8 @@ def test_every_required_table_has_a_schema() -> None:
     assert set(all_schemas()) >= REQUIRED_TABLES
     counted = {table for source in all_sources().values() for table in source.expected_rows}
     assert set(all_schemas()) >= counted
-    assert {s.schema_name for s in all_schemas().values()} <= set(all_sources())
+    # "mltraces" holds the catalog's own tables (the jobs view), every other a source's
+    assert {s.schema_name for s in all_schemas().values()} <= {*all_sources(), "mltraces"}
 
 
 SCHEMA_FILES = sorted(SCHEMA_DIR.glob("*/*.json"))
@@ -68,7 +70,7 @@ def test_sources_are_registered_files(name: str) -> None:
     for file_id in schema.file_ids:
         remote = get_file(file_id)
         assert remote.id == file_id
-        assert any(s.members for s in schema.sources) == (remote.kind == "tar.gz")
+        assert any(s.members for s in schema.sources) == remote.unpacked
 
 
 QUANTITIES = {"duration", "queue", "submission_time", "deadline", "power_limit", "average_power",
@@ -136,12 +138,20 @@ def test_every_problem_is_listed_at_once() -> None:
     bad = _minimal(primaryKey=["nope"])
     bad["fields"][0]["type"] = "decimal"
     bad["fields"][1]["constraints"]["bogus"] = 1
-    bad["mltraces"]["reader"] = "excel"
+    bad["mltraces"]["reader"] = "Excel!"
     with pytest.raises(SchemaError) as caught:
         parse_schema(bad)
     message = str(caught.value)
-    for expected in ("decimal", "bogus", "'nope'", "excel"):
+    for expected in ("decimal", "bogus", "'nope'", "Excel!"):
         assert expected in message
+
+
+def test_a_reader_no_one_provides_is_named_with_the_choices() -> None:
+    from mltraces.catalog.readers import reader_for
+
+    schema = parse_schema({**_minimal(), "mltraces": {**_minimal()["mltraces"], "reader": "excel"}})
+    with pytest.raises(SchemaError, match=r"reader 'excel' is neither built in .* choose from csv"):
+        reader_for(schema)
 
 
 def test_constraints_compile_to_sql_that_finds_each_violation() -> None:

@@ -76,8 +76,8 @@ _BIG_CLUSTER = textwrap.dedent("""
 
 def test_a_replay_whose_tables_grow_with_the_cluster_is_bounded(monkeypatch) -> None:
     """On a million GPUs ElasticFlow's GPUs x GPUs table would need 8 TiB: refused before
-    anything is allocated (the child has 1 GB; numba is not even loaded); the replays whose
-    memory follows the jobs, or the nodes (Gandiva, 131,072 of them), run."""
+    anything is allocated (the child has 1 GB; the compiled rounds are not even loaded); the
+    replays whose memory follows the jobs, or the nodes (Gandiva, 131,072 of them), run."""
     tests = str(Path(__file__).parent)
     out = python_json(_BIG_CLUSTER.format(tests=tests), seconds=120, memory_mb=1024)
     assert "elasticflow on n131072g8 (1,048,576 GPUs) with 20 jobs needs about" in out[

@@ -270,3 +270,25 @@ def test_cli_exit_status_and_report(seren_lines, tmp_path, capsys) -> None:
     assert "validation failed" in captured.err
     assert main(["validate", SEREN, "--local", f"{SEREN}={bad}", "--format", "csv"]) == 1
     assert "duration: minimum 0,error,1,40" in capsys.readouterr().out
+
+
+@pytest.mark.upstream
+def test_a_verified_table_is_held_to_the_rows_its_source_promises(real_catalog,  # noqa: F811
+                                                                  monkeypatch) -> None:
+    import dataclasses
+
+    from mltraces.registry import set_override
+
+    monkeypatch.setenv("MLTRACES_CACHE", str(real_catalog.cache))
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    report = validate(["zeus.train"])
+    assert single_finding(report, "expected rows")["failing_rows"] == 0
+    sources = all_sources()
+    zeus = dataclasses.replace(sources["zeus"], expected_rows={"zeus.train": 3760})
+    set_override({**sources, "zeus": zeus})
+    try:
+        found = single_finding(validate(["zeus.train"]), "expected rows")
+    finally:
+        set_override(None)
+    assert found["failing_rows"] == 1 and found["severity"] == "error"
+    assert found["examples"] == ["expected 3,760 rows, found 3,759"]

@@ -23,9 +23,22 @@ def manifest_rows(upstream: Path = UPSTREAM) -> list[dict[str, str]]:
 
 def tables_with_upstream_files(upstream: Path = UPSTREAM) -> list[str]:
     """Catalog tables whose every input file has a real copy in ``upstream``."""
+    from mltraces.catalog import is_view_table
     from mltraces.registry import get_file
     from mltraces.schema import all_schemas
 
     here = {row["url"] for row in manifest_rows(upstream)}
+    return sorted(name for name, schema in all_schemas().items() if not is_view_table(schema)
+                  and all(get_file(f).url in here for f in schema.file_ids))
+
+
+def synthetic_tables(upstream: Path = UPSTREAM) -> list[str]:
+    """Catalog tables whose files are absent here but have synthetic writers in their
+    source folder (:mod:`mltraces.synthetic`): what the synthetic catalogs are built from."""
+    from mltraces.catalog import is_view_table
+    from mltraces.schema import all_schemas
+    from mltraces.synthetic import can_write
+
+    real = set(tables_with_upstream_files(upstream))
     return sorted(name for name, schema in all_schemas().items()
-                  if not schema.external and all(get_file(f).url in here for f in schema.file_ids))
+                  if name not in real and not is_view_table(schema) and can_write(name))

@@ -24,7 +24,7 @@ Conventions (documented in the README and the schemas):
 - Times with an offset (AcmeTrace) are ``TIMESTAMPTZ``: absolute instants. The
   files mix ``+08:00`` (Seren) and ``+00:00`` (Kalos); every connection is set to
   ``TimeZone='UTC'`` so both render the same way on every machine.
-- ITP times stay integer seconds from each cluster's trace start.
+- ITP times stay integer seconds on the timeline the ten clusters share.
 - Derived conveniences (``gpu_hours``, ``energy_per_epoch``, ...) are declared in
   the schemas' ``derived`` lists and computed in the view.
 - A table that cannot be built does not break ``connect()``: its view raises
@@ -51,7 +51,8 @@ _LAZY = {
     "SchemaDriftError": "problems",
     "Conversion": "readers", "FileReader": "readers", "InputFile": "readers",
     "ReadRequest": "readers", "ViewReader": "readers", "reader_for": "readers",
-    "resolve_local": "selection", "select_schemas": "selection", "tables": "selection",
+    "is_view_table": "selection", "resolve_local": "selection", "select_schemas": "selection",
+    "tables": "selection",
     "STATUS_TABLE": "status", "TableStatus": "status", "read_status": "status",
     "TABLES_DIR": "store",
     "ParquetCheck": "upkeep", "prune": "upkeep", "verify_tables": "upkeep",

@@ -18,15 +18,12 @@ from mltraces.catalog import store
 from mltraces.catalog.plan import Plan, plan_for
 from mltraces.catalog.problems import DriftProblem
 from mltraces.catalog.readers import FileReader, reader_for
-from mltraces.catalog.store import Built
+from mltraces.catalog.store import CONVERTER_VERSION, Built
 from mltraces.errors import SchemaError
 from mltraces.logs import get_logger
 from mltraces.schema import TableSchema, get_schema
 
 log = get_logger(__name__)
-
-#: Bumped when converted files change meaning (2: ``_row`` is the physical line).
-CONVERTER_VERSION = 2
 
 __all__ = ["CONVERTER_VERSION", "Built", "materialize"]
 
@@ -64,12 +61,18 @@ def materialize(schema: TableSchema | str, local: str | os.PathLike[str] | None 
     from filelock import FileLock  # only now: importing it costs more than a warm build
 
     from mltraces.catalog import convert, upkeep
+    from mltraces.catalog.problems import disk_problem
+    from mltraces.config import cache_dir
+    from mltraces.containment import proven_folder
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(target) + ".lock"):
-        built = reuse(schema, target, plan, quiet=True)  # another process finished it?
-        if built is None:
-            built = convert.convert_table(schema, reader, plan, target)
+    try:
+        proven_folder(cache_dir(), target.parent, "the tables folder", create=True)
+        with FileLock(str(target) + ".lock"):
+            built = reuse(schema, target, plan, quiet=True)  # another process finished it?
+            if built is None:
+                built = convert.convert_table(schema, reader, plan, target)
+    except OSError as error:  # a read-only cache reads what it holds, and cannot convert
+        raise disk_problem(schema.name, target.parent, error) or error from None
     upkeep.prune(schema.name)
     return built
 

@@ -96,9 +96,11 @@ def connect(
     """
     import duckdb
 
-    schemas = select_schemas(tables)
+    named = select_schemas(tables)
     overrides = resolve_local(local)
-    setups = [_Setup(s, overrides.get(s.name), tables is not None or s.name in overrides)
+    explicit = {s.name for s in named} if tables is not None else set()
+    schemas = _with_needs(named)
+    setups = [_Setup(s, overrides.get(s.name), s.name in explicit or s.name in overrides)
               for s in schemas]
     con = duckdb.connect(database)
     try:
@@ -116,12 +118,40 @@ def connect(
     return con
 
 
+def _needs(schema: TableSchema) -> list[str]:
+    """The catalog tables a built-in view reads (``mltraces.jobs``: the mapped job tables).
+
+    Only built-in readers are asked, so a warm connect imports no source's readers (nor,
+    for CSV tables, the readers module).
+    """
+    from mltraces.schema import BUILTIN_FILE_READERS
+
+    if schema.reader in BUILTIN_FILE_READERS:
+        return []
+    from mltraces.catalog.readers import BUILTIN, ViewReader
+
+    reader = BUILTIN.get(schema.reader)
+    return reader.needs(schema) if isinstance(reader, ViewReader) and reader.needs else []
+
+
+def _with_needs(schemas: list[TableSchema]) -> list[TableSchema]:
+    """``schemas`` plus the tables their views read, those views last (they read the others)."""
+    from mltraces.schema import get_schema
+
+    needed = {s.name: _needs(s) for s in schemas}
+    plain = {s.name: s for s in schemas if not needed[s.name]}
+    for names in needed.values():
+        plain.update({n: get_schema(n) for n in names if n not in plain})
+    return [*plain.values(), *(s for s in schemas if needed[s.name])]
+
+
 def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bool
                 ) -> list[TableStatus]:
     """Build every table, lease the files the views will read, then create the views.
 
     A verified table whose inputs are unchanged since its last build is recalled
     (:mod:`.warm`) without loading the registry, the downloads or the build machinery.
+    A view over other tables is created last, once their status rows are on ``con``.
     """
     for setup in setups:
         if setup.local is None:
@@ -129,7 +159,13 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
         if setup.built is None and _is_file_table(setup.schema):
             _build(setup, strict)
     store.lease([s.built.parquet for s in setups if s.built is not None])
-    return [_attach(con, s, strict) for s in setups]
+    statuses: list[TableStatus] = []
+    for setup in setups:
+        if _needs(setup.schema):
+            known = {**(read_status(con) or {}), **{s.table: s for s in statuses}}
+            con.execute(status_sql(list(known.values())))
+        statuses.append(_attach(con, setup, strict))
+    return statuses
 
 
 def _is_file_table(schema: TableSchema) -> bool:

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from mltraces.catalog import store, upkeep
-from mltraces.catalog.build import CONVERTER_VERSION, Built
 from mltraces.catalog.plan import Plan
 from mltraces.catalog.problems import disk_problem
 from mltraces.catalog.readers import FileReader, ReadRequest
+from mltraces.catalog.store import CONVERTER_VERSION, Built
 from mltraces.logs import get_logger
 from mltraces.schema import TableSchema
 
@@ -37,7 +37,9 @@ def convert_table(schema: TableSchema, reader: FileReader, plan: Plan, target: P
     """
     upkeep.clean_orphans(target.parent)
     inputs = plan.load()
-    stamps = [store.InputStamp.of(i.path) for i in inputs]  # before reading: a later change shows
+    # before reading: a later change shows (an archive once, however many members it gives)
+    read = dict.fromkeys(p for i in inputs for p in (i.path, i.header) if p is not None)
+    stamps = [store.InputStamp.of(p) for p in read]
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
     work = Path(tempfile.mkdtemp(prefix=f"convert-{os.getpid()}-", dir=target.parent))
     started = time.perf_counter()

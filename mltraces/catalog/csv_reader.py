@@ -107,11 +107,28 @@ def _readable(path: Path, work: Path) -> Path:
         return link
 
 
+def _materialized(item: InputFile, work: Path) -> Path:
+    """An archive member as a scratch file in ``work`` (read once, checked on the way).
+
+    Only this member is written, and only for this conversion: DuckDB reads files,
+    not streams, and the archive itself may unpack to far more.
+    """
+    out = work / f"{len(list(work.iterdir()))}-{Path(item.member or item.label).name}"
+    with item.open() as source, out.open("wb") as sink:
+        shutil.copyfileobj(source, sink, 1 << 20)
+    return out
+
+
 def _prepare(schema: TableSchema, item: InputFile, work: Path) -> CsvInput:
-    path = _readable(plain_csv(item.label, item.path, work), work)
+    source = _materialized(item, work) if item.member else item.path
+    path = _readable(plain_csv(item.label, source, work), work)
     dialect = schema.dialect
-    header = (read_header(path, item.label, dialect) if dialect.header
-              else [f.name for f in schema.file_fields])
+    if item.header is not None:  # a headerless file whose columns another file names
+        header = read_header(item.header, item.header.name, dialect)
+    elif dialect.header:
+        header = read_header(path, item.label, dialect)
+    else:
+        header = [f.name for f in schema.file_fields]
     check_last_line(path, item.label)
     return CsvInput(item, path, header, file_facts(path, dialect.quote))
 
@@ -369,3 +386,4 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
         raise SchemaDriftError(schema.name, problems) from None
     rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})").fetchall()
     return int(rows[0][0])
+

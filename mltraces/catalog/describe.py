@@ -77,7 +77,7 @@ def _view_status(schema: TableSchema, local: Path | None = None) -> str:
     try:
         rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
         state, origin, reason = con.execute(
-            'SELECT state, origin, reason FROM mltraces.status WHERE "table" = ?', [schema.name]
+            'SELECT state, origin, reason FROM mltraces.status WHERE table_name = ?', [schema.name]
         ).fetchall()[0]
     finally:
         con.close()

@@ -96,27 +96,72 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     A warm plan only checks the download stamps (no hashing, no lock): the key is
     the registry's pin, which a verified copy matches by definition.
     """
-    from mltraces.download import cached_path, fetch_file, fetch_members
+    from mltraces.download import cached_path, fetch_file
 
-    files = {spec.file: _registry_file(schema, spec.file) for spec in schema.sources}
+    files = {fid: _registry_file(schema, fid) for fid in schema.file_ids}
+    if any(f.local for f in files.values()):
+        return _source_local_plan(schema, files)
     missing = [f for f in files.values() if cached_path(f) is None]
     if missing and not fetch:
         raise _not_fetched(schema, missing)
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
+    return Plan(keys, sorted(files), verified=True, origin="upstream",
+                load=_loader(schema, files))
+
+
+def _loader(schema: TableSchema, files: dict[str, Any]) -> Callable[[], list[InputFile]]:
+    """Reads each registry file (unpacking archives, listing a local folder) when called."""
 
     def load() -> list[InputFile]:
         inputs: list[InputFile] = []
         for spec in schema.sources:
-            remote = files[spec.file]
-            if spec.members:
-                inputs.extend(_pick_members(schema, spec, fetch_members(remote), remote.filename))
-            else:
-                inputs.append(InputFile(remote.filename, fetch_file(remote), dict(spec.columns)))
+            inputs.extend(_registry_inputs(schema, spec, files))
         return inputs
 
-    return Plan(keys, sorted(files), verified=True, origin="upstream", load=load)
+    return load
+
+
+def _registry_inputs(schema: TableSchema, spec: SourceSpec, files: Mapping[str, Any]
+                     ) -> list[InputFile]:
+    """The inputs one source spec names: a file, its unpacked members, or one streamed member."""
+    from mltraces.download import fetch_file, fetch_members, member_limits
+
+    remote = files[spec.file]
+    header = fetch_file(files[spec.header]) if spec.header else None
+    if spec.members:
+        picked = _pick_members(schema, spec, fetch_members(remote), remote.filename)
+        return [i._replace(header=header) for i in picked]
+    if spec.member:
+        return [InputFile(spec.member, fetch_file(remote), dict(spec.columns), spec.member,
+                          member_limits(remote), header)]
+    return [InputFile(remote.filename, fetch_file(remote), dict(spec.columns), header=header)]
+
+
+def _source_local_plan(schema: TableSchema, files: dict[str, Any]) -> Plan:
+    """Inputs from a user's source whose files lie beside its source.json (never fetched).
+
+    Keyed by the files as they are (size, mtime); verified only when every file pins its
+    hash, which is checked whenever the table is converted again.
+    """
+    if not all(f.local for f in files.values()):
+        raise SchemaError(f"{schema.name} reads both local files and downloads; a table's "
+                          "files are all local or all remote")
+    keys = [f"{fid}={_local_key(f.path)}" for fid, f in files.items()]
+    folder = next(iter(files.values())).path.parent
+    return Plan(keys, [_identity(f.path) for f in files.values()],
+                verified=all(f.pinned for f in files.values()), origin=f"local: {folder}",
+                load=_loader(schema, files))
+
+
+def _local_key(path: Path) -> str:
+    """A local file's or folder's identity and version (a folder: every file in it)."""
+    if not path.exists():
+        return f"{_identity(path)}:missing"
+    if path.is_dir():
+        return ";".join(_stat_key(p) for p in sorted(path.iterdir()) if p.is_file())
+    return _stat_key(path)
 
 
 # --------------------------------------------------------------------------- local paths
@@ -131,6 +176,20 @@ def _identity(path: Path) -> str:
     return f"local:{path.resolve()}"
 
 
+def _local_header(schema: TableSchema, spec: SourceSpec, folder: Path) -> Path | None:
+    """A headerless input's column names: the header file beside it (``folder``), else the
+    registry's own (verified, tiny; fetched when missing)."""
+    if not spec.header:
+        return None
+    remote = _registry_file(schema, spec.header)
+    beside = folder / remote.filename
+    if beside.is_file():
+        return beside
+    from mltraces.download import fetch_file
+
+    return fetch_file(remote)
+
+
 def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
     names = {p.name: p for p in folder.iterdir() if p.is_file()}
     inputs: list[InputFile] = []
@@ -142,26 +201,53 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
             except SchemaDriftError as error:
                 missing.extend(error.problems)
             continue
+        nested = folder / spec.member if spec.member else None
+        if nested is not None and nested.is_file():  # unpacked as in the archive
+            inputs.append(InputFile(spec.member or "", nested, dict(spec.columns),
+                                    header=_local_header(schema, spec, folder)))
+            continue
         filename = _registry_file(schema, spec.file).filename
-        candidates = [filename, filename.removesuffix(".xz")]
+        # a streamed member may be there unpacked (cluster_job_log), or its whole archive
+        candidates = [Path(spec.member).name] if spec.member else []
+        candidates += [filename, filename.removesuffix(".xz")]
         found = next((names[c] for c in candidates if c in names), None)
         if found is None:
-            missing.append(DriftProblem("missing file", str(folder), f"no file named {filename}"))
+            missing.append(DriftProblem("missing file", str(folder),
+                                        f"no file named {' or '.join(dict.fromkeys(candidates))}"))
+        elif spec.member and found.name == filename:
+            inputs.append(_local_member(spec, found, _local_header(schema, spec, folder)))
         else:
-            inputs.append(InputFile(found.name, found, dict(spec.columns)))
+            inputs.append(InputFile(found.name, found, dict(spec.columns),
+                                    header=_local_header(schema, spec, folder)))
     if missing:
         raise SchemaDriftError(schema.name, missing)
     return inputs
 
 
+def _local_member(spec: SourceSpec, archive: Path, header: Path | None) -> InputFile:
+    """One member of a user's own copy of an archive, held to the local-archive limits."""
+    from mltraces.archives import Limits
+
+    return InputFile(spec.member or "", archive, dict(spec.columns), spec.member, Limits.local(),
+                     header)
+
+
 def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[InputFile]]:
-    if len(schema.sources) != 1:
-        names = ", ".join(_registry_file(schema, s.file).filename for s in schema.sources)
+    files = [s.file for s in schema.sources]
+    if len(set(files)) != 1:
+        names = ", ".join(dict.fromkeys(_registry_file(schema, f).filename for f in files))
         raise SchemaError(
-            f"{schema.name} reads {len(schema.sources)} files ({names}); give a directory "
+            f"{schema.name} reads {len(set(files))} files ({names}); give a directory "
             f"holding them instead of the single file {path}"
         )
     spec = schema.sources[0]
+    if spec.member and _is_archive(path):  # the archive itself: one stream per spec
+        return lambda: [_local_member(s, path, _local_header(schema, s, path.parent))
+                        for s in schema.sources]
+    if len(schema.sources) != 1:
+        raise SchemaError(f"{schema.name} reads {len(schema.sources)} members of "
+                          f"{_registry_file(schema, spec.file).filename}; give that archive "
+                          f"or a directory holding them instead of the single file {path}")
     if spec.members and _is_tarfile(path):
         def load() -> list[InputFile]:
             import hashlib
@@ -173,7 +259,14 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
             return _pick_members(schema, spec, extract_verified(path, target), path.name)
         return load
     columns = _expand_columns(spec, path.name) if spec.members else dict(spec.columns)
-    return lambda: [InputFile(path.name, path, columns)]
+    return lambda: [InputFile(path.name, path, columns,
+                              header=_local_header(schema, spec, path.parent))]
+
+
+def _is_archive(path: Path) -> bool:
+    from mltraces.archives import is_zip
+
+    return is_zip(path) or _is_tarfile(path)
 
 
 def _is_tarfile(path: Path) -> bool:
@@ -184,6 +277,9 @@ def _is_tarfile(path: Path) -> bool:
 
 def _local_plan(schema: TableSchema, path: Path) -> Plan:
     """Inputs from a user-supplied file or folder: checked against the schema, not hashed."""
+    from mltraces.local_paths import check_local_path
+
+    check_local_path(schema.name, path)  # before anything reads it: no pipe, no device
     if not path.exists():
         raise SchemaError(f"local file for {schema.name} not found: {path} (the path is used "
                           "literally: no wildcards)")

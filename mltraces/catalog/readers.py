@@ -42,18 +42,23 @@ pipeline, too large for one Parquet file)::
     status(schema) -> TableStatus               # the same answer without a connection
     local_status(schema, local) -> TableStatus  # optional: a local override's, at once
                                                 # (nothing converted, hashed or fetched)
+    needs(schema) -> list[str]                  # optional: catalog tables the view reads
 
 The view has the schema's fields in order; the status row says whether there is
-anything to read and, if not, how to get it.
+anything to read and, if not, how to get it. A view that reads other catalog
+tables (``mltraces.jobs``, the union of every mapped job table) names them in
+``needs``: ``connect()`` sets them up first, from the cache unless they were asked
+for by name, and ``attach`` finds their state in ``mltraces.status``.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from mltraces.errors import SchemaError
 
@@ -71,11 +76,39 @@ __all__ = ["BUILTIN", "Conversion", "FileReader", "InputFile", "ReadRequest", "V
 
 
 class InputFile(NamedTuple):
-    """One concrete file to read, with the constant columns it contributes."""
+    """One concrete file to read, with the constant columns it contributes.
+
+    ``member`` names a member of the archive at ``path`` that is read as a stream
+    (:meth:`open`), held to ``limits`` (:class:`mltraces.archives.Limits`);
+    ``header`` is a file whose one line names the columns of a headerless CSV.
+    """
 
     label: str
     path: Path
     columns: Mapping[str, str]
+    member: str | None = None
+    limits: Any = None
+    header: Path | None = None
+
+    @contextmanager
+    def open(self) -> Iterator[IO[bytes]]:
+        """The input's bytes: the file itself, or its archive member read as a stream.
+
+        A member the archive lacks is a ``missing file`` drift problem naming it.
+        """
+        if self.member is None:
+            with self.path.open("rb") as handle:
+                yield handle
+            return
+        from mltraces.archives import MissingMemberError, open_member
+        from mltraces.catalog.problems import DriftProblem, SchemaDriftError
+
+        try:
+            with open_member(self.path, self.member, self.limits) as stream:
+                yield stream
+        except MissingMemberError as error:
+            raise SchemaDriftError("", [DriftProblem("missing file", self.label, str(error))]
+                                   ) from None
 
 
 class ReadRequest(NamedTuple):
@@ -111,35 +144,65 @@ class ViewReader(NamedTuple):
     status: Callable[[TableSchema], TableStatus]
     kind: str = "view"
     local_status: Callable[[TableSchema, Path], TableStatus] | None = None
+    needs: Callable[[TableSchema], list[str]] | None = None
 
 
 Reader = FileReader | ViewReader
 
 
 def _convert_csv(request: ReadRequest) -> Conversion:
-    from mltraces.catalog.csv_reader import convert_csv
+    # the CSV reader follows this protocol, so it is imported by name, and only to convert
+    return importlib.import_module("mltraces.catalog.csv_reader").convert_csv(request)
 
-    return convert_csv(request)
+
+class _BuiltinReaders(Mapping[str, "Reader"]):
+    """Readers every source can name: ``csv`` (the CSV reader, loaded to convert) and those
+    defined by their own module as ``READER`` (``jobs``: ``mltraces.jobs``, the union of
+    the mapped job tables), imported when a table first names one (they follow the
+    protocol above, so this module cannot import them up front).
+    """
+
+    CSV: ClassVar[FileReader] = FileReader("csv", _convert_csv, row_label="line")
+    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs"}
+
+    def __getitem__(self, name: str) -> Reader:
+        if name == "csv":
+            return self.CSV
+        if name not in self.MODULES:
+            raise KeyError(name)
+        return _builtin(self.MODULES[name])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["csv", *self.MODULES])
+
+    def __len__(self) -> int:
+        return 1 + len(self.MODULES)
+
+    def __contains__(self, name: object) -> bool:  # no import to answer
+        return name == "csv" or name in self.MODULES
+
+
+@cache
+def _builtin(module: str) -> Reader:
+    return importlib.import_module(module).READER
 
 
 #: Readers every source can name; a source folder's own ``READERS`` come after.
-BUILTIN: dict[str, Reader] = {"csv": FileReader("csv", _convert_csv, row_label="line")}
+BUILTIN: Mapping[str, Reader] = _BuiltinReaders()
 
 
 @cache
 def source_readers(source: str) -> Mapping[str, Reader]:
-    """``READERS`` of ``mltraces/datasets/<source>/readers.py`` (empty when it has none)."""
-    module_name = f"mltraces.datasets.{source}.readers"
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name in (module_name, f"mltraces.datasets.{source}"):
-            return {}
-        raise
+    """``READERS`` of the source folder's ``readers.py`` (empty when it has none)."""
+    from mltraces.registry import source_module
+
+    module = source_module(source, "readers")
+    if module is None:
+        return {}
     readers = getattr(module, "READERS", None)
     if not isinstance(readers, Mapping) or not all(
             isinstance(r, FileReader | ViewReader) and r.name == n for n, r in readers.items()):
-        raise SchemaError(f"{module_name}.READERS must map each name to a FileReader or "
+        raise SchemaError(f"{module.__name__}.READERS must map each name to a FileReader or "
                           "ViewReader carrying that name")
     return readers
 
@@ -167,5 +230,9 @@ def reader_problem(name: str, source: str) -> str | None:
 
 
 def reader_for(schema: TableSchema) -> Reader:
-    """The reader a schema names."""
-    return resolve(schema.reader, schema.schema_name)
+    """The reader a schema names; an unknown name is an error naming the schema file."""
+    try:
+        return resolve(schema.reader, schema.schema_name)
+    except SchemaError as error:
+        raise SchemaError(f"{schema.path or schema.name}: {error}") from None
+

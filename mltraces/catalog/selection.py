@@ -11,9 +11,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mltraces import config
-from mltraces.schema import TableSchema, get_schema, schema_files
+from mltraces.schema import BUILTIN_FILE_READERS, TableSchema, get_schema, schema_files
 
-__all__ = ["resolve_local", "select_schemas", "tables"]
+__all__ = ["is_view_table", "resolve_local", "select_schemas", "tables"]
 
 
 def tables() -> list[str]:
@@ -58,3 +58,16 @@ def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> 
                 f"known tables: {', '.join(sorted(known))}"
             )
     return overrides
+
+
+def is_view_table(schema: TableSchema) -> bool:
+    """True when the table's reader provides its view over data it manages (no conversion).
+
+    A CSV table is known to be converted without loading the readers (a warm query
+    stays light).
+    """
+    if schema.reader in BUILTIN_FILE_READERS:
+        return False
+    from mltraces.catalog.readers import reader_for
+
+    return reader_for(schema).kind == "view"

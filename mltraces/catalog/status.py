@@ -1,14 +1,16 @@
 """Provenance as data: ``mltraces.status``, one row per table set up on a connection.
 
-It is a small table (values, not a query), so listing a connection's views
-(``duckdb_views()``) still shows exactly the catalog's tables.
+It is a view over the values a ``connect()`` found (no query runs when it is read);
+``duckdb_views()`` lists it in the schema ``mltraces``, beside ``mltraces.jobs``.
 
 Columns:
 
-- ``table``: ``source.table``;
+- ``table_name``: ``source.table`` (not ``table``, a reserved word that had to be quoted);
 - ``state``: ``ready`` (built from files verified against the pinned hashes, or
   served by its source's own reader), ``unverified`` (built from local files given
   with ``--local`` / ``local=``: checked against the schema, not the hashes) or
+  ``partial`` (``mltraces.jobs``: it holds the tables it unites that can be read;
+  ``reason`` names the others and the command that fetches them) or
   ``unavailable`` (nothing to read; querying it raises ``reason``, or it is empty
   because nothing was fetched);
 - ``origin``: ``upstream``, ``local: PATH`` or where a source reader keeps its data;
@@ -30,21 +32,22 @@ from mltraces.schema import quote_ident, sql_literal
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["READY", "STATES", "STATUS_TABLE", "UNAVAILABLE", "UNVERIFIED", "TableStatus",
+__all__ = ["PARTIAL", "READY", "STATES", "STATUS_TABLE", "UNAVAILABLE", "UNVERIFIED", "TableStatus",
            "read_status", "status_sql"]
 
 READY, UNVERIFIED, UNAVAILABLE = "ready", "unverified", "unavailable"
-STATES = (READY, UNVERIFIED, UNAVAILABLE)
+PARTIAL = "partial"  # a view uniting other tables, some of which cannot be read now
+STATES = (READY, UNVERIFIED, PARTIAL, UNAVAILABLE)
 STATUS_SCHEMA = "mltraces"
 STATUS_TABLE = f"{STATUS_SCHEMA}.status"
-_COLUMNS = (("table", "VARCHAR"), ("state", "VARCHAR"), ("origin", "VARCHAR"),
+_COLUMNS = (("table_name", "VARCHAR"), ("state", "VARCHAR"), ("origin", "VARCHAR"),
             ("rows", "BIGINT"), ("reason", "VARCHAR"))
 
 
 class TableStatus(NamedTuple):
     """One row of ``mltraces.status``."""
 
-    table: str
+    table: str  # the column table_name
     state: str
     origin: str
     rows: int | None = None
@@ -61,7 +64,7 @@ def _value(value: object) -> str:
 
 
 def status_sql(rows: list[TableStatus]) -> str:
-    """``CREATE OR REPLACE TABLE mltraces.status`` holding ``rows`` (one statement)."""
+    """``CREATE OR REPLACE VIEW mltraces.status`` over ``rows`` (one statement)."""
     select = ", ".join(f"CAST(c{i} AS {kind}) AS {quote_ident(name)}"
                        for i, (name, kind) in enumerate(_COLUMNS))
     if rows:
@@ -74,7 +77,7 @@ def status_sql(rows: list[TableStatus]) -> str:
         nulls = ", ".join(f"CAST(NULL AS {kind}) AS {quote_ident(name)}" for name, kind in _COLUMNS)
         body = f"SELECT {nulls} WHERE false"
     return (f"CREATE SCHEMA IF NOT EXISTS {quote_ident(STATUS_SCHEMA)}; "
-            f"CREATE OR REPLACE TABLE {STATUS_TABLE} AS {body}")
+            f"CREATE OR REPLACE VIEW {STATUS_TABLE} AS {body}")
 
 
 def read_status(con: duckdb.DuckDBPyConnection) -> dict[str, TableStatus] | None:

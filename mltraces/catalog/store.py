@@ -37,10 +37,13 @@ if TYPE_CHECKING:
     from mltraces.catalog.problems import DriftProblem
     from mltraces.schema import TableSchema
 
-__all__ = ["TABLES_DIR", "Built", "InputStamp", "damage", "inputs_current", "lease", "leased_names",
-           "new_record", "pid_alive", "read_record", "record_path", "target_path", "write_record"]
+__all__ = ["CONVERTER_VERSION", "TABLES_DIR", "Built", "InputStamp", "damage", "inputs_current",
+           "lease", "leased_names", "new_record", "pid_alive", "read_record", "record_path",
+           "target_path", "write_record"]
 
 TABLES_DIR = "tables"
+#: Bumped when converted files change meaning (2: ``_row`` is the physical line).
+CONVERTER_VERSION = 2
 LOCAL_EXTRACTED = "local-extracted"
 READERS_DIR = ".readers"
 _MAGIC = b"PAR1"
@@ -162,6 +165,7 @@ def file_sha256(path: Path) -> str:
 
 
 _leased: dict[Path, set[str]] = {}
+_written: set[Path] = set()  # lease files this process wrote (the only ones it removes)
 
 
 def _host() -> str:
@@ -172,8 +176,22 @@ def _lease_file(folder: Path) -> Path:
     return folder / READERS_DIR / f"{_host()}-{os.getpid()}.json"
 
 
+def readers_dir(folder: Path, *, create: bool = False) -> Path:
+    """``folder/.readers``, proven inside the cache (a link planted there cannot redirect it)."""
+    from mltraces.containment import proven_folder
+
+    return proven_folder(config.cache_dir(), folder / READERS_DIR,
+                         "the lease folder", create=create)
+
+
 def lease(paths: list[Path]) -> None:
-    """Record that this process has views on ``paths`` (one small write when the set grows)."""
+    """Record that this process has views on ``paths`` (one small write when the set grows).
+
+    A cache this process cannot write (a lab's read-only share) is read without a
+    lease: the lease only stops *this* process's peers from pruning, and a reader
+    of a read-only cache has no peers that write through it. A lease folder that
+    resolves outside the cache is never written (one warning).
+    """
     by_folder: dict[Path, set[str]] = {}
     for path in paths:
         by_folder.setdefault(path.parent, set()).add(path.name)
@@ -182,11 +200,34 @@ def lease(paths: list[Path]) -> None:
         if names <= held:
             continue
         held |= names
-        target = _lease_file(folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        lease = {"host": _host(), "pid": os.getpid(), "parquet": sorted(held)}
-        write_text_atomic(target, json.dumps(lease))
-        _release_at_exit()
+        _write_lease(folder, held)
+
+
+def _write_lease(folder: Path, held: set[str]) -> None:
+    from mltraces.errors import UnsafePathError
+
+    target = _lease_file(folder)
+    lease_record = {"host": _host(), "pid": os.getpid(), "parquet": sorted(held)}
+    try:
+        readers_dir(folder, create=True)
+        write_text_atomic(target, json.dumps(lease_record))
+    except UnsafePathError as error:
+        _note_once(f"not leasing converted tables: {error}", warning=True)
+        return
+    except OSError as error:  # read-only or full: reading must still work
+        _note_once(f"cannot lease converted tables in {target.parent} ({error.strerror}); "
+                   "reading without a lease")
+        return
+    _written.add(target)
+    _release_at_exit()
+
+
+@functools.cache
+def _note_once(message: str, *, warning: bool = False) -> None:
+    from mltraces.logs import get_logger  # only when there is something to say
+
+    logger = get_logger(__name__)
+    (logger.warning if warning else logger.debug)("%s", message)
 
 
 @functools.cache
@@ -195,9 +236,9 @@ def _release_at_exit() -> None:
 
 
 def _release() -> None:
-    for folder in _leased:
+    for path in _written:
         with contextlib.suppress(OSError):
-            _lease_file(folder).unlink()
+            path.unlink()
 
 
 def pid_alive(pid: int) -> bool:
@@ -217,16 +258,25 @@ def pid_alive(pid: int) -> bool:
 
 def leased_names(folder: Path) -> set[str]:
     """Parquet names leased by live processes; leases of dead ones are removed."""
+    from mltraces.errors import UnsafePathError
+
     names: set[str] = set()
     host = _host()
-    for path in (folder / READERS_DIR).glob("*.json"):
+    try:
+        readers = readers_dir(folder)
+        removable = True
+    except UnsafePathError:  # read what is there, delete nothing through the link
+        readers, removable = folder / READERS_DIR, False
+    for path in readers.glob("*.json"):
         try:
             lease_record = json.loads(path.read_text())
             stale = (lease_record["pid"] if lease_record["host"] == host else None)
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if stale is not None and not pid_alive(int(stale)):
-            path.unlink(missing_ok=True)
+            if removable:
+                with contextlib.suppress(OSError):
+                    path.unlink()
             continue
         if stale is None and time.time() - path.stat().st_mtime > _FOREIGN_LEASE_S:
             continue

@@ -8,10 +8,10 @@ a traceback or gigabytes of RAM.
 from __future__ import annotations
 
 import csv
+import errno
 import lzma
 import mmap
 import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -87,20 +87,65 @@ def check_last_line(path: Path, label: str, limit: int = MAX_LINE_BYTES) -> None
                    "than any row (is the file cut or corrupt?)", line)
 
 
-def plain_csv(label: str, path: Path, work: Path) -> Path:
-    """The input as an uncompressed file (an xz stream is decompressed into ``work``)."""
+def plain_csv(label: str, path: Path, work: Path, limit: int | None = None) -> Path:
+    """The input as an uncompressed file (an xz stream is decompressed into ``work``).
+
+    Decompression streams 1 MiB at a time and stops past ``limit`` bytes
+    (``MLTRACES_MAX_UNPACKED``, as for local archives): a few hundred kilobytes of
+    xz can expand to gigabytes. Going past it, and a disk that fills first, are
+    one line naming the file, the limit and the variable; the partial file goes.
+    """
     with path.open("rb") as handle:
         magic = handle.read(len(_XZ_MAGIC))
     if magic != _XZ_MAGIC:
         return path
+    from mltraces import config
+
+    limit = config.max_unpacked() if limit is None else limit
     out = work / f"{len(list(work.iterdir()))}-{label.removesuffix('.xz')}"
+    written = 0
     try:
         with lzma.open(path) as source, out.open("wb") as sink:
-            shutil.copyfileobj(source, sink, 1 << 20)
+            while chunk := source.read(1 << 20):
+                if written + len(chunk) > limit:
+                    raise _too_large(label, path, limit)
+                sink.write(chunk)
+                written += len(chunk)
     except (lzma.LZMAError, EOFError) as error:
+        out.unlink(missing_ok=True)
         raise _problem("unparsable value", label,
                        f"not a readable xz stream ({error})") from error
+    except OSError as error:
+        out.unlink(missing_ok=True)
+        if error.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise _disk_filled(label, written, limit, work) from None
+        raise
+    except BaseException:
+        out.unlink(missing_ok=True)
+        raise
     return out
+
+
+def _too_large(label: str, path: Path, limit: int) -> Exception:
+    from mltraces.errors import UnsafeArchiveError
+
+    return UnsafeArchiveError(
+        f"{label}: the xz file {path} decompresses to more than {limit:,} bytes "
+        f"(MLTRACES_MAX_UNPACKED={_setting_text()}); refusing it as a possible decompression "
+        "bomb (raise MLTRACES_MAX_UNPACKED if the file is genuine)")
+
+
+def _disk_filled(label: str, written: int, limit: int, work: Path) -> Exception:
+    from mltraces.catalog.problems import ConversionError
+
+    return ConversionError(
+        f"{label}: the disk under {work} filled while decompressing it, after {written:,} "
+        f"bytes (MLTRACES_MAX_UNPACKED={_setting_text()} would allow {limit:,}); nothing was "
+        "kept. Lower MLTRACES_MAX_UNPACKED if the file should not be this large, else free space")
+
+
+def _setting_text() -> str:
+    return os.environ.get("MLTRACES_MAX_UNPACKED", "").strip() or "4G (default)"
 
 
 class FileFacts(NamedTuple):

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     import duckdb
 
-__all__ = ["column_comments_sql", "comment_columns", "parquet_view_sql", "unavailable_sql",
-           "view_comments_sql"]
+__all__ = ["column_comments_sql", "comment_columns", "parquet_view_sql", "typed_select_sql",
+           "unavailable_sql", "view_comments_sql"]
 
 
 def _typed_columns(schema: TableSchema) -> list[str]:
@@ -32,10 +32,16 @@ def _typed_columns(schema: TableSchema) -> list[str]:
     return parts
 
 
+def typed_select_sql(schema: TableSchema, parquet: Path, extra: Iterable[str] = ()) -> str:
+    """The table's typed columns read from its converted Parquet file (exactly that file),
+    plus ``extra`` stored columns (``_source``, ``_row``: where each row was read)."""
+    columns = [*_typed_columns(schema), *(quote_ident(c) for c in extra)]
+    return f"SELECT {', '.join(columns)} FROM read_parquet({sql_path(parquet)})"
+
+
 def parquet_view_sql(schema: TableSchema, parquet: Path) -> str:
     """The table's view over its converted Parquet file (exactly that file, never a pattern)."""
-    return (f"CREATE OR REPLACE VIEW {schema.qualified} AS SELECT "
-            f"{', '.join(_typed_columns(schema))} FROM read_parquet({sql_path(parquet)})")
+    return f"CREATE OR REPLACE VIEW {schema.qualified} AS {typed_select_sql(schema, parquet)}"
 
 
 def unavailable_sql(schema: TableSchema, reason: str) -> str:

@@ -127,10 +127,10 @@ def remember(built: store.Built) -> None:
     A cache that cannot be written just stays on the full path.
     """
     from mltraces.catalog.build import materialize
-    from mltraces.errors import MltracesError
+    from mltraces.errors import MltracesError, UnsafePathError
 
-    if _overridden() or not built.verified:
-        return
+    if _overridden() or not built.verified or built.origin != "upstream":
+        return  # a user's pinned local file: checked again on each build, never recalled
     try:
         files, folders = _derived_from(built)
         before = [_identity(p) for p in files]
@@ -139,6 +139,10 @@ def remember(built: store.Built) -> None:
         if [_identity(p) for p in files] != before:
             return
         _write(built, list(zip(files, before, strict=True)), folders)
+    except UnsafePathError as error:  # say so: the user has a link to remove
+        from mltraces.logs import get_logger
+
+        get_logger(__name__).warning("not remembering %s: %s", built.schema.name, error)
     except (OSError, MltracesError, KeyError):
         return
 
@@ -152,8 +156,8 @@ def _derived_from(built: store.Built) -> tuple[list[str], list[tuple[str, str]]]
     files = [built.parquet, store.record_path(built.parquet)]
     files += [Path(s["path"]) for s in record.get("stamps", [])]
     folders = [cache_root()]
-    for spec in built.schema.sources:
-        download = local_path(registry.get_file(spec.file))
+    for file_id in built.schema.file_ids:
+        download = local_path(registry.get_file(file_id))
         files += [download, stamp_path(download)]
         folders.append(download.parent)
     files.append(registry.DATASETS_DIR)  # a source folder added or removed
@@ -169,5 +173,14 @@ def _write(built: store.Built, files: list[tuple[str, list[int] | None]],
              "warnings": [w._asdict() for w in built.warnings]}
     record = {"key": _key(built.schema), "built": saved, "files": files, "folders": folders}
     target = warm_path(built.schema.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    writable(target.parent)
     write_text_atomic(target, json.dumps(record, indent=1))
+
+
+def writable(folder: Path) -> Path:
+    """``folder`` created and proven inside the cache: a ``.warm`` link planted in the
+    cache never takes a record (or the simulator's arrays) outside it."""
+    from mltraces import config
+    from mltraces.containment import proven_folder
+
+    return proven_folder(config.cache_dir(), folder, "the warm-build folder", create=True)

@@ -10,6 +10,7 @@ VERBS: dict[str, str] = {
     "info": "mltraces.commands.info",
     "fetch": "mltraces.commands.fetch",
     "verify": "mltraces.commands.verify",
+    "pin": "mltraces.commands.pin",
     "cache-path": "mltraces.commands.cache_path",
     "tables": "mltraces.commands.tables",
     "sql": "mltraces.commands.sql",
@@ -17,6 +18,8 @@ VERBS: dict[str, str] = {
     "simulate": "mltraces.commands.simulate",
     "schedule": "mltraces.commands.schedule",
     "figures": "mltraces.commands.figures",
+    "export": "mltraces.commands.export",
+    "import": "mltraces.commands.import_workload",
     "completion": "mltraces.commands.completion",
 }
 
@@ -26,6 +29,7 @@ SUMMARIES: dict[str, str] = {
     "info": "describe a source (license, citation, anomalies) or a table (schema, rows)",
     "fetch": "download and verify files: all, a source, or file ids",
     "verify": "re-hash every cached file against the registry",
+    "pin": "print a ready source.json files entry (size, sha256, git blob) for a URL or file",
     "cache-path": "print the cache directory",
     "tables": "list catalog tables",
     "sql": "run a SQL query against the catalog",
@@ -33,5 +37,8 @@ SUMMARIES: dict[str, str] = {
     "simulate": "replay recurring training jobs on the Zeus traces",
     "schedule": "replay job traces through cluster schedulers (ElasticFlow Fig. 8(b))",
     "figures": "draw the papers' figures (PNG + PDF)",
+    "export": "write a job trace in another simulator's format (ElasticFlow, Tiresias, Pollux, "
+              "Gavel, Philly JSON)",
+    "import": "make another simulator's workload file a source (mltraces.jobs, replays)",
     "completion": "print a shell completion script (bash, zsh, tcsh)",
 }

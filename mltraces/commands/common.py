@@ -18,9 +18,9 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="TABLE=PATH",
-        help="use a local file in the upstream format for TABLE (repeatable; for "
-        "acme.gpu_metrics, acme.node_metrics and acme.ipmi_power also a folder of the Hub's "
-        "CSVs or a downloaded AcmeTrace folder); also read from MLTRACES_LOCAL='TABLE=PATH,...'",
+        help="use a local file in the upstream format for TABLE (repeatable; a folder holding "
+        "the upstream file names, or for a table its source reads itself any folder that "
+        "reader takes); also read from MLTRACES_LOCAL='TABLE=PATH,...'",
     )
 
 

@@ -1,8 +1,9 @@
 """`mltraces fetch`: download and verify files.
 
-``acme-util`` is a pseudo-source: AcmeTrace's raw utilization metrics on
-HuggingFace (~80 GB), chosen with ``--cluster``/``--metric``/``--since``/``--until``
-from the Hub's file list, then converted to Parquet.
+A name a source answers to beyond its registry files (``acme-util``: AcmeTrace's
+utilization files on HuggingFace) is handed to that source's own hook with the
+options it adds (:mod:`mltraces.commands.extras`); such names are fetched only
+when named.
 """
 
 from __future__ import annotations
@@ -10,34 +11,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-UTIL = "acme-util"
-_UTIL_OPTIONS = ("cluster", "metric", "since", "until", "revision")
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from mltraces.commands.extras import extras, source_names
+
     parser.add_argument(
         "names",
         nargs="*",
         metavar="SOURCE|FILE",
-        help="source names (zeus, itp, acme, acme-util) or file ids (itp/raw-traces.tar.gz); "
-        "default: every registered file (acme-util only when named)",
+        help=f"source names ({source_names()}) or file ids (SOURCE/FILE); default: every "
+        "registered file (the others only when named)",
     )
-    util = parser.add_argument_group(
-        "acme-util (AcmeTrace utilization on HuggingFace, ~80 GB; see `mltraces list acme-util`)"
-    )
-    util.add_argument("--cluster", help="seren, kalos and/or ipmi (comma-separated); default all")
-    util.add_argument(
-        "--metric", help="metrics, e.g. GPU_UTIL,SM_ACTIVE,NODE_CPU_UTILIZATION; default all"
-    )
-    util.add_argument("--since", help="first day (YYYY-MM-DD or YYYY-MM) of split monthly files")
-    util.add_argument("--until", help="last day (inclusive) of split monthly files")
-    util.add_argument("--revision", help="Hub branch, tag or commit (MLTRACES_HF_REVISION)")
-    util.add_argument("--no-convert", action="store_true", help="only download and verify the CSVs")
-    util.add_argument(
-        "--delete-csv",
-        action="store_true",
-        help="delete each CSV once converted (keeps only the Parquet; disk for one CSV at a time)",
-    )
+    owners: dict[str, str] = {}
+    for extra in extras().values():
+        if extra.fetch_options is not None:
+            owners.update(dict.fromkeys(extra.fetch_options(parser), extra.name))
+    parser.set_defaults(_extra_options=owners)
 
 
 def _fetch_registry(names: list[str], quiet: bool) -> None:
@@ -71,50 +60,21 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
         print(f"fetched {len(all_sources())} sources")
 
 
-def _fetch_util(args: argparse.Namespace) -> None:
-    from mltraces.datasets.acme.util.fetching import fetch_util
-
-    def report(message: str) -> None:
-        if not args.quiet:
-            print(message, file=sys.stderr, flush=True)
-
-    done = fetch_util(
-        args.cluster,
-        args.metric,
-        args.since,
-        args.until,
-        revision=args.revision,
-        convert_files=not args.no_convert,
-        keep_csv=not args.delete_csv,
-        report=report,
-    )
-    if args.quiet:
-        return
-    for file in done.files:
-        where = done.csv.get(file.id) or done.converted.get(file.id)
-        print(f"ok  {file.id}  {where}")
-    commit = done.manifest.commit
-    print(
-        f"{len(done.files)} file(s) from {done.manifest.repo}@{commit} "
-        f"(pin with MLTRACES_HF_REVISION={commit})"
-    )
-    if not args.no_convert:
-        print(f"Parquet dataset: {done.dataset}")
-
-
 def run(args: argparse.Namespace) -> int:
-    names = [n for n in args.names if n != UTIL]
-    util = UTIL in args.names
-    used = [f"--{o}" for o in _UTIL_OPTIONS if getattr(args, o)]
-    used += [
-        flag
-        for flag, on in (("--no-convert", args.no_convert), ("--delete-csv", args.delete_csv))
-        if on
-    ]
-    if used and not util:
-        raise KeyError(f"{', '.join(used)} only apply to `mltraces fetch {UTIL}`")
-    if names or not util:
+    from mltraces.commands.extras import split
+
+    names, chosen = split(args.names)
+    asked = {e.name for e in chosen}
+    owners = getattr(args, "_extra_options", {})
+    misplaced = sorted({f"--{dest.replace('_', '-')}" for dest, owner in owners.items()
+                        if getattr(args, dest, None) and owner not in asked})
+    if misplaced:
+        owner = owners[misplaced[0][2:].replace("-", "_")]
+        raise KeyError(f"{', '.join(misplaced)} only apply to `mltraces fetch {owner}`")
+    if names or not chosen:
         _fetch_registry(names, args.quiet)
-    if util:
-        _fetch_util(args)
+    for extra in chosen:
+        if extra.fetch is None:
+            raise KeyError(f"{extra.name} cannot be fetched; `mltraces list {extra.name}`")
+        extra.fetch(args)
     return 0

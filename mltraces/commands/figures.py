@@ -34,6 +34,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="render with N worker processes (default: one per core)",
     )
     parser.add_argument(
+        "--style", choices=("default", "paper"), default="default",
+        help="default: titled with where each figure comes from, PNG + PDF; paper: no such "
+             "title, column or page width, PDF + SVG",
+    )
+    parser.add_argument(
         "--redraw", action="store_true",
         help="draw every figure, even those whose data and code are unchanged since the last run",
     )
@@ -72,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
                 needs += (", " if needs else "") + "one of " + " / ".join(spec.any_of)
             print(f"{spec.name:26} {spec.reproduces:34} {spec.title}  [{needs}]")
         return 0
+    from mltraces.outputs import prepare_folder
+
+    prepare_folder(args.output)  # before any work: a folder that cannot take files loses none
     tables = sorted({t for spec in specs.values() for t in spec.inputs})  # nothing more
     local = [t for t in local_overrides(args) if t in tables]
     con = open_catalog(args, tables)
@@ -79,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         broken = {t: p for t in local if (p := figures.table_problem(con, t))}
         results = figures.render_all(
             con, output_dir=args.output, names=list(specs), processes=args.processes,
-            local=local, redraw=args.redraw,
+            local=local, redraw=args.redraw, style=args.style,
         )
     finally:
         con.close()
@@ -92,7 +100,8 @@ def _report(args: argparse.Namespace, results: list, broken: dict[str, str]) -> 
     skipped: dict[str, list[str]] = {}
     for result in results:
         if result.paths and not args.quiet:
-            print(f"wrote {result.paths[0]} (+ .pdf)")
+            others = " ".join(p.suffix for p in result.paths[1:])
+            print(f"wrote {result.paths[0]} (+ {others})" if others else f"wrote {result.paths[0]}")
         elif result.skipped:
             skipped.setdefault(result.skipped, []).append(result.name)
     for reason, names in skipped.items():

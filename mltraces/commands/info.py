@@ -9,7 +9,10 @@ from mltraces.commands.common import add_table_options
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", nargs="?", help="a source (zeus, itp, acme) or a table (itp.jobs)")
+    from mltraces.registry import all_sources
+
+    parser.add_argument("name", nargs="?", help=f"a source ({', '.join(all_sources())}) or a "
+                        "table (SOURCE.TABLE; `mltraces tables` lists them)")
     add_table_options(parser)
 
 
@@ -22,7 +25,8 @@ def format_source(name: str) -> str:
         f"{source.title}",
         f"name:     {source.name}",
         f"homepage: {source.homepage}",
-        f"license:  {source.license}",
+        f"license:  {source.license}" + (f" ({source.license_note})"
+                                          if source.license_note else ""),
         "pins:     " + ", ".join(f"{k} {v}" for k, v in source.pins.items()),
         f"files:    {len(source.files)}",
         "",

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from mltraces.outputs import Output
+
 #: Rows to print: column names and one tuple per row.
 Rows = tuple[list[str], list[tuple]]
 
@@ -41,13 +43,22 @@ def render_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str)
     return aligned([str(c) for c in columns], [[cell(v) for v in row] for row in rows])
 
 
-def write_text(text: str, output: str | None) -> None:
-    """``text`` to the file ``output``, or to standard output."""
-    if output:
-        with open(output, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    else:
+def checked_output(path: str | None) -> Output | None:
+    """The ``-o`` target, checked before the work (None: standard output)."""
+    if not path:
+        return None
+    from mltraces.outputs import prepare
+
+    return prepare(path)
+
+
+def write_text(text: str, output: Output | None, *, quiet: bool = False) -> None:
+    """``text`` to the checked ``output`` (whole or not at all), or to standard output."""
+    if output is None:
         sys.stdout.write(text)
+        return
+    output.write_text(text)
+    output.done(quiet)
 
 
 #: A readable subset of a table's columns: (column, heading, scale or None).

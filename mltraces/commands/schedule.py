@@ -1,8 +1,10 @@
 """`mltraces schedule`: replay job traces through cluster schedulers (ElasticFlow's evaluation).
 
-``--trace`` names catalog traces (``itp/cluster10``, ``elasticflow/philly``,
-``acme/kalos``; ``--list-traces`` shows them) or ``all``, the Fig. 8(b) setup:
-ITP clusters 1-10 and Philly, each on the cluster the artifact gives it. The
+``--trace`` names catalog traces (``--list-traces`` shows them: every mapped job
+table's ``replay`` names, see :mod:`mltraces.jobmap`) or ``all``, the Fig. 8(b)
+setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it.
+A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
+own capacity (declared in its mapping). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 value beside ours where there is one; ``--jobs`` prints every job and
 ``--utilisation`` the allocated-GPU step series; csv and json print the jobs
@@ -12,12 +14,17 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
-from mltraces.commands.output import frame_rows, render_rows, view_table, write_text
+from mltraces.commands.output import (
+    checked_output,
+    frame_rows,
+    render_rows,
+    view_table,
+    write_text,
+)
 
 if TYPE_CHECKING:
     from mltraces.scheduling import ScheduleResult
@@ -43,18 +50,21 @@ SUMMARY_VIEW = [
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace", default="all",
-        help="trace ids, comma-separated (itp/cluster10, elasticflow/philly, itp/testbed, "
-        "acme/seren, ...), or all: the Fig. 8(b) setup (default)",
+        help="trace ids SOURCE/NAME, comma-separated (--list-traces shows them), or all: the "
+        "Fig. 8(b) setup (default)",
     )
     parser.add_argument(
         "--cluster",
-        help="cluster spec (n32g8, n64g8, n128g8, ...; see elasticflow.cluster_specs); default: "
-        "the cluster Fig. 8(b) gives the trace",
+        help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
+        "files; default: the cluster Fig. 8(b) gives the trace, else the trace's own capacity",
     )
+    from mltraces.scheduling.api import POLICIES
+    from mltraces.scheduling.fig8b import FIG8B_POLICIES
+
     parser.add_argument(
-        "--policy", default="edf,gandiva,tiresias,themis,elasticflow",
-        help="edf, gandiva, tiresias, themis, elasticflow, fifo, sjf, a comma list or all "
-        "(default: the five of Fig. 8(b))",
+        "--policy", default=",".join(FIG8B_POLICIES),
+        help=f"{', '.join(POLICIES)}, a comma list or all (default: the "
+        f"{len(FIG8B_POLICIES)} of Fig. 8(b))",
     )
     parser.add_argument("--gpu-type", default="A100", choices=["A100", "T4"],
                         help="throughput profiles to use (default A100, as Fig. 8(b))")
@@ -77,11 +87,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = checked_output(args.output)  # before the replays: a bad -o loses no work
     from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
 
     if args.list_traces:
-        return _list_traces(args)
+        return _list_traces(args, output)
     if args.workers is not None and args.workers < 1:
         raise SchedulingError(f"--workers must be at least 1, got {args.workers}")
     fig8b = args.trace.strip() == "all"
@@ -89,18 +100,20 @@ def run(args: argparse.Namespace) -> int:
         raise SchedulingError("--trace all replays each Fig. 8(b) trace on its own cluster: "
                               "drop --cluster, or name the traces")
     labels, traces = _chosen(args.trace)
-    for trace in traces:
-        inputs.resolve(trace)  # a misspelt trace fails before any download
-    clusters = [_cluster(trace, args.cluster) for trace in traces]
-    con = open_catalog(args, inputs.tables_for(traces))
+    # a misspelt trace, or one with no cluster to run on, fails before any download
+    chosen = [_cluster(trace, args.cluster) for trace in traces]
+    specs = any(cluster is not None for cluster in chosen)  # names: the artifact's files first
+    con = open_catalog(args, inputs.tables_for(traces, specs=specs))
     try:
+        clusters = [cluster or inputs.capacity_cluster(con, trace)
+                    for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
                              slot=args.slot)
                  for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
     finally:
         con.close()
     result = _replay(cases, args)
-    write_text(_render(result, args), args.output)
+    write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
     return 0
 
 
@@ -114,15 +127,18 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
     if not traces:
         from mltraces.scheduling.errors import SchedulingError
 
-        raise SchedulingError("no trace given: name one (itp/cluster10) or use --trace all")
+        raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
     return traces, traces
 
 
-def _cluster(trace: str, asked: str | None) -> str:
-    """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s."""
+def _cluster(trace: str, asked: str | None) -> str | None:
+    """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s; None when it
+    comes from the trace's own capacity (read once the catalog is open)."""
+    from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
     from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
 
+    replay = inputs.resolve(trace)
     if asked:
         from mltraces.scheduling.cluster import ClusterSpec
 
@@ -132,24 +148,34 @@ def _cluster(trace: str, asked: str | None) -> str:
     for label, trace_id in FIG8B_TRACE_IDS.items():
         if trace_id == trace:
             return FIG8B_CLUSTERS[label]
-    raise SchedulingError(f"{trace} is not a Fig. 8(b) trace, so it has no default cluster: "
-                          "give one, e.g. --cluster n16g8 (see elasticflow.cluster_specs)")
+    if replay.entry.capacity is None:
+        raise SchedulingError(f"{trace} declares no capacity and is not a Fig. 8(b) trace, so "
+                              "it has no default cluster: give one, e.g. --cluster n16g8")
+    return None
+
+
+#: below this :func:`~mltraces.scheduling.api.expected_cost` in all, replays run in this
+#: process: starting worker processes (each importing pandas) costs more than they save
+#: (cluster10 under EDF and ElasticFlow is 5,460 and takes 0.05 s; cluster01's 33,495, 2 s)
+IN_PROCESS_COST = 20_000
 
 
 def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
-    """Every (case, policy) replay, in worker processes with a progress bar on a terminal."""
+    """Every (case, policy) replay, in worker processes (unless they are few and small) with
+    a progress bar on a terminal."""
     from tqdm import tqdm
 
     from mltraces.scheduling import ScheduleResult, resolve_policies, sweep
-    from mltraces.scheduling.api import run_case
+    from mltraces.scheduling.api import expected_cost, run_case
 
     policies = resolve_policies(args.policy)
     total = len(cases) * len(policies)
+    cost = sum(expected_cost(case, policy) for case in cases for policy in policies)
     quiet = getattr(args, "quiet", False) or not sys.stderr.isatty()
-    _announce_compilation(policies, getattr(args, "quiet", False))
+    _announce_interpreted(policies, getattr(args, "quiet", False))
     with tqdm(total=total, desc="replays", unit="replay", delay=2.0, disable=quiet,
               file=sys.stderr, leave=False) as bar:
-        if args.workers == 1 or total == 1:
+        if args.workers == 1 or total == 1 or cost <= IN_PROCESS_COST:
             outcomes = []
             for case in cases:
                 for policy in policies:
@@ -159,25 +185,20 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
         return sweep(cases, policies, max_workers=args.workers, on_done=lambda _: bar.update())
 
 
-def _announce_compilation(policies: list[Any], quiet: bool) -> None:
-    """Say so when a compiled core is about to be built: a minute of silence otherwise.
+def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
+    """Say so in one line when a policy's compiled core runs as plain Python (its extension
+    was not built at install): a replay then takes about 100 times longer than documented.
 
-    The cores (and numba) are imported only when a policy that runs on them is asked for.
+    The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import ElasticFlow, Gandiva
+    from mltraces.scheduling import ElasticFlow, Gandiva, native
 
     if quiet:
         return
-    cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
-        (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
-    ]
-    for kind, module, what, how_long in cores:
-        if any(isinstance(policy, kind) for policy in policies):
-            core = importlib.import_module(f"mltraces.scheduling.{module}")
-            if not core.compiled():
-                print(f"compiling {what} (once per installation, {how_long}) ...",
-                      file=sys.stderr)
+    for kind, what in ((ElasticFlow, "ElasticFlow's planner"), (Gandiva, "Gandiva's rounds")):
+        said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
+        if said:
+            print(said, file=sys.stderr)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
@@ -222,22 +243,15 @@ def _readable(columns: list[str], rows: list[tuple]) -> str:
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 
-def _list_traces(args: argparse.Namespace) -> int:
-    from mltraces.registry import all_sources
-    from mltraces.scheduling import inputs
+def _list_traces(args: argparse.Namespace, output: Any) -> int:
+    from mltraces.jobmap import expand_replays
 
     con = open_catalog(args)  # what is cached: listing fetches nothing
     try:
-        ids = inputs.trace_ids(con)
+        ids = expand_replays(con)
     finally:
         con.close()
-    described = {}
-    for source in all_sources().values():
-        for trace in source.job_traces:
-            described[trace.table] = trace.description
-    tables = [inputs.resolve(t)[0].table if "<" not in t else
-              next(d.table for k, d in inputs.declared().items() if t.startswith(k[:-1]))
-              for t in ids]
-    rows = [(t, table, described.get(table, "")) for t, table in zip(ids, tables, strict=True)]
-    write_text(render_rows(["trace", "table", "what"], rows, args.format), args.output)
+    rows = [(trace_id, entry.table, entry.description) for trace_id, entry in ids]
+    write_text(render_rows(["trace", "table", "what"], rows, args.format), output,
+               quiet=getattr(args, "quiet", False))
     return 0

@@ -12,7 +12,15 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, local_overrides, open_catalog
-from mltraces.commands.output import Rows, cell, frame_rows, render_rows, view_table, write_text
+from mltraces.commands.output import (
+    Rows,
+    cell,
+    checked_output,
+    frame_rows,
+    render_rows,
+    view_table,
+    write_text,
+)
 
 if TYPE_CHECKING:
     pass
@@ -42,10 +50,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="cifar100, imagenet, squad, librispeech, movielens-1m, sentiment140, "
         "a comma list or all (default)",
     )
+    from mltraces.simulation.policies import POLICIES
+
+    first = next(iter(POLICIES))  # the paper's own optimizer
     parser.add_argument(
         "--policy",
-        default="zeus",
-        help="zeus (default), default, grid, pl-only, bs-only, oracle, a comma list or all",
+        default=first,
+        help=f"{', '.join(POLICIES)}, a comma list or all (default {first})",
     )
     parser.add_argument("--seeds", type=parse_seeds, help="e.g. 1-10 or 1,3,5 (default 1)")
     parser.add_argument(
@@ -71,8 +82,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alibaba",
         action="store_true",
-        help="replay the Alibaba recurring-job groups (zeus.alibaba_groups) on --gpu; "
-        "each group has its own seed and submissions, so no --seeds or --recurrences",
+        help="replay the Alibaba recurring-job groups on --gpu; each group has its own seed "
+        "and submissions, so no --seeds or --recurrences",
     )
     parser.add_argument("--processes", type=int, help="worker processes for --alibaba (all cores)")
     parser.add_argument("--format", choices=["table", "csv", "json"], default="table")
@@ -116,9 +127,12 @@ def run(args: argparse.Namespace) -> int:
     if not args.alibaba and args.processes is not None:
         raise SimulationError("--processes applies to --alibaba only: drop it")
     summary = args.summary or (args.format == "table" and not args.history)
+    output = checked_output(args.output)  # before the simulation: a bad -o loses no work
     if args.alibaba:
-        tables = ["zeus.train", "zeus.power", "zeus.alibaba_groups"]
-        con = open_catalog(args, tables, strict=True)  # a table it cannot read: one error
+        from mltraces.simulation.alibaba import GROUPS_TABLE
+        from mltraces.simulation.trace_cache import TABLES
+
+        con = open_catalog(args, [*TABLES, GROUPS_TABLE], strict=True)  # one error, its cause
         rows = _alibaba_rows(load_traces(con), con, args, summary)
     else:
         traces = _traces(args)
@@ -139,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
             values = [column.tolist() for column in result.columns.values()]  # Python scalars
             rows = (list(result.columns), list(zip(*values, strict=True)))
     readable = args.format == "table" and not args.summary and not args.history
-    write_text(render(*rows, args.format, readable=readable), args.output)
+    text = render(*rows, args.format, readable=readable)
+    write_text(text, output, quiet=getattr(args, "quiet", False))
     return 0
 
 
@@ -154,7 +169,7 @@ def _traces(args: argparse.Namespace) -> Any:
         traces = trace_cache.load(key)
         if traces is not None:
             return traces
-    con = open_catalog(args, ["zeus.train", "zeus.power"], strict=True)  # one error, its cause
+    con = open_catalog(args, list(trace_cache.TABLES), strict=True)  # one error, its cause
     if not cacheable:
         return load_traces(con)
     key = trace_cache.current_key()

@@ -13,16 +13,22 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mltraces.commands.common import add_table_options, open_catalog
 
+if TYPE_CHECKING:
+    from mltraces.outputs import Output
+
 FORMATS = ("table", "csv", "json", "parquet")
-_DOTTED = re.compile(r"(?<![\w.])(\w+)\.\w+(?![\w(])")
+# source.table, either part quoted ("itp"."jobs")
+_PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
+_DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
-                        help='SQL, e.g. "SELECT cluster, count(*) FROM itp.jobs GROUP BY 1"')
+                        help='SQL, e.g. "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"')
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default, for reading; every row with --output), csv, "
                         "json (one object per line) or parquet (needs --output)")
@@ -45,36 +51,46 @@ def tables_in(query: str) -> list[str] | None:
     known = tables()
     code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
     # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
-    named = [(m.group(0), m.group(1).lower()) for m in _DOTTED.finditer(code)]
-    mentioned = {text.lower() for text, _ in named}
+    named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
+    mentioned = {name for _, name in named}
     found = [name for name in known if name in mentioned]
     if found:
         return found
     sources = {name.split(".", 1)[0] for name in known}
-    unknown = [text for text, source in named if source in sources]
+    unknown = [text for text, name in named if name.split(".", 1)[0] in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
 
 
-def _write(con, relation, fmt: str, output: Path | None, max_rows: int) -> None:
-    """Print or save the result; CSV, JSON and Parquet are written by DuckDB (no pandas)."""
-    from mltraces.errors import MltracesError
+def _dotted_name(match: re.Match[str]) -> str:
+    """``source.table`` as the catalog names it: quoted parts exact, bare parts lower-cased."""
+    source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
+    table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
+    return f"{source}.{table}"
 
-    if fmt == "parquet" and output is None:
-        raise MltracesError("--format parquet writes a binary file: add --output FILE.parquet")
-    if fmt == "table":
-        if output is None:
-            relation.show(max_rows=max_rows)
-            return
-        # every row: DuckDB's text form keeps only the first and last few
-        output.write_text(relation.df().to_string(index=False) + "\n")
-    elif output is not None:
-        _copy(con, relation, fmt, output)
-    else:
+
+def _write(con, relation, fmt: str, output: Output | None, max_rows: int) -> None:
+    """Print or save the result; CSV, JSON and Parquet are written by DuckDB (no pandas)."""
+    import duckdb
+
+    from mltraces.errors import OutputError
+
+    if fmt == "table" and output is None:
+        relation.show(max_rows=max_rows)
+        return
+    if output is None:
         _print_copy(con, relation, fmt)
-    if output is not None:
-        print(f"wrote {output}", file=sys.stderr)
+        return
+    try:
+        if fmt == "table":  # every row: DuckDB's text form keeps only the first and last few
+            output.write_text(relation.df().to_string(index=False) + "\n")
+        else:
+            output.write_with(lambda path: _copy(con, relation, fmt, path))
+    except duckdb.IOException as error:  # DuckDB's own write failed (say, the disk is full)
+        text = str(error).splitlines()[0]
+        raise OutputError(f"cannot write {output.given}: {text}; it was not changed") from None
+    output.done()
 
 
 def _copy(con, relation, fmt: str, target: Path) -> None:
@@ -112,16 +128,39 @@ def _missing_data(con, named: list[str] | None) -> str | None:
     Only tables their source serves itself can be empty for that reason: a table the
     catalog converts and cannot build already failed (named tables are strict).
     """
-    from mltraces.catalog import read_status
+    from mltraces.catalog import is_view_table, read_status
     from mltraces.schema import get_schema
 
-    served = [t for t in named or [] if get_schema(t).external]
+    served = [t for t in named or [] if is_view_table(get_schema(t))]
     status = (read_status(con) or {}) if served else {}
     for table in served:
         row = status.get(table)
         if row is not None and not row.usable:
             return f"{table} has no data: {row.reason}"
     return None
+
+
+def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> None:
+    """Say which traces ``mltraces.jobs`` lacks; refuse a query that names one of them.
+
+    A query filtered to a trace that is not fetched would print an empty result.
+    """
+    from mltraces.jobmap import JOBS_TABLE
+
+    if JOBS_TABLE not in (named or []):
+        return
+    from mltraces.catalog import read_status
+    from mltraces.catalog.jobs import coverage, missing_notice
+    from mltraces.errors import MltracesError
+
+    missing = coverage(read_status(con) or {}).missing
+    literals = {m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", query)}
+    asked = [(t, reason) for t, reason in missing if t.trace in literals]
+    if asked:
+        raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
+                            + missing_notice(asked))
+    if missing and not quiet:
+        print(f"note: {missing_notice(missing)}", file=sys.stderr)
 
 
 def _query_error(error: Exception) -> str:
@@ -149,6 +188,13 @@ def run(args: argparse.Namespace) -> int:
 
     from mltraces.errors import MltracesError
 
+    if args.format == "parquet" and args.output is None:
+        raise MltracesError("--format parquet writes a binary file: add --output FILE.parquet")
+    output = None
+    if args.output is not None:  # checked before any work
+        from mltraces.outputs import prepare
+
+        output = prepare(args.output)
     named = args.tables or tables_in(args.query)
     # tables the query names must exist: say why one does not, once, before running it
     con = open_catalog(args, tables=named, strict=named is not None)
@@ -156,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
         problem = _missing_data(con, named)
         if problem:
             raise MltracesError(problem)
+        _missing_traces(con, args.query, named, getattr(args, "quiet", False))
         try:
             relation = con.sql(args.query)
         except duckdb.Error as error:
@@ -163,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         if relation is None:  # a statement without a result (SET, CREATE ...)
             return 0
         try:
-            _write(con, relation, args.format, args.output, args.max_rows)
+            _write(con, relation, args.format, output, args.max_rows)
         except duckdb.Error as error:
             raise MltracesError(f"query failed: {error}") from error
     finally:

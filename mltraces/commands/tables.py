@@ -29,7 +29,10 @@ def _status(schema, overrides: dict) -> str:
         return f"{status.state}, {status.origin}" + (f": {status.reason}" if status.reason else "")
     if not isinstance(reader, FileReader):  # data its source converts and keeps itself
         status = reader.status(schema)
-        return f"ready ({status.origin})" if status.usable else str(status.reason)
+        if not status.usable:
+            return str(status.reason)
+        return f"{status.state} ({status.origin})" + (f": {status.reason}" if status.reason
+                                                       else "")
     missing = [f for f in schema.file_ids if not cached_path(get_file(f))]
     if not missing:
         return "cached"

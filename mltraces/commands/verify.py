@@ -1,41 +1,39 @@
-"""`mltraces verify`: re-hash the cache on demand."""
+"""`mltraces verify`: re-hash the cache on demand (and a user's pinned local files)."""
 
 from __future__ import annotations
 
 import argparse
 
-UTIL = "acme-util"
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from mltraces.commands.extras import source_names
+
     parser.add_argument("names", nargs="*", metavar="SOURCE|FILE",
-                        help="sources (zeus, itp, acme, acme-util) or file ids; default: all")
-
-
-def _util_files() -> list:
-    """The downloaded acme-util CSVs, from the cached Hub file lists (no network)."""
-    from mltraces.datasets.acme.hub import cached_manifests
-    from mltraces.download import local_path
-
-    files = {f.url: f for m in cached_manifests() for f in m.remote_files()}
-    return [f for f in files.values() if local_path(f).is_file()]
+                        help=f"sources ({source_names()}) or file ids; default: all")
 
 
 def run(args: argparse.Namespace) -> int:
+    from mltraces.commands.extras import extras, split
     from mltraces.download import expand, verify_cached
 
-    names = [n for n in args.names if n != UTIL]
+    names, chosen = split(args.names)
     files = expand(names) if names or not args.names else []
-    if UTIL in args.names or not args.names:
-        files += _util_files()
+    for extra in chosen if args.names else list(extras().values()):
+        if extra.verify_files is not None:
+            files += extra.verify_files()
     results = verify_cached(files)
     bad = [r for r in results if r.status == "corrupt"]
+    changed = [r for r in results if r.status == "mismatch"]  # a user's own file: kept
     for result in results:
         if result.status != "missing" or args.names:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
-    return 1 if _verify_tables(bool(args.names)) or bad else 0
+    for extra in chosen if args.names else list(extras().values()):
+        if extra.verify_cleanup is not None:
+            for path in extra.verify_cleanup():
+                print(f"removed  {path}  left by a killed conversion")
+    return 1 if _verify_tables(bool(args.names)) or bad or changed else 0
 
 
 def _verify_tables(show_all: bool) -> bool:

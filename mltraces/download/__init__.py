@@ -35,7 +35,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mltraces import config
 from mltraces.download import stamps
@@ -46,10 +46,13 @@ from mltraces.download.paths import (
     extracted_dir,
     local_path,
 )
-from mltraces.errors import OfflineError, VerificationError
+from mltraces.errors import MltracesError, OfflineError, VerificationError
 from mltraces.hashing import file_sha256
 from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
+
+if TYPE_CHECKING:
+    from mltraces.archives import Limits
 
 log = get_logger(__name__)
 
@@ -71,6 +74,7 @@ __all__ = [
     "fetch_members",
     "file_sha256",
     "local_path",
+    "member_limits",
     "pooch_for",
     "pooch_for_files",
     "set_progress",
@@ -118,9 +122,36 @@ def _show_progress(progress: bool | None) -> bool:
 
 
 def cached_path(file: RemoteFile) -> Path | None:
-    """The verified cached copy of ``file``, or None; never downloads or hashes."""
+    """The verified cached copy of ``file``, or None; never downloads or hashes.
+
+    A local file of a user's source is its own path while it exists.
+    """
     path = local_path(file)
+    if file.local:
+        return path if path.exists() else None
     return path if stamps.is_current(path, file) else None
+
+
+def _local_file(file: RemoteFile) -> Path:
+    """A user's local file, checked against its pin when it has one (never downloaded)."""
+    from mltraces.errors import FetchError
+    from mltraces.hashing import digest
+
+    path = local_path(file)
+    if not path.exists():
+        raise FetchError(f"{file.id} is a local file of source {file.source} and is missing: "
+                         f"put it at {path} (its source.json names it)")
+    if file.pinned and path.is_dir():
+        raise VerificationError(f"{file.id}: {path} is a folder, which no single hash pins; "
+                                "list its files one by one to pin them")
+    if file.pinned:
+        found = digest(path)
+        if (file.sha256 or found.sha256) != found.sha256 or (
+                file.git_blob or found.git_blob) != found.git_blob:
+            raise VerificationError(
+                f"{file.id}: {path} does not match the hash its source.json pins; if the "
+                f"file changed on purpose, pin it again (`mltraces pin {path}`)")
+    return path
 
 
 def _resolve(file: RemoteFile | str) -> RemoteFile:
@@ -152,6 +183,8 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     >>> path = fetch_file("zeus/summary_train.csv")  # doctest: +SKIP
     """
     file = _resolve(file)
+    if file.local:
+        return _local_file(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
         from mltraces.download.processors import VerifyPins
@@ -165,6 +198,17 @@ def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> di
     from mltraces import archives
 
     file = _resolve(file)
+    if file.local:  # a folder of a user's source: its files are the members
+        folder = _local_file(file)
+        if not folder.is_dir():
+            from mltraces.errors import FetchError
+
+            raise FetchError(f"{file.id}: {folder} is a file; a table that picks members "
+                             "needs a folder of files")
+        return {p.name: p for p in sorted(folder.iterdir()) if p.is_file()}
+    if not file.unpacked:
+        raise MltracesError(f"{file.id} is not unpacked (unpack: false in its source.json): "
+                            "its tables read one member at a time (member_limits, open_member)")
     path = local_path(file)
     stamp = stamps.current(path, file)
     if stamp is not None:  # warm: a stat per member, no hashing, no pooch
@@ -177,6 +221,24 @@ def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> di
     if stamp is None:
         _retrieve(file, chain(VerifyPins(file), untar), progress)
     return untar.members_of(path)
+
+
+def member_limits(file: RemoteFile) -> Limits:
+    """What reading one member of a verified registry archive is held to.
+
+    Its listed members (names, sizes and sha256 where published) when the registry
+    lists them; else any number of bytes (the archive matched its publisher's
+    hash, so its headers are the publisher's, and a stream writes nothing) in at
+    most ``MLTRACES_MAX_MEMBERS`` headers. An archive no hash pins (a user's own
+    file) is held to the local-archive limits (``MLTRACES_MAX_*``).
+    """
+    from mltraces.archives import UNBOUNDED, Limits
+
+    if not file.pinned:
+        return Limits.local()
+    if file.members:
+        return Limits.pinned([(m.name, m.size, m.sha256) for m in file.members])
+    return Limits(max_members=config.max_members(), max_bytes=UNBOUNDED)
 
 
 def verified_hash(file: RemoteFile) -> str:
@@ -222,7 +284,7 @@ def fetch(*names: str, progress: bool | None = None) -> dict[str, Path]:
             log.warning("about to download %.1f GB in %d files", total / 1e9, len(pending))
     result: dict[str, Path] = {}
     for file in files:
-        if file.kind == "tar.gz":
+        if file.unpacked:
             members = fetch_members(file, progress=progress)
             result[file.id] = local_path(file)
             result.update({f"{file.id}/{name}": p for name, p in members.items()})
@@ -274,13 +336,23 @@ def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     from mltraces.archives import discard, verify_members
 
     path = local_path(file)
+    if file.local:  # a user's file: checked, never deleted
+        if not path.exists():
+            return [VerifyResult(file.id, path, "missing")]
+        if not file.pinned:
+            return [VerifyResult(file.id, path, "ok", "local, no hash pinned (unverified)")]
+        try:
+            _local_file(file)
+        except VerificationError as error:
+            return [VerifyResult(file.id, path, "mismatch", str(error))]
+        return [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
     if not path.is_file():
         return [VerifyResult(file.id, path, "missing")]
     problem = _recheck(path, file)
     if problem is not None:
         return [VerifyResult(file.id, path, "corrupt", problem)]
     results = [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
-    if file.kind == "tar.gz":
+    if file.unpacked:
         target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
         problems = verify_members(target)
         for member, trouble in problems.items():

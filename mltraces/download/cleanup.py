@@ -30,7 +30,8 @@ POOCH_TEMP = re.compile(r"^tmp[a-z0-9_]{8}$")
 LEGACY = re.compile(r"\.part\.copy$")
 IDLE_S = 600.0  # a foreign (plain pooch) temp file untouched this long is abandoned
 
-__all__ = ["OWNED", "pid_alive", "remove_orphans", "sweep", "sweep_folder"]
+__all__ = ["OWNED", "entries", "pid_alive", "remove_leftover", "remove_orphans", "sweep",
+           "sweep_folder"]
 
 
 def pid_alive(pid: int) -> bool:
@@ -48,7 +49,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove(path: Path) -> bool:
+def remove_leftover(path: Path) -> bool:
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
@@ -63,7 +64,7 @@ def _remove(path: Path) -> bool:
     return True
 
 
-def _entries(folder: Path) -> list[Path]:
+def entries(folder: Path) -> list[Path]:
     try:
         return list(folder.iterdir())
     except OSError:
@@ -76,9 +77,9 @@ def remove_orphans(folder: Path, pattern: re.Pattern[str] = OWNED) -> list[Path]
     ``pattern`` must have a named group ``pid``; e.g. ``re.compile(r"^convert-(?P<pid>\\d+)-")``.
     """
     removed = []
-    for entry in _entries(folder):
+    for entry in entries(folder):
         match = pattern.search(entry.name)
-        if match and not pid_alive(int(match["pid"])) and _remove(entry):
+        if match and not pid_alive(int(match["pid"])) and remove_leftover(entry):
             removed.append(entry)
     return removed
 
@@ -106,7 +107,7 @@ def _lock_owned(folder: Path) -> list[Path]:
     # a new name, so nothing listed here can belong to it
     now = time.time()
     candidates = []
-    for entry in _entries(folder):
+    for entry in entries(folder):
         if LEGACY.search(entry.name):
             candidates.append(entry)
         elif POOCH_TEMP.match(entry.name):
@@ -118,7 +119,7 @@ def _lock_owned(folder: Path) -> list[Path]:
                 candidates.append(entry)
     if not candidates or _any_lock_held(folder):
         return []
-    return [entry for entry in candidates if _remove(entry)]
+    return [entry for entry in candidates if remove_leftover(entry)]
 
 
 def sweep_folder(folder: Path) -> list[Path]:

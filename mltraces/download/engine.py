@@ -43,6 +43,7 @@ from mltraces.download.mirrors import candidate_urls, copy_from_directory, is_ht
 from mltraces.download.paths import cache_root, local_path, lock_path, part_path, url_parts
 from mltraces.download.processors import PinMismatch, Processor, StaleCopy
 from mltraces.errors import (
+    ConfigError,
     FetchError,
     HostDownError,
     MltracesError,
@@ -228,13 +229,14 @@ class PinnedDownloader:
     def _download(self, url: str, output: Path, failures: list[str]) -> bool:
         part = part_path(local_path(self.file))
         http.remove_placeholder(output)
+        limit = config.max_download()  # read before the loop: a bad value is no network error
         for attempt in range(1, ATTEMPTS_PER_URL + 1):
             try:
                 outcome = http.transfer(
-                    url, part, size=self.file.size, limit=config.max_download(),
+                    url, part, size=self.file.size, limit=limit,
                     deadline=self.deadline, progressbar=self.progressbar, label=self.file.id,
                 )
-            except (http.DeadlineExceeded, http.TooLong):
+            except (http.DeadlineExceeded, http.TooLong, ConfigError):
                 raise
             except Exception as error:  # network trouble: classify, maybe retry (resuming)
                 if _is_disk(error):
@@ -335,6 +337,7 @@ def retrieve(file: RemoteFile, processor: Processor, *, progressbar: Any = False
 
     Raises :class:`~mltraces.errors.CacheError` (one line) when the cache cannot be written.
     """
+    config.check_settings()  # a bad setting is one line now, never a retried "network" failure
     path = local_path(file)
     try:
         return _retrieve_locked(file, path, processor, progressbar, retry_wait)

@@ -4,8 +4,9 @@ Without a network every file on a host would otherwise pay its own connection
 attempts and retries (three tables on one host: nine failures, seconds each).
 When a connection cannot even be opened (name not resolved, refused, connect
 timeout) the host is written to ``<cache>/state/hosts.json`` with the time it
-may be asked again (``MLTRACES_HOST_DOWN_TTL``, default 300 s); until then
-requests to it fail at once with the remembered reason. A successful answer
+was found down; for ``MLTRACES_HOST_DOWN_TTL`` seconds from then (default 300,
+the current setting, so ``0`` turns it off at once) requests to it fail at once
+with the remembered reason. A record dated in the future is ignored. A successful answer
 clears the record. Only cold paths read this file; warm ones never look.
 """
 
@@ -52,20 +53,40 @@ def _save(data: dict[str, dict]) -> None:
         log.debug("could not record host health in %s: %s", path, error)
 
 
+def _down_since(record: object, ttl: float, now: float) -> float | None:
+    """When the host was found down, if that record still counts now; else None.
+
+    The record counts for the *current* ``MLTRACES_HOST_DOWN_TTL`` from the moment
+    it was written: ``0`` turns the memory off at once, a shorter TTL applies to
+    old records too, and a record from the future (written while the clock was
+    ahead) is ignored rather than trusted for however long it claims.
+    """
+    if not isinstance(record, dict):
+        return None
+    at = record.get("at")
+    if not isinstance(at, int | float) or isinstance(at, bool):
+        return None
+    age = now - at
+    return at if 0 <= age < ttl else None
+
+
 def check(url: str) -> None:
     """Raise :class:`HostDownError` if ``url``'s host was recently unreachable."""
+    ttl = config.host_down_ttl()
+    if ttl <= 0:
+        return
     record = _load().get(_host(url))
-    if not isinstance(record, dict):
+    now = time.time()
+    at = _down_since(record, ttl, now)
+    if at is None:
         return
-    until = record.get("until", 0)
-    if not isinstance(until, int | float) or until <= time.time():
-        return
-    when = time.strftime("%H:%M:%S", time.localtime(until))
+    assert isinstance(record, dict)
+    when = time.strftime("%H:%M:%S", time.localtime(at + ttl))
     raise HostDownError(
-        f"{_host(url)} was unreachable {time.time() - record.get('at', until):.0f} s ago "
+        f"{_host(url)} was unreachable {now - at:.0f} s ago "
         f"({record.get('reason', 'no reason recorded')}) and is not asked again until {when} "
-        f"(MLTRACES_HOST_DOWN_TTL). Check the network, set MLTRACES_MIRROR or "
-        f"MLTRACES_OFFLINE=1, or delete {record_path()} to retry now"
+        f"(MLTRACES_HOST_DOWN_TTL={ttl:g}; 0 turns this off). Check the network, set "
+        f"MLTRACES_MIRROR or MLTRACES_OFFLINE=1, or delete {record_path()} to retry now"
     )
 
 

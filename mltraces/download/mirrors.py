@@ -35,18 +35,19 @@ def is_http(url: str) -> bool:
 
 def candidate_urls(file: RemoteFile) -> list[str]:
     """URLs to try, in order: the mirror's copies when one is set, else the real ones."""
+    return [mirrored(url, f"a URL of {file.id}") for url in file.urls]
+
+
+def mirrored(url: str, what: str) -> str:
+    """``url`` itself, or its copy in the mirror when one is set (an http URL or a path)."""
     prefix = config.mirror()
     if prefix is None:
-        return list(file.urls)
-    mapped = []
-    for url in file.urls:
-        parts = url_parts(url, f"a URL of {file.id}")
-        if is_http(prefix):
-            mapped.append(f"{prefix}/{'/'.join(parts)}")
-        else:
-            root = Path(prefix).expanduser()
-            mapped.append(str(Path(os.path.normpath(root.joinpath(*parts)))))
-    return mapped
+        return url
+    parts = url_parts(url, what)
+    if is_http(prefix):
+        return f"{prefix}/{'/'.join(parts)}"
+    root = Path(prefix).expanduser()
+    return str(Path(os.path.normpath(root.joinpath(*parts))))
 
 
 def copy_from_directory(source: Path, output: Path, cap: tuple[int, str]) -> None:

@@ -17,12 +17,12 @@ mltraces.errors.UnsafePathError: Hub path '../etc/passwd' has an unsafe part '..
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from mltraces import config
+from mltraces.containment import folder_inside, inside
 from mltraces.errors import UnsafePathError
 from mltraces.registry import RemoteFile
 
@@ -90,35 +90,6 @@ def relative_parts(text: object, what: str) -> tuple[str, ...]:
     return parts
 
 
-def inside(root: Path, path: Path, what: str) -> Path:
-    """Return ``path`` once proven to resolve (links followed) under ``root``."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(path)
-    if real != real_root and not real.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise UnsafePathError(
-            f"{what} {path} resolves to {real}, outside {root}; refusing to touch it "
-            "(a symlink inside the cache?)"
-        )
-    return path
-
-
-_proven: dict[tuple[str, str], bool] = {}
-
-
-def _folder_inside(root: Path, folder: Path, what: str) -> None:
-    """:func:`inside` for a folder, remembered once it exists (warm calls share folders).
-
-    Proving the folder suffices for the file in it: writes land there through a
-    temporary file and a rename, which replaces (never follows) a link at the name.
-    """
-    key = (str(root), str(folder))
-    if key in _proven:
-        return
-    inside(root, folder, what)
-    if folder.is_dir():
-        _proven[key] = True
-
-
 def url_parts(url: str, what: str) -> tuple[str, ...]:
     """``https://HOST/a/b`` → ``("HOST", "a", "b")``, every part checked."""
     parts = urlsplit(url)
@@ -126,10 +97,15 @@ def url_parts(url: str, what: str) -> tuple[str, ...]:
 
 
 def local_path(file: RemoteFile) -> Path:
-    """Where a registry file lives in the cache: ``<cache>/files/<host>/<url path>``."""
+    """Where a registry file lives in the cache: ``<cache>/files/<host>/<url path>``.
+
+    A local file of a user's source lives where its ``source.json`` says (never copied).
+    """
+    if file.path is not None:
+        return file.path
     root = cache_root()
     path = root.joinpath("files", *url_parts(file.url, f"the URL of {file.id}"))
-    _folder_inside(root, path.parent, f"the cache folder of {file.id}")
+    folder_inside(root, path.parent, f"the cache folder of {file.id}")
     return path
 
 

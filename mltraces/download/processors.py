@@ -14,7 +14,7 @@ A processor is pooch's ``(fname, action, pooch) -> result`` callable, run after
   ("no pooch check") and this processor does the check. A failing file is
   deleted before the per-file lock is released, and no stamp is ever written
   for it, so nothing in mltraces reads it.
-- :class:`SafeUntar` unpacks a verified tarball with :mod:`mltraces.archives`
+- :class:`SafeUntar` unpacks a verified tarball or zip with :mod:`mltraces.archives`
   (bounded, no links, no escapes) once per archive hash, like pooch's ``Untar``
   but safe; it returns the member paths.
 - :func:`chain` runs several processors in order.
@@ -94,16 +94,16 @@ class SafeUntar:
     Returns the member paths, like pooch's ``Untar``; :meth:`members_of` gives them by name.
     """
 
-    members: tuple[tuple[str, int], ...] = ()
+    members: tuple[tuple[str, int | None, str | None], ...] = ()
 
     @classmethod
     def for_file(cls, file: RemoteFile) -> SafeUntar:
         """The untar for a registry archive, held to the members it lists."""
-        return cls(file.members)
+        return cls(tuple((m.name, m.size, m.sha256) for m in file.members))
 
     def limits(self) -> Limits:
         """Exactly the listed members, else the local-archive limits (``MLTRACES_MAX_*``)."""
-        return Limits.pinned(dict(self.members)) if self.members else Limits.local()
+        return Limits.pinned(self.members) if self.members else Limits.local()
 
     def target(self, archive: Path) -> Path:
         """``<cache>/extracted/<name>-<sha256[:16]>``: one folder per archive content."""

@@ -21,16 +21,21 @@ own analysis (``figure=""``). The registry is plain data: each source folder's
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.figures.specs import (  # the registry, re-exported
+    FigureSpec,
+    figure_sources,
+    get,
+    registry,
+    tables_for,
+)
 from mltraces.logs import get_logger
 
 if TYPE_CHECKING:
@@ -44,112 +49,12 @@ OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
 
 
 @dataclass(frozen=True)
-class FigureSpec:
-    """One figure: where it comes from, what it needs, and how to compute and draw it.
-
-    Attributes:
-        name: File stem and registry key, e.g. ``"zeus_fig1"``.
-        source: Source folder (``"zeus"``, ``"itp"`` or ``"acme"``).
-        title: One line for galleries and listings.
-        tables: Catalog tables the data function needs, all of them.
-        data: ``data(con) -> duckdb.DuckDBPyRelation`` (or a pandas frame).
-        plot: ``plot(frame) -> Figure``.
-        any_of: Tables of which at least one is needed (figures that draw
-            whichever of Seren and Kalos is available).
-        figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
-            authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
-            Fig. 1"``); empty for our own analysis.
-        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each source's
-            ``figures.py`` says which; no list of sources here).
-    """
-
-    name: str
-    source: str
-    title: str
-    tables: tuple[str, ...]
-    data: Callable[..., Any]
-    plot: Callable[[pd.DataFrame], Any]
-    any_of: tuple[str, ...] = ()
-    figure: str = ""
-    paper: str = ""
-
-    @property
-    def inputs(self) -> tuple[str, ...]:
-        """Every table the figure may read."""
-        return (*self.tables, *self.any_of)
-
-    @property
-    def paper_figure(self) -> bool:
-        """Whether this reproduces a numbered figure of the paper (``figure="Fig. ..."``)."""
-        return self.figure.startswith("Fig.")
-
-    @property
-    def reproduces(self) -> str:
-        """``"Zeus (NSDI'23) Fig. 1"``, ``"<paper>: <figure>"`` or ``"our own analysis"``."""
-        paper = self.paper or self.source
-        if self.paper_figure:
-            return f"{paper} {self.figure}"
-        return f"{paper}: {self.figure}" if self.figure else "our own analysis"
-
-
-@dataclass(frozen=True)
 class Rendered:
     """What :func:`render_all` did with one figure: written paths, or why it was skipped."""
 
     name: str
     paths: tuple[Path, ...] = ()
     skipped: str | None = None
-
-
-def figure_sources() -> list[str]:
-    """Sources whose folder has a ``figures.py``, by name (found without importing them)."""
-    from mltraces.registry import source_folders
-
-    return [folder.name for folder in source_folders() if (folder / "figures.py").is_file()]
-
-
-@cache
-def _registry() -> dict[str, FigureSpec]:
-    found: dict[str, FigureSpec] = {}
-    for source in figure_sources():
-        module = importlib.import_module(f"mltraces.datasets.{source}.figures")
-        for spec in module.FIGURES:
-            if spec.name in found:
-                raise ValueError(f"figure {spec.name!r} is registered twice")
-            found[spec.name] = spec
-    return found
-
-
-def registry(sources: Iterable[str] | str | None = None) -> dict[str, FigureSpec]:
-    """Every figure by name, optionally only those of some sources (``"zeus"``, ...)."""
-    every = _registry()
-    if sources is None:
-        return dict(every)
-    wanted = [sources] if isinstance(sources, str) else list(sources)
-    known = figure_sources()
-    unknown = [s for s in wanted if s not in known]
-    if unknown:
-        raise KeyError(f"unknown figure source {unknown[0]!r}; choose from {', '.join(known)}")
-    return {name: spec for name, spec in every.items() if spec.source in wanted}
-
-
-def tables_for(sources: Iterable[str] | str | None = None) -> list[str]:
-    """Every table the figures of ``sources`` may read: what to pass to ``connect()``.
-
-    >>> tables_for("itp")
-    ['itp.elasticflow_jobs', 'itp.jobs', 'itp.testbed_jobs']
-    """
-    return sorted({t for spec in registry(sources).values() for t in spec.inputs})
-
-
-def get(name: str) -> FigureSpec:
-    """The figure called ``name``; the error lists close names."""
-    every = _registry()
-    try:
-        return every[name]
-    except KeyError:
-        close = [n for n in every if name in n or n in name][:5] or list(every)[:5]
-        raise KeyError(f"unknown figure {name!r}; did you mean: {', '.join(close)}") from None
 
 
 def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> Any:
@@ -315,8 +220,12 @@ def render_all(
     local: Iterable[str] = (),
     progress: bool | None = None,
     redraw: bool = False,
+    style: str = "default",
 ) -> list[Rendered]:
     """Draw every figure of ``sources`` (default: all) into ``output_dir`` as PNG and PDF.
+
+    ``style="paper"`` draws them without the titles that say where each comes
+    from, at column or page width, as PDF and SVG (:data:`.style.STYLES`).
 
     A figure whose tables are unavailable is skipped with a message that says
     which files to fetch (or which ``local`` file failed); the others are still
@@ -329,7 +238,9 @@ def render_all(
     cache holds it. Results come back in figure order.
     """
     from mltraces.figures import render
+    from mltraces.figures import style as styles
 
+    styles.check_style(style)
     specs = registry(sources) if names is None else {n: get(n) for n in names}
     count = render.workers(processes) if len(specs) > 1 else 1
     results: dict[str, Rendered] = {}
@@ -346,19 +257,19 @@ def render_all(
                 bar.update()
                 continue
             task = (spec.name, frame(spec.name, con), unverified_inputs(con, spec.inputs),
-                    str(output_dir))
-            key = render.render_key(*task[:3])
-            reused = None if redraw else render.reuse(spec.name, key, str(output_dir))
+                    str(output_dir), style)
+            key = render.render_key(*task[:3], style)
+            reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
             if reused is not None:  # same data, same code: the same bytes as last time
                 results[spec.name] = _written(spec.name, reused)
                 bar.update()
             elif executor is None:
-                results[spec.name] = _kept(spec.name, key, render.render(*task))
+                results[spec.name] = _kept(spec.name, key, render.render(*task), style)
                 bar.update()
             else:
                 pending[spec.name] = (key, executor.submit(render.render, *task))
         for name, (key, future) in pending.items():
-            results[name] = _kept(name, key, future.result())
+            results[name] = _kept(name, key, future.result(), style)
             bar.update()
     finally:
         bar.close()
@@ -367,11 +278,11 @@ def render_all(
     return [results[name] for name in specs]
 
 
-def _kept(name: str, key: str, paths: Sequence[Path]) -> Rendered:
+def _kept(name: str, key: str, paths: Sequence[Path], style: str = "default") -> Rendered:
     """A fresh render, also stored in the render cache under its key."""
     from mltraces.figures import render
 
-    render.keep(name, key, list(paths))
+    render.keep(name, key, list(paths), style)
     return _written(name, paths)
 
 

@@ -45,22 +45,29 @@ def mark_unverified(figure: Any, tables: list[str]) -> None:
         )
 
 
-def plot(name: str, frame: pd.DataFrame, unverified: list[str]) -> Any:
-    """Figure ``name`` drawn from its data ``frame``, marked when inputs are unverified."""
-    from mltraces.figures import get
+def plot(name: str, frame: pd.DataFrame, unverified: list[str], style_name: str = "default"
+         ) -> Any:
+    """Figure ``name`` drawn from its data ``frame`` in a figure style, marked when unverified."""
+    from mltraces.figures import style
+    from mltraces.figures.specs import get
 
-    figure = get(name).plot(frame)
+    with style.using(style_name):
+        figure = get(name).plot(frame)
     if unverified:
         mark_unverified(figure, unverified)
     return figure
 
 
-def render(name: str, frame: pd.DataFrame, unverified: list[str], output_dir: str) -> list[Path]:
-    """Plot ``name`` and write ``<output_dir>/<name>.png`` and ``.pdf`` (a worker's task)."""
+def render(name: str, frame: pd.DataFrame, unverified: list[str], output_dir: str,
+           style_name: str = "default") -> list[Path]:
+    """Plot ``name`` and write it into ``output_dir`` in its style's formats (a worker's task).
+
+    The default style writes ``<name>.png`` and ``.pdf``, the paper style ``.pdf`` and ``.svg``.
+    """
     from mltraces.figures import style
 
-    return style.save(plot(name, frame, unverified), Path(output_dir) / name,
-                      tight=bool(unverified))
+    return style.save(plot(name, frame, unverified, style_name), Path(output_dir) / name,
+                      formats=style.STYLES[style_name], tight=bool(unverified))
 
 
 # --------------------------------------------------------------------------- render cache
@@ -69,22 +76,38 @@ def render(name: str, frame: pd.DataFrame, unverified: list[str], output_dir: st
 # libraries gives the same bytes. So a rendered figure is derived data like any
 # other, kept under ``<cache>/renders/<name>/<key>/`` with the key hashing the
 # data frame, the unverified note, the figure's plotting module, the shared style
-# and render code, and the matplotlib/seaborn versions. A warm figure run copies
+# and render code, the source's source.json (published numbers the plots print)
+# and the matplotlib/seaborn versions. A warm figure run copies
 # unchanged figures instead of drawing them again; anything else changes the key.
 
 RENDERS = "renders"
-FORMATS = ("png", "pdf")
 
 
-def render_key(name: str, frame: pd.DataFrame, unverified: list[str]) -> str:
+def render_key(name: str, frame: pd.DataFrame, unverified: list[str],
+               style_name: str = "default") -> str:
     """What a render of ``name`` depends on, as one sha256."""
-    from mltraces.figures import get
+    from mltraces.figures import style
+    from mltraces.figures.specs import get
 
     digest = hashlib.sha256()
-    digest.update(pickle.dumps((name, sorted(unverified), FORMATS), protocol=5))
+    formats = style.STYLES[style.check_style(style_name)]
+    extra = () if style_name == "default" else (style_name,)
+    digest.update(pickle.dumps((name, sorted(unverified), formats, *extra), protocol=5))
     digest.update(pickle.dumps(frame, protocol=5))
-    digest.update(_code_fingerprint(get(name).plot.__module__).encode())
+    spec = get(name)
+    digest.update(_code_fingerprint(spec.plot.__module__).encode())
+    digest.update(_published_fingerprint(spec.source).encode())
     return digest.hexdigest()
+
+
+@cache
+def _published_fingerprint(source: str) -> str:
+    """The source's ``source.json``: plot functions print the published numbers it holds."""
+    from mltraces.registry import get_source
+
+    folder = get_source(source).folder
+    path = folder / "source.json" if folder is not None else None
+    return hashlib.sha256(path.read_bytes() if path and path.is_file() else b"").hexdigest()
 
 
 @cache
@@ -102,42 +125,68 @@ def _code_fingerprint(module: str) -> str:
     return digest.hexdigest()
 
 
-def _entry(name: str, key: str) -> Path:
+def _entry(name: str, key: str, style_name: str = "default") -> Path:
+    """``renders/<name>/<key>``; another style keeps its own folder, so styles never evict."""
     from mltraces import config
 
-    return config.cache_dir() / RENDERS / name / key
+    folder = name if style_name == "default" else f"{name}@{style_name}"
+    return config.cache_dir() / RENDERS / folder / key
 
 
-def reuse(name: str, key: str, output_dir: str) -> list[Path] | None:
+def reuse(name: str, key: str, output_dir: str, style_name: str = "default"
+          ) -> list[Path] | None:
     """Copy a cached render of ``name`` into ``output_dir`` (unchanged files are left alone)."""
-    entry = _entry(name, key)
-    cached = [entry / f"{name}.{fmt}" for fmt in FORMATS]
+    from mltraces.figures import style
+
+    entry = _entry(name, key, style_name)
+    cached = [entry / f"{name}.{fmt}" for fmt in style.STYLES[style_name]]
     if not all(path.is_file() for path in cached):
         return None
+    from mltraces.errors import OutputError
+    from mltraces.outputs import replace_file
+
     written = []
     for source in cached:
         target = Path(output_dir) / source.name
         if not (target.is_file() and target.read_bytes() == source.read_bytes()):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            shutil.copyfile(source, tmp)
-            os.replace(tmp, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with replace_file(target) as tmp:
+                    shutil.copyfile(source, tmp)
+            except OSError as error:
+                raise OutputError(f"cannot write {target}: {error.strerror or error}; "
+                                  "it was not changed") from None
         written.append(target)
     return written
 
 
-def keep(name: str, key: str, paths: list[Path]) -> None:
-    """Store a fresh render under its key; older renders of the same figure go."""
-    entry = _entry(name, key)
+def keep(name: str, key: str, paths: list[Path], style_name: str = "default") -> None:
+    """Store a fresh render under its key; older renders of the same figure and style go.
+
+    The render cache only saves time: a cache that cannot be written (read-only,
+    full) or whose folder resolves outside it (a planted link) is left alone.
+    """
+    from mltraces import config
+    from mltraces.containment import proven_folder
+    from mltraces.errors import UnsafePathError
+
+    entry = _entry(name, key, style_name)
     folder = entry.parent
-    folder.mkdir(parents=True, exist_ok=True)
     staging = folder / f".{key}.{os.getpid()}.tmp"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    for path in paths:
-        shutil.copyfile(path, staging / path.name)
-    shutil.rmtree(entry, ignore_errors=True)
-    os.replace(staging, entry)
+    try:
+        proven_folder(config.cache_dir(), folder, "the render cache", create=True)
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        for path in paths:
+            shutil.copyfile(path, staging / path.name)
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(staging, entry)
+    except (OSError, UnsafePathError) as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        from mltraces.logs import get_logger
+
+        get_logger(__name__).debug("not keeping the render of %s: %s", name, error)
+        return
     for other in folder.iterdir():
         if other != entry:
             shutil.rmtree(other, ignore_errors=True)

@@ -38,19 +38,36 @@ _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
 
 _views: weakref.WeakKeyDictionary[Any, dict[str, list[Path]]] = weakref.WeakKeyDictionary()
+_nested: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
+
+
+def _mentions(name: str, sql: str) -> bool:
+    """True when ``sql`` names the view ``schema.view`` (plain or quoted)."""
+    schema, _, view = name.partition(".")
+    quoted = rf'"{re.escape(schema)}"\."{re.escape(view)}"'
+    return bool(re.search(rf"\b{re.escape(name)}\b|{quoted}", sql))
 
 
 def view_parquet(con: duckdb.DuckDBPyConnection) -> dict[str, list[Path]]:
     """Every catalog view (``schema.view``) with the Parquet files it reads (may be empty).
 
-    Read once per connection: a catalog connection's views do not change (and
-    asking DuckDB costs about as much as a cached figure query).
+    A view over other views (``mltraces.jobs``) reads their files. Read once per
+    connection: a catalog connection's views do not change (and asking DuckDB
+    costs about as much as a cached figure query).
     """
     if con not in _views:
         rows = con.execute(
             "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal"
         ).fetchall()
-        _views[con] = {f"{schema}.{view}": parquet_paths(sql) for schema, view, sql in rows}
+        sqls = {f"{schema}.{view}": sql or "" for schema, view, sql in rows}
+        direct = {name: parquet_paths(sql) for name, sql in sqls.items()}
+        nested = {name: sql for name, sql in sqls.items() if not direct[name]
+                  and any(_mentions(other, sql) for other in sqls if other != name)}
+        for name, sql in nested.items():  # one level: the catalog's views read tables
+            used = [other for other in sqls if other != name and _mentions(other, sql)]
+            if used and all(direct[other] for other in used):
+                direct[name] = sorted({p for other in used for p in direct[other]})
+        _views[con], _nested[con] = direct, nested
     return _views[con]
 
 
@@ -64,6 +81,13 @@ def identity(con: duckdb.DuckDBPyConnection, sql: str) -> list[Path] | None:
     if not files or not all(p.is_file() for p in files):
         return None
     return sorted(files)
+
+
+def definitions(con: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
+    """The SQL of the views over views that ``sql`` reads: a changed mapping is a new key."""
+    view_parquet(con)
+    return [text for name, text in sorted(_nested[con].items())
+            if re.search(rf"\b{re.escape(name)}\b", sql)]
 
 
 def parquet_paths(sql: str) -> list[Path]:
@@ -141,7 +165,7 @@ def query(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation:
         with single_threaded(con):
             con.execute(f"COPY ({sql}) TO {literal(path)} (FORMAT parquet)")
 
-    return stored(con, files, [sql], write)
+    return stored(con, files, [sql, *definitions(con, sql)], write)
 
 
 @contextlib.contextmanager

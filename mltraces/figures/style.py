@@ -8,6 +8,12 @@ rcParams locally instead of changing the user's global matplotlib state, and
 creates figures without pyplot so that rendering hundreds of them in a script
 never leaks memory or needs a display.
 
+Two figure styles (:data:`STYLES`): ``default`` titles each figure with where it
+comes from (:func:`provenance`) and writes PNG + PDF; ``paper`` leaves those
+titles out, keeps every figure a column or a page wide, and writes PDF + SVG.
+Colours are the Okabe–Ito palette (:data:`PALETTE`); more series than colours
+repeat them dashed (:func:`series_styles`).
+
 >>> from mltraces.figures import style
 >>> with style.context():
 ...     fig, ax = style.subplots(width="column")
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from functools import wraps
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +48,10 @@ PALETTE = (
     "#F0E442",  # yellow
     "#000000",  # black
 )
+
+#: Line styles that multiply the palette when a figure has more series than colours:
+#: every colour solid first, then every colour dashed, then dotted.
+DASHES = ("-", (0, (4, 1.5)), (0, (1, 1.2)))
 
 #: Fixed colours for names that recur across figures, so Zeus is always the same blue.
 NAMED_COLORS = {
@@ -92,6 +103,12 @@ RC: dict[str, Any] = {
     "svg.hashsalt": "mltraces",  # fixed ids in SVG output: re-rendering gives the same bytes
 }
 
+#: Figure styles and the files each writes. ``default``: every figure titled with where it
+#: comes from (paper figure, data, our analysis), PNG + PDF, as committed in ``figures/``.
+#: ``paper``: no provenance title (a caption says it), PDF + SVG, column or page width.
+STYLES: dict[str, tuple[str, ...]] = {"default": ("png", "pdf"), "paper": ("pdf", "svg")}
+_STYLE: ContextVar[str] = ContextVar("mltraces_figure_style", default="default")
+
 #: Metadata that would change on every render (dates, versions) is left out of the files.
 METADATA: dict[str, dict[str, Any]] = {
     "png": {"Software": None},
@@ -107,6 +124,70 @@ def context() -> Iterator[None]:
 
     with matplotlib.rc_context(RC):
         yield
+
+
+@contextlib.contextmanager
+def using(name: str) -> Iterator[None]:
+    """Draw the figures plotted inside the block in style ``name`` (see :data:`STYLES`)."""
+    check_style(name)
+    token = _STYLE.set(name)
+    try:
+        yield
+    finally:
+        _STYLE.reset(token)
+
+
+def check_style(name: str) -> str:
+    """``name`` if it is a figure style, else a ValueError that lists them."""
+    if name not in STYLES:
+        raise ValueError(f"unknown figure style {name!r}; choose from {', '.join(STYLES)}")
+    return name
+
+
+def current() -> str:
+    """The figure style in force (``default`` unless inside :func:`using`)."""
+    return _STYLE.get()
+
+
+def provenance(target: Any, text: str, **kwargs: Any) -> Any:
+    """A title that says where the figure comes from, left out in the ``paper`` style.
+
+    ``target`` is a Figure (the title becomes its suptitle) or an Axes (its
+    title). Panel titles that say what a panel shows are plain ``set_title``
+    calls: they stay in every style.
+    """
+    if current() == "paper":
+        return None
+    from matplotlib.figure import Figure
+
+    if isinstance(target, Figure):
+        return target.suptitle(text, **kwargs)
+    return target.set_title(text, **kwargs)
+
+
+def series_styles(names: Sequence[str], skip: Sequence[str] = ("#000000",)) -> dict[str, dict]:
+    """``color`` and ``linestyle`` per name, for more series than the palette has colours.
+
+    The Okabe–Ito colours (without ``skip``: black is kept for totals) in order,
+    solid; past them the same colours dashed, then dotted. Distinct for up to
+    21 series, colour-blind safe, and no red/green pair.
+    """
+    colours = [c for c in PALETTE if c not in set(skip)]
+    return {
+        name: {"color": colours[k % len(colours)],
+               "linestyle": DASHES[(k // len(colours)) % len(DASHES)]}
+        for k, name in enumerate(names)
+    }
+
+
+def inches(width: Literal["column", "page"] | float) -> float:
+    """A figure width in inches; in the ``paper`` style any width is a column or the page."""
+    if isinstance(width, str):
+        return WIDTHS[width]
+    value = float(width)
+    if current() == "paper" and value not in WIDTHS.values():
+        return WIDTHS["column"] if value <= WIDTHS["column"] else WIDTHS["page"]
+    return value
 
 
 def styled(plot: Callable[..., Any]) -> Callable[..., Any]:
@@ -149,11 +230,11 @@ def subplots(
     """
     from matplotlib.figure import Figure
 
-    inches = WIDTHS[width] if isinstance(width, str) else float(width)
+    wide = inches(width)
     if height is None:
-        per_row = inches / max(ncols, 1) * (0.8 if ncols > 1 else 0.62)
+        per_row = wide / max(ncols, 1) * (0.8 if ncols > 1 else 0.62)
         height = max(1.6, min(per_row * nrows + 0.35, 9.0))
-    fig = Figure(figsize=(inches, height), layout="constrained")
+    fig = Figure(figsize=(wide, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, **kwargs)
     return fig, axes
 
@@ -185,14 +266,22 @@ def save(
     Byte-stable: no dates or versions in the files' metadata (:data:`METADATA`),
     so re-rendering unchanged data gives identical files and a clean ``git diff``.
     """
+    from mltraces.errors import OutputError
+    from mltraces.outputs import replace_file
+
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     with context(), laid_out(fig):
         bbox = tight_bbox(fig) if tight else None
         for fmt in formats:
             path = stem.with_suffix(f".{fmt}")
-            fig.savefig(path, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)
+            try:
+                stem.parent.mkdir(parents=True, exist_ok=True)
+                with replace_file(path) as tmp:  # a reader never sees half a figure
+                    fig.savefig(tmp, format=fmt, metadata=METADATA.get(fmt), bbox_inches=bbox)
+            except OSError as error:
+                raise OutputError(f"cannot write {path}: {error.strerror or error}; "
+                                  "it was not changed") from None
             paths.append(path)
     return paths
 
@@ -342,11 +431,13 @@ def table_figure(
     """A figure that shows a small table (for tables that papers print as tables)."""
     from matplotlib.figure import Figure
 
-    inches = WIDTHS[width] if isinstance(width, str) else float(width)
+    wide = inches(width)
+    if current() == "paper":
+        title = None
     header_lines = max(str(c).count("\n") + 1 for c in columns)
     title_space = 0.14 + 0.16 * (title.count("\n") + 1) if title else 0.05
     height = 0.22 * (len(rows) + header_lines) + title_space
-    fig = Figure(figsize=(inches, height))
+    fig = Figure(figsize=(wide, height))
     ax = fig.add_axes((0, 0, 1, 1 if not title else 1 - title_space / height))
     ax.axis("off")
     table = ax.table(

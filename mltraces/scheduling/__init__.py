@@ -63,6 +63,7 @@ trace's first submission (``Setup.origin``; the result tables add it back).
 
 from __future__ import annotations
 
+from mltraces.scheduling import native
 from mltraces.scheduling.api import (
     ALIASES,
     POLICIES,
@@ -95,6 +96,8 @@ from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, Recorder, ScheduleResult
 from mltraces.scheduling.themis import Themis
 from mltraces.scheduling.tiresias import Tiresias
+
+native.install()  # the cores are imported on first use; they may have to run as Python
 
 __all__ = [
     "ALIASES",

@@ -5,19 +5,21 @@ every single scaling step, and the exact replay must do the same: on
 cluster10 that is ~9,000 steps and ~50,000 plans, each a few dozen
 interpreted loop iterations. No reordering of that work removes it (a price
 depends on where the other jobs' plans put their steps, which every step
-moves), so the loops run as machine code through numba. Without numba the
-same functions run as plain Python, with the same results, only slower.
+moves), so the loops run as machine code: this file is Cython's pure Python
+mode, compiled when mltraces is installed (see :mod:`.native`); where it
+could not be, the same functions run as plain Python, with the same results,
+only slower.
 
 What it costs in machine code. A plan is a few hundred nanoseconds of
 arithmetic; what used to dominate was bookkeeping around it: fresh arrays
-per plan, lists of arrays, and numba's reference counting, which is an
-atomic instruction for every array a call, a tuple unpacking or a row view
-touches (57 % of the Philly replay's ``perf`` samples at one point). So a
-round's plans write into one workspace of 2-D rows (see :class:`_Workspace`),
-the per-plan helpers are inlined into their caller, only :func:`plan` stays
-a separate call (inlining it too saved 5 % and cost minutes of compilation),
-and every array in the loops is a borrowed view that nothing counts
-(:func:`.jit.borrowed`; the owners live in tuples kept alive to the end).
+per plan, lists of arrays, reference counts. So a round's plans write into
+one workspace of 2-D rows (see :class:`Planner`), the small helpers are C
+functions the compiler inlines, and the arrays that travel together are
+attributes of small classes (:class:`Tables`, :class:`Current`,
+:class:`Offers`, :class:`Prices`, :class:`Work`, :class:`Merged`) that
+compiled code reads in place. :mod:`.efrounds` calls :func:`bisect_left`,
+:func:`rate`, :func:`estimate` and :func:`scale_up` as C functions: their
+signatures are also declared in ``efcore.pxd``, which must change with them.
 
 Conventions. A timeline is ``(times, free, n)``: the first ``n`` entries of a
 float64 and an int64 array (arrays may be longer). An allocation is
@@ -40,25 +42,157 @@ import math
 
 import numpy as np
 
-from mltraces.scheduling.jit import borrowed, in_cache, keep_alive, njit
+try:
+    import cython
+except ImportError:  # installed without its compiled extensions: run as Python
+    from mltraces.scheduling import cyshim as cython
 
-INF = math.inf
-NONE = -(2**62)  # an unset GPU count (the reference's undefined variable)
+if cython.compiled:
+    from cython.cimports.libc.math import ceil, floor, fmod, isnan
+else:
+    from math import ceil, floor, fmod, isnan
+
+i64 = cython.typedef(cython.longlong)
+f64 = cython.typedef(cython.double)
+u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
+# 1-D arrays inside the planner: C pointers compiled (a typed memoryview, or a row of
+# one, costs a struct copy and a reference count each time it is passed), the numpy
+# arrays (or rows) themselves as Python; see fptr/iptr/bptr/frow/irow
+f64p = cython.typedef(cython.p_double)
+i64p = cython.typedef(cython.p_longlong)
+u8p = cython.typedef(cython.p_uchar)
+
+INF = cython.declare(f64, math.inf)
+NAN = cython.declare(f64, math.nan)
+NONE = cython.declare(i64, -(2**62))  # an unset GPU count (the reference's undefined variable)
+
+
+# -- pointers to arrays and rows (compiled), the arrays and rows themselves (Python) --------
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def fptr(a: f64[:]) -> f64p:
+    """The data of a 1-D float array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def iptr(a: i64[:]) -> i64p:
+    """The data of a 1-D int64 array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def bptr(a: u8[:]) -> u8p:
+    """The data of a 1-D bool array."""
+    if cython.compiled:
+        return cython.address(a[0])
+    else:
+        return a
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def frow(a: f64[:, :], p: i64) -> f64p:
+    """Row ``p`` of a 2-D float array."""
+    if cython.compiled:
+        return cython.address(a[p, 0])
+    else:
+        return a[p]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def irow(a: i64[:, :], p: i64) -> i64p:
+    """Row ``p`` of a 2-D int64 array."""
+    if cython.compiled:
+        return cython.address(a[p, 0])
+    else:
+        return a[p]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def copy_f64(src: f64p, dst: f64p, n: i64) -> cython.void:
+    """``dst[:n] = src[:n]``."""
+    k: i64
+    if cython.compiled:
+        for k in range(n):
+            dst[k] = src[k]
+    else:
+        dst[:n] = src[:n]
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def copy_i64(src: i64p, dst: i64p, n: i64) -> cython.void:
+    """``dst[:n] = src[:n]``."""
+    k: i64
+    if cython.compiled:
+        for k in range(n):
+            dst[k] = src[k]
+    else:
+        dst[:n] = src[:n]
 
 
 # -- small helpers -------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def align(origin: float, time: float, slot: float) -> float:
-    """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod)."""
-    x = time - origin
-    mod = np.fmod(x, slot)
-    div = (x - mod) / slot
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def whole(v: f64) -> cython.bint:
+    """Whether ``v`` is a whole number that an int64 holds exactly (below 2**53)."""
+    if not -9007199254740992.0 < v < 9007199254740992.0:
+        return False
+    w: i64 = int(v)
+    return w == v
+
+
+@cython.cfunc
+@cython.inline
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def remainder(a: i64, b: i64) -> i64:
+    """``a % b`` as C computes it, with the sign of ``a``: ``fmod`` of two whole numbers."""
+    return a % b
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def align(origin: f64, time: f64, slot: f64) -> f64:
+    """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod).
+
+    Times and slots are whole seconds nearly always, and then the remainder is an
+    integer one, several times cheaper than ``fmod`` and equal to it (``fmod`` is exact;
+    only the sign of a zero can differ, which nothing below can tell).
+    """
+    x: f64 = time - origin
+    mod: f64
+    if cython.compiled and slot >= 1.0 and whole(x) and whole(slot):
+        mod = remainder(int(x), int(slot))
+    else:
+        mod = fmod(x, slot)
+    div: f64 = (x - mod) / slot
     if mod != 0.0 and (slot < 0) != (mod < 0):
         mod += slot
         div -= 1.0
-    steps = 0.0
+    steps: f64 = 0.0
     if div != 0.0:
-        steps = math.floor(div)
+        steps = floor(div)
         if div - steps > 0.5:
             steps += 1.0
     if mod > 0:
@@ -66,9 +200,13 @@ def align(origin: float, time: float, slot: float) -> float:
     return origin + steps * slot
 
 
-@njit(cache=True, inline="always")
-def bisect_left(a, n: int, x: float) -> int:
-    lo, hi = 0, n
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def bisect_left(a: f64p, n: i64, x: f64) -> i64:
+    lo: i64 = 0
+    hi: i64 = n
+    mid: i64
     while lo < hi:
         mid = (lo + hi) // 2
         if a[mid] < x:
@@ -78,9 +216,13 @@ def bisect_left(a, n: int, x: float) -> int:
     return lo
 
 
-@njit(cache=True, inline="always")
-def bisect_right(a, n: int, x: float) -> int:
-    lo, hi = 0, n
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def bisect_right(a: f64p, n: i64, x: f64) -> i64:
+    lo: i64 = 0
+    hi: i64 = n
+    mid: i64
     while lo < hi:
         mid = (lo + hi) // 2
         if x < a[mid]:
@@ -90,17 +232,21 @@ def bisect_right(a, n: int, x: float) -> int:
     return lo
 
 
-@njit(cache=True, inline="always")
-def step_index(a, n: int, x: float) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def step_index(a: f64p, n: i64, x: f64) -> i64:
     """Index of the step starting exactly at ``x``, or -1."""
-    i = bisect_left(a, n, x)
+    i: i64 = bisect_left(a, n, x)
     if i < n and a[i] == x:
         return i
     return -1
 
 
-@njit(cache=True, inline="always")
-def wrap(i: int, n: int) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(-1)
+def wrap(i: i64, n: i64) -> i64:
     """A Python list index: -1 is the last element."""
     if i < 0:
         i += n
@@ -109,15 +255,18 @@ def wrap(i: int, n: int) -> int:
     return i
 
 
-@njit(cache=True, inline="always")
-def set_step(times, free, n: int, time: float, value: int) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(-1)
+def set_step(times: f64p, free: i64p, n: i64, time: f64, value: i64) -> i64:
     """Set the value from ``time`` on (insert a step or overwrite one); the new length.
 
     The arrays must have room for one more entry.
     """
     if value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
-    i = bisect_left(times, n, time)
+    k: i64
+    i: i64 = bisect_left(times, n, time)
     if i < n and times[i] == time:
         free[i] = value
         return n
@@ -129,12 +278,14 @@ def set_step(times, free, n: int, time: float, value: int) -> int:
     return n + 1
 
 
-@njit(cache=True, inline="always")
-def fit_of(fit2, row: int, x: int) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(-1)
+def fit_of(fit2: i64[:, :], row: i64, x: i64) -> i64:
     """``fit2[row, x]`` with Python's indexing (negative wraps, too large raises)."""
     if x == NONE:
         raise TypeError("free GPUs unset")
-    n = fit2.shape[1]
+    n: i64 = fit2.shape[1]
     if x < 0:
         x += n
     if x < 0 or x >= n:
@@ -142,18 +293,22 @@ def fit_of(fit2, row: int, x: int) -> int:
     return fit2[row, x]
 
 
-@njit(cache=True, inline="always")
-def rate(speed2, m: int, g: int) -> float:
+@cython.cfunc
+@cython.inline
+def rate(speed2: f64[:, :], m: i64, g: i64) -> f64:
     """Iterations per second of model row ``m`` on ``g`` GPUs; a count the profile lacks raises."""
-    if g < 0 or g >= speed2.shape[1] or math.isnan(speed2[m, g]):
+    if g < 0 or g >= speed2.shape[1] or isnan(speed2[m, g]):
         raise KeyError("no throughput for this GPU count")
     return speed2[m, g]
 
 
-@njit(cache=True, inline="always")
-def gpu_time(at, ag, na: int, end: float) -> float:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def gpu_time(at: f64p, ag: i64p, na: i64, end: f64) -> f64:
     """GPU-seconds of an allocation held until ``end``."""
-    total = 0.0
+    total: f64 = 0.0
+    k: i64
     for k in range(na - 1):
         total += ag[k] * (at[k + 1] - at[k])
     if na:
@@ -161,34 +316,33 @@ def gpu_time(at, ag, na: int, end: float) -> float:
     return total
 
 
-@njit(cache=True, inline="always")
-def value_at(times, free, n: int, time: float, default: int) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def value_at(times: f64p, free: i64p, n: i64, time: f64, default: i64) -> i64:
     """Free GPUs at ``time`` (``default`` before the first step)."""
-    i = bisect_right(times, n, time)
+    i: i64 = bisect_right(times, n, time)
     return free[i - 1] if i else default
 
 
-@njit(cache=True, inline="always")
-def hold(aval, aset, nf, k: int, gpus: int) -> None:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
     """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
     aval[k] = gpus
     aset[k] = True
     nf[k] -= gpus
 
 
-@njit(cache=True, inline="always")
-def copy_into(src, dst, n: int) -> None:
-    """``dst[:n] = src[:n]`` without making views (a view costs a reference count)."""
-    for k in range(n):
-        dst[k] = src[k]
-
-
 # -- one plan --------------------------------------------------------------------------------
 # A plan writes into buffers its caller owns (a workspace reused for every plan of
 # a round): ``nt``/``nf``/``aval``/``aset`` need room for n + 2 entries, ``at``/``ag``
 # for n + 3, where n is the length of the timeline planned on.
-@njit(cache=True, inline="always")
-def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value, at, ag):
+@cython.cfunc
+@cython.inline
+def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
+                end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
     """Collect the allocation steps (sorted, repeats dropped) and add the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
@@ -198,9 +352,10 @@ def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value, at, ag):
     and returns ``(n, na)``: the timeline's new length (not yet compacted, see
     :func:`compact`) and the allocation's.
     """
-    na = 0
-    last = -1
-    pending = xt == xt
+    na: i64 = 0
+    last: i64 = -1
+    k: i64
+    pending: cython.bint = xt == xt
     for k in range(nn + 1):
         if pending and (k == nn or xt < nt[k]):
             pending = False
@@ -219,16 +374,18 @@ def finish_plan(nt, nf, nn, aval, aset, xt, xv, end_step, end_value, at, ag):
     return nn, na
 
 
-@njit(cache=True)
-def compact(nt, nf, nn, ct, cf) -> int:
+@cython.cfunc
+@cython.exceptval(check=False)
+def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
     """Copy the timeline into ``ct``/``cf`` without repeated values; the new length.
 
     Kept apart from :func:`finish_plan` because most plans are only priced:
     their timeline is compacted only for the one a step chooses. ``ct`` may be
     ``nt`` (in place).
     """
-    m = 0
-    prev = -1
+    m: i64 = 0
+    prev: i64 = -1
+    k: i64
     for k in range(nn):
         if nf[k] != prev:
             ct[m] = nt[k]
@@ -238,9 +395,11 @@ def compact(nt, nf, nn, ct, cf) -> int:
     return m
 
 
-@njit(cache=True)
-def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, fitrow, cap2,
-         total, slot, assign, nt, nf, aval, aset, at, ag):
+@cython.cfunc
+def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, m: i64,
+         speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:],
+         cap2: i64[:], total: i64, slot: f64, assign: i64, nt: f64p, nf: i64p,
+         aval: i64p, aset: u8p, at: f64p, ag: i64p) -> tuple[i64, i64, f64, f64]:
     """Plan a job from ``start`` backwards from its deadline on the timeline.
 
     With ``assign`` the job first holds that many GPUs until the timeline's
@@ -248,27 +407,54 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
     timeline with the plan to ``nt``/``nf`` and the allocation to ``at``/``ag``;
     returns ``(n, na, end, real_end)``.
     """
-    fr = fitrow[m]
-    cap = cap2[m]
-    nl = nlev[m]
-    copy_into(times, nt, n)
-    copy_into(free, nf, n)
-    nn = n
+    fr: i64 = fitrow[m]
+    cap: i64 = cap2[m]
+    nl: i64 = nlev[m]
+    k: i64
+    i: i64
+    u: i64
+    q: i64
+    g: i64
+    p: f64
+    t: f64
+    got: i64
+    until: f64
+    gathered: f64
+    gained: f64
+    sp: f64
+    nxt: i64
+    future: f64
+    real_end: f64
+    end: f64
+    back: i64
+    na: i64
+    ie: i64
+    lo: i64
+    hi: i64
+    last_q: i64
+    last_t: f64
+    last_k: i64
+    last_a: i64
+    lk: i64
+    copy_f64(times, nt, n)
+    copy_i64(free, nf, n)
+    nn: i64 = n
     for k in range(n + 2):
         aval[k] = 0
         aset[k] = False
-    aligned = align(start, deadline, slot)
-    carried = NONE  # the pre-job value the reference restores after a plan's end
+    aligned: f64 = align(start, deadline, slot)
+    carried: i64 = NONE  # the pre-job value the reference restores after a plan's end
     if aligned >= start and step_index(nt, nn, aligned) < 0:
         carried = nf[wrap(bisect_left(nt, nn, aligned) - 1, nn)]
         nn = set_step(nt, nf, nn, aligned, carried)
-    i_start = step_index(nt, nn, start)
-    xt, xv = math.nan, 0  # the start's allocation when the timeline lacks the start
+    i_start: i64 = step_index(nt, nn, start)
+    xt: f64 = NAN  # the start's allocation when the timeline lacks the start
+    xv: i64 = 0
     if i_start < 0:
         xt = start
     else:
         aset[i_start] = True
-    event = start
+    event: f64 = start
     if assign:
         sp = rate(speed2, m, assign)
         nxt = bisect_right(times, n, start)
@@ -277,7 +463,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             xv = assign
         else:
             aval[i_start] = assign
-        real_end = float(math.ceil(start + left / sp))
+        real_end = float(ceil(start + left / sp))
         end = align(start, real_end, slot)
         if future >= end and deadline >= real_end:
             back = NONE
@@ -295,7 +481,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
                     raise TypeError("a timeline step without a value")
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
             return nn, na, end, real_end
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
@@ -331,7 +517,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             until = p
         last_q = q
     # 2. not enough before the deadline: the top count on what is free until then
-    last_t = math.nan
+    last_t = NAN
     last_k = -1
     last_a = 0
     for k in range(lo, nn):
@@ -358,7 +544,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
         aset[wrap(lk, nn)] = True
         gained = (t - last_t) * rate(speed2, m, q)
         if gained >= left:
-            real_end = float(math.ceil(last_t + left / rate(speed2, m, q)))
+            real_end = float(ceil(last_t + left / rate(speed2, m, q)))
             end = align(start, real_end, slot)
             for u in range(n):
                 if times[u] >= end:
@@ -372,7 +558,7 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             if step_index(times, n, end) < 0:
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
             return nn, na, end, real_end
         left -= gained
         for u in range(n):
@@ -393,22 +579,33 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             q = levels2[m, 0]
     aval[wrap(lk, nn)] = q
     aset[wrap(lk, nn)] = True
-    real_end = float(math.ceil(last_t + left / rate(speed2, m, q)))
+    real_end = float(ceil(last_t + left / rate(speed2, m, q)))
     end = align(start, real_end, slot)
     nf[wrap(lk, nn)] = total - q
     nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag)
     return nn, na, end, real_end
 
 
-@njit(cache=True, inline="always")
-def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, deadline,
-            aligned, speed2, m, fit2, fr, q, prev_q, point, total, slot, at, ag):
+@cython.cfunc
+@cython.inline
+def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: i64p,
+            aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
+            aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
+            prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
+            ag: i64p) -> tuple[i64, i64, f64, f64]:
     """Allocate from ``event``: ``prev_q`` before ``point``, ``q`` from it, until done."""
-    end = math.nan
-    real_end = math.nan
-    last_t = math.nan
-    last_k = -1
-    last_a = 0
+    k: i64
+    u: i64
+    t: f64
+    sp: f64
+    gained: f64
+    real_left: f64
+    na: i64
+    end: f64 = NAN
+    real_end: f64 = NAN
+    last_t: f64 = NAN
+    last_k: i64 = -1
+    last_a: i64 = 0
     for k in range(bisect_left(nt, nn, event), nn):
         t = nt[k]
         if t > aligned:
@@ -421,7 +618,7 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
                 if last_t < point or gained < left:
                     left -= gained
                 else:
-                    real_left = float(math.ceil(left / sp))
+                    real_left = float(ceil(left / sp))
                     end = last_t + align(0.0, real_left, slot)
                     real_end = last_t + real_left
                     break
@@ -431,10 +628,10 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
         if last_k < 0:
             raise TypeError("nothing to allocate before the deadline")
         hold(aval, aset, nf, last_k, last_a)
-        real_left = float(math.ceil(left / rate(speed2, m, last_a)))
+        real_left = float(ceil(left / rate(speed2, m, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
-    back = total
+    back: i64 = total
     for u in range(n):
         if times[u] >= end:
             break
@@ -443,14 +640,18 @@ def forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left, 
     if step_index(times, n, end) < 0:
         nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
     else:
-        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, math.nan, 0, at, ag)
+        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
     return nn, na, end, real_end
 
 
 # -- a round: plan every job, then hand out the free GPUs ----------------------------------
-@njit(cache=True, inline="always")
-def next_level_of(levels2, m: int, nl: int, gpus: int) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def next_level_of(levels2: i64[:, :], m: i64, nl: i64, gpus: i64) -> i64:
     """The next scaling step of model row ``m`` above ``gpus`` (``gpus`` itself at the top)."""
+    i: i64
+    g: i64
     for i in range(nl):
         g = levels2[m, i]
         if g > gpus:
@@ -458,16 +659,24 @@ def next_level_of(levels2, m: int, nl: int, gpus: int) -> int:
     return gpus
 
 
-@njit(cache=True, inline="always")
-def released(times, free, n, at, ag, na, end, total, out_t, out_f) -> int:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: f64,
+             total: i64, out_t: f64p, out_f: i64p) -> i64:
     """The cluster timeline plus a job's own allocation until its planned end.
 
     Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
     """
-    m = np.int64(0)  # not a literal (see estimate)
-    i = a = 0
-    end_left = True
-    base, held, last = total, 0, -1
+    m: i64 = 0
+    i: i64 = 0
+    a: i64 = 0
+    k: f64
+    value: i64
+    end_left: cython.bint = True
+    base: i64 = total
+    held: i64 = 0
+    last: i64 = -1
     while True:
         k = INF
         if i < n:
@@ -495,71 +704,80 @@ def released(times, free, n, at, ag, na, end, total, out_t, out_f) -> int:
     return m
 
 
-@njit(cache=True)
-def estimate(now, total, slot, left, deadline, model, stop_on_miss, speed2, levels2, nlev,
-             fit2, fitrow, cap2):
+@cython.ccall
+@cython.exceptval(-1)
+def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], model: i64[:],
+             stop_on_miss: cython.bint, planner: Planner) -> i64:
     """Plan jobs (deadline order) one after another on an empty cluster.
 
-    Returns ``(ok, planned, ptr, at, ag, end, real_end, times, free)``: whether
-    every plan meets its deadline, how many were planned (``stop_on_miss``
-    stops at the first miss), their allocations as ``at[ptr[i]:ptr[i+1]]``,
-    and the timeline they leave.
+    Returns whether every plan meets its deadline (1 or 0; ``stop_on_miss``
+    stops at the first miss). Leaves in ``planner`` the plans' allocations as
+    ``at_all[ptr[i]:ptr[i+1]]`` (``ag_all`` likewise), their ends
+    (``end``, ``real_end``) and the timeline they leave (``times``/``free``,
+    ``timeline`` steps long).
     """
-    # views without owners (see :func:`.jit.borrowed`): arguments live until we
-    # return, the workspace is kept alive to the end
-    left, deadline, model = borrowed((left, deadline, model))
-    speed2, levels2, nlev, fit2, fitrow, cap2 = borrowed((speed2, levels2, nlev, fit2, fitrow,
-                                                          cap2))  # fmt: skip
-    m = left.shape[0]
-    width = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
-    owned = (np.empty(width, np.float64), np.empty(width, np.int64),
-             np.empty(width, np.float64), np.empty(width, np.int64),
-             np.empty(width, np.int64), np.empty(width, np.bool_),
-             np.empty(width, np.float64), np.empty(width, np.int64))  # fmt: skip
-    times, free, nt, nf, aval, aset, at, ag = borrowed(owned)
+    i: i64
+    k: i64
+    nn: i64
+    na: i64
+    e: f64
+    re: f64
+    tables: Tables = planner.tables
+    m: i64 = left.shape[0]
+    width: i64 = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
+    times: f64p = fptr(planner.times)
+    free: i64p = iptr(planner.free)
+    ptr: i64[:] = planner.ptr
+    end: f64[:] = planner.end
+    real_end: f64[:] = planner.real_end
     times[0] = now
     free[0] = total
-    n = np.int64(1)  # int64s, not literals: each literal would compile plan once more
-    ptr = np.zeros(m + 1, np.int64)
-    at_all = np.empty(16 * m + 16, np.float64)
-    ag_all = np.empty(16 * m + 16, np.int64)
-    end = np.empty(m, np.float64)
-    real_end = np.empty(m, np.float64)
-    ok = True
-    planned = 0
+    n: i64 = 1
+    for i in range(m + 1):
+        ptr[i] = 0
+    ok: cython.bint = True
     for i in range(m):
         if n + 3 > width:
             raise RuntimeError("planner workspace too small")
-        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i], speed2,
-                             levels2, nlev, fit2, fitrow, cap2, total, slot, np.int64(0), nt, nf,
-                             aval, aset, at, ag)
-        n = compact(nt, nf, nn, times, free)
-        if ptr[i] + na > at_all.shape[0]:
-            at_all = np.concatenate((at_all, np.empty(at_all.shape[0] + na, np.float64)))
-            ag_all = np.concatenate((ag_all, np.empty(ag_all.shape[0] + na, np.int64)))
+        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i],
+                             tables.speed2, tables.levels2, tables.nlev, tables.fit2,
+                             tables.fitrow, tables.cap2, total, slot, 0, fptr(planner.nt),
+                             iptr(planner.nf), iptr(planner.aval), bptr(planner.aset),
+                             fptr(planner.at), iptr(planner.ag))
+        n = compact(fptr(planner.nt), iptr(planner.nf), nn, times, free)
+        if ptr[i] + na > planner.at_all.shape[0]:
+            planner.at_all = np.concatenate((np.asarray(planner.at_all),
+                                             np.empty(planner.at_all.shape[0] + na)))
+            planner.ag_all = np.concatenate((np.asarray(planner.ag_all),
+                                             np.empty(planner.ag_all.shape[0] + na, np.int64)))
         for k in range(na):
-            at_all[ptr[i] + k] = at[k]
-            ag_all[ptr[i] + k] = ag[k]
+            planner.at_all[ptr[i] + k] = planner.at[k]
+            planner.ag_all[ptr[i] + k] = planner.ag[k]
         ptr[i + 1] = ptr[i] + na
         end[i] = e
         real_end[i] = re
-        planned = i + 1
         if re > deadline[i]:
             ok = False
             if stop_on_miss:
                 break
-    timeline = times[:n].copy(), free[:n].copy()
-    keep_alive(owned)
-    return ok, planned, ptr, at_all, ag_all, end, real_end, timeline[0], timeline[1]
+    planner.timeline = n
+    return 1 if ok else 0
 
 
-@njit(cache=True)
-def sort_desc(order, key) -> None:
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def sort_desc(order: i64[:], key: f64[:]) -> cython.void:
     """Sort ``order`` in place by ``key[order]``, largest first, stably (NaN last).
 
     What Python's ``sort(reverse=True)`` does; an insertion sort, as the
     lists are short and mostly sorted already.
     """
+    i: i64
+    j: i64
+    x: i64
+    kx: f64
+    ky: f64
     for i in range(1, order.shape[0]):
         x = order[i]
         kx = key[x]
@@ -574,178 +792,321 @@ def sort_desc(order, key) -> None:
         order[j + 1] = x
 
 
-class _Workspace:  # documentation only: what the arrays in scale_up hold
-    """Per job (by position ``p``, a row of each 2-D array):
 
-    ``current = (cat, cag, cna)`` its allocation; ``offers = (ot, of, on, oat,
-    oag, ona, oend, oreal, has)`` its offer (the plan one scaling step up):
-    that plan's timeline, allocation and ends, and whether it is valid for the
-    current timeline; ``prices = (marginal, reuse, r_step, r_horizon,
-    r_jump)`` its price and what :func:`keep` needs to know when it still holds.
-    The cluster timeline is row ``cur`` of ``tt/tf`` (two rows: the one before
-    a step and the one after, for :func:`keep`); ``work = (rt, rf, aval,
-    aset)`` is scratch: the last released timeline and a plan's marks.
-    Rows are ``width`` wide and widened when a timeline could outgrow them.
 
-    Why tuples: the helpers below are inlined into :func:`scale_up` (a call
-    of a compiled function pays two atomic reference counts per array
-    argument, which cost a third of the replay before), and a call of more
-    than 30 arguments cannot be inlined.
+# -- the workspace of a replay's planning: arrays that travel together ---------------------
+@cython.cclass
+class Tables:
+    """The jobs' scaling models (see the module docstring): ``speed2``, ``levels2``,
+    ``nlev``, ``fit2``, ``fitrow``, ``cap2``."""
+
+    speed2: f64[:, :]
+    levels2: i64[:, :]
+    nlev: i64[:]
+    fit2: i64[:, :]
+    fitrow: i64[:]
+    cap2: i64[:]
+
+    def __init__(self, speed2, levels2, nlev, fit2, fitrow, cap2) -> None:
+        self.speed2, self.levels2, self.nlev = speed2, levels2, nlev
+        self.fit2, self.fitrow, self.cap2 = fit2, fitrow, cap2
+
+
+@cython.cclass
+class Current:
+    """Per job (a row each): its allocation ``cat``/``cag``, ``cna`` steps long."""
+
+    cat: f64[:, :]
+    cag: i64[:, :]
+    cna: i64[:]
+
+    def __init__(self, cat, cag, cna) -> None:
+        self.cat, self.cag, self.cna = cat, cag, cna
+
+
+@cython.cclass
+class Offers:
+    """Per job, its offer (the plan one scaling step up): that plan's timeline ``ot``/``of``
+    (``on`` long), allocation ``oat``/``oag`` (``ona`` long) and ends ``oend``/``oreal``,
+    and whether it is valid for the current timeline (``has``)."""
+
+    ot: f64[:, :]
+    of: i64[:, :]
+    on: i64[:]
+    oat: f64[:, :]
+    oag: i64[:, :]
+    ona: i64[:]
+    oend: f64[:]
+    oreal: f64[:]
+    has: u8[:]
+
+    def __init__(self, ot, of, on, oat, oag, ona, oend, oreal, has) -> None:
+        self.ot, self.of, self.on, self.oat, self.oag = ot, of, on, oat, oag
+        self.ona, self.oend, self.oreal, self.has = ona, oend, oreal, has
+
+
+@cython.cclass
+class Prices:
+    """Per job: its price (``marginal``) and what :func:`keep` needs to know when it still
+    holds (``reuse``, ``r_step``, ``r_horizon``, ``r_jump``, ``r_fast``)."""
+
+    marginal: f64[:]
+    reuse: u8[:]
+    r_step: f64[:]
+    r_horizon: f64[:]
+    r_jump: i64[:]
+    r_fast: u8[:]
+
+    def __init__(self, marginal, reuse, r_step, r_horizon, r_jump, r_fast) -> None:
+        self.marginal, self.reuse, self.r_step = marginal, reuse, r_step
+        self.r_horizon, self.r_jump, self.r_fast = r_horizon, r_jump, r_fast
+
+
+@cython.cclass
+class Work:
+    """A round's scratch: the last released timeline ``rt``/``rf`` and a plan's marks."""
+
+    rt: f64[:]
+    rf: i64[:]
+    aval: i64[:]
+    aset: u8[:]
+
+    def __init__(self, rt, rf, aval, aset) -> None:
+        self.rt, self.rf, self.aval, self.aset = rt, rf, aval, aset
+
+
+@cython.cclass
+class Merged:
+    """:func:`keep`'s scratch: the two timelines' steps, the change at each, the next change."""
+
+    keys: f64[:]
+    delta: i64[:]
+    next_change: f64[:]
+
+    def __init__(self, keys, delta, next_change) -> None:
+        self.keys, self.delta, self.next_change = keys, delta, next_change
+
+
+@cython.cclass
+class Planner:
+    """Everything a replay's rounds plan in, allocated once for ``jobs`` jobs and grown
+    when a round needs more (rounds plan thousands of times; fresh arrays for each were a
+    third of a replay).
+
+    :func:`estimate` writes its plans here (``times``/``free`` … ``timeline``,
+    ``ptr``, ``at_all``, ``ag_all``, ``end``, ``real_end``) and :func:`scale_up`
+    its result (``order``, ``gpus``, ``up_end``, ``up_real``, ``started``). A scale-up's
+    rows are ``width`` wide for ``rows`` jobs (see :func:`reserve`): the cluster
+    timeline's two rows ``tt``/``tf`` (row ``cur`` after the last step, the other
+    before it, for :func:`keep`), then per job its allocation (:class:`Current`) and
+    offer (:class:`Offers`), its price (:class:`Prices`), and the scratch
+    (:class:`Work`, :class:`Merged`). The attributes are declared in ``efcore.pxd``.
     """
 
+    def __init__(self, jobs, speed2, levels2, nlev, fit2, fitrow, cap2) -> None:
+        n = max(int(jobs), 1)
+        self.tables = Tables(speed2, levels2, nlev, fit2, fitrow, cap2)
+        width = 2 * n + 8
+        self.times, self.nt, self.at = (np.empty(width) for _ in range(3))
+        self.free, self.nf, self.aval, self.ag = (np.empty(width, np.int64) for _ in range(4))
+        self.aset = np.empty(width, np.bool_)
+        self.ptr = np.zeros(n + 1, np.int64)
+        self.at_all = np.empty(16 * n + 16)
+        self.ag_all = np.empty(16 * n + 16, np.int64)
+        self.end, self.real_end = np.empty(n), np.empty(n)
+        self.timeline = 0
+        self.order, self.gpus = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.up_end, self.up_real = np.empty(n), np.empty(n)
+        self.started = np.empty(n, np.bool_)
+        self.next_level, self.fill = np.empty(n, np.int64), np.empty(n, np.int64)
+        self.stale, self.idle = np.empty(n, np.bool_), np.empty(n)
+        self.prices = Prices(np.empty(n), np.empty(n, np.bool_), np.empty(n),
+                             np.empty(n), np.empty(n, np.int64), np.empty(n, np.bool_))
+        self.rows, self.width = 0, 0
+        self.current = Current(np.empty((0, 0)), np.empty((0, 0), np.int64),
+                               np.empty(n, np.int64))
+        self.offers = Offers(np.empty((0, 0)), np.empty((0, 0), np.int64),
+                             np.empty(n, np.int64), np.empty((0, 0)),
+                             np.empty((0, 0), np.int64), np.empty(n, np.int64), np.empty(n),
+                             np.empty(n), np.empty(n, np.bool_))  # fmt: skip
+        self.tt, self.tf = np.empty((2, 0)), np.empty((2, 0), np.int64)
+        self.work, self.merged = scratch(0)
 
-@njit(cache=True)
-def widen(a, width: int):
-    """A copy of the 2-D buffer ``a`` with ``width`` columns."""
-    out = np.empty((a.shape[0], width), a.dtype)
-    for r in range(a.shape[0]):
-        for k in range(min(width, a.shape[1])):
-            out[r, k] = a[r, k]
+
+@cython.cfunc
+def widen(a, rows: i64, width: i64):
+    """A copy of the 2-D buffer ``a`` with ``rows`` rows and ``width`` columns."""
+    out = np.empty((rows, width), a.dtype)
+    keep_rows = min(rows, a.shape[0])
+    keep_width = min(width, a.shape[1])
+    out[:keep_rows, :keep_width] = a[:keep_rows, :keep_width]
     return out
 
 
-@njit(cache=True)
-def widened(a, b, c, d, width: int):
-    """Four 2-D buffers of one dtype, widened to ``width`` columns (a growing workspace)."""
-    return widen(a, width), widen(b, width), widen(c, width), widen(d, width)
+@cython.cfunc
+def resize(planner: Planner, rows: i64, width: i64) -> cython.void:
+    """The planner's rows, ``rows`` × ``width`` now, contents kept."""
+    current: Current = planner.current
+    offers: Offers = planner.offers
+    planner.tt = widen(np.asarray(planner.tt), 2, width)
+    planner.tf = widen(np.asarray(planner.tf), 2, width)
+    current.cat = widen(np.asarray(current.cat), rows, width)
+    current.cag = widen(np.asarray(current.cag), rows, width)
+    offers.ot = widen(np.asarray(offers.ot), rows, width)
+    offers.of = widen(np.asarray(offers.of), rows, width)
+    offers.oat = widen(np.asarray(offers.oat), rows, width)
+    offers.oag = widen(np.asarray(offers.oag), rows, width)
+    planner.work, planner.merged = scratch(width)
+    planner.rows, planner.width = rows, width
 
 
-@njit(cache=True)
-def roomier(n, longest, space):
-    """A new workspace (see :func:`allocate`) for plans on an ``n``-step timeline.
+@cython.cfunc
+def reserve(planner: Planner, m: i64, width: i64) -> cython.void:
+    """Rows for ``m`` jobs at least ``width`` wide (a scale-up's start)."""
+    if m > planner.rows or width > planner.width:
+        resize(planner, max(m, planner.rows), max(width, planner.width))
 
-    Plans need n + na + 4 entries (``longest``: the largest na). Returns
-    ``(width, space)``; the rows keep their contents, in new arrays.
+
+@cython.cfunc
+def roomier(n: i64, longest: i64, planner: Planner) -> cython.void:
+    """Widen the rows (see :class:`Planner`) for plans on an ``n``-step timeline.
+
+    Plans need n + na + 4 entries (``longest``: the largest na). The rows keep
+    their contents, in new arrays.
     """
-    tt, tf, cat, cag, ot, of, oat, oag, _, _ = space
-    width = 2 * (n + longest) + 16
-    tt, cat, ot, oat = widened(tt, cat, ot, oat, width)
-    tf, cag, of, oag = widened(tf, cag, of, oag, width)
-    work, merged = scratch(width)
-    return width, (tt, tf, cat, cag, ot, of, oat, oag, work, merged)
+    resize(planner, planner.rows, max(2 * (n + longest) + 16, planner.width))
 
 
-@njit(cache=True)
-def allocate(m: int, width: int):
-    """The rows a round's plans write to: ``(tt, tf, cat, cag, ot, of, oat, oag, work, merged)``.
-
-    The cluster timeline's two rows, then per job its allocation and its
-    offer's timeline and allocation, then the scratch (see :class:`_Workspace`).
-    """
-    work, merged = scratch(width)
-    return (np.empty((2, width), np.float64), np.empty((2, width), np.int64),
-            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
-            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
-            np.empty((m, width), np.float64), np.empty((m, width), np.int64),
-            work, merged)  # fmt: skip
-
-
-@njit(cache=True, inline="always")
-def lend(space, per_job):
-    """Borrowed views of the workspace, grouped as the helpers take them.
-
-    Returns ``(tt, tf, current, offers, work, merged)``; ``per_job`` is
-    ``(cna, on, ona, oend, oreal, has)``.
-    """
-    tt, tf, cat, cag, ot, of, oat, oag, work, merged = borrowed(space)
-    cna, on, ona, oend, oreal, has = borrowed(per_job)
-    offers = (ot, of, on, oat, oag, ona, oend, oreal, has)
-    return tt, tf, (cat, cag, cna), offers, work, merged
-
-
-@njit(cache=True)
-def scratch(width: int):
-    """The 1-D scratch of a round: ``(rt, rf, aval, aset)`` and keep()'s ``(keys, delta, next)``."""
-    work = (np.empty(width, np.float64), np.empty(width, np.int64),
-            np.empty(width, np.int64), np.empty(width, np.bool_))  # fmt: skip
-    merged = (np.empty(2 * width, np.float64), np.empty(2 * width, np.int64),
-              np.empty(2 * width, np.float64))  # fmt: skip
+@cython.cfunc
+def scratch(width: i64) -> tuple:
+    """The 1-D scratch of a round: :class:`Work` and keep()'s :class:`Merged`."""
+    work = Work(np.empty(width, np.float64), np.empty(width, np.int64),
+                np.empty(width, np.int64), np.empty(width, np.bool_))  # fmt: skip
+    merged = Merged(np.empty(2 * width, np.float64), np.empty(2 * width, np.int64),
+                    np.empty(2 * width, np.float64))  # fmt: skip
     return work, merged
 
 
-@njit(cache=True, inline="always")
-def make_offer(p, now, total, slot, times, free, n, current, end, left, deadline, model,
-               next_level, offers, work, tables) -> int:
+@cython.cfunc
+@cython.inline
+def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p, n: i64,
+               current: Current, end: f64[:], left: f64[:], deadline: f64[:], model: i64[:],
+               next_level: i64[:], offers: Offers, work: Work, tables: Tables) -> i64:
     """Plan job ``p`` one step up on the timeline with its own GPUs handed back.
 
     The released timeline it was planned on is left in ``work``; returns its length.
     """
-    cat, cag, cna = current
-    ot, of, on, oat, oag, ona, oend, oreal, has = offers
-    rt, rf, aval, aset = work
-    speed2, levels2, nlev, fit2, fitrow, cap2 = tables
-    rn = released(times, free, n, cat[p], cag[p], cna[p], end[p], total, rt, rf)
-    nn, na, e, re = plan(rt, rf, rn, now, left[p], deadline[p], model[p], speed2, levels2,
-                         nlev, fit2, fitrow, cap2, total, slot, next_level[p], ot[p], of[p],
-                         aval, aset, oat[p], oag[p])
-    on[p] = nn
-    ona[p] = na
-    oend[p] = e
-    oreal[p] = re
-    has[p] = True
+    nn: i64
+    na: i64
+    e: f64
+    re: f64
+    rt: f64p = fptr(work.rt)
+    rf: i64p = iptr(work.rf)
+    rn: i64 = released(times, free, n, frow(current.cat, p), irow(current.cag, p),
+                       current.cna[p], end[p], total, rt, rf)
+    nn, na, e, re = plan(rt, rf, rn, now, left[p], deadline[p], model[p], tables.speed2,
+                         tables.levels2, tables.nlev, tables.fit2, tables.fitrow, tables.cap2,
+                         total, slot, next_level[p], frow(offers.ot, p), irow(offers.of, p),
+                         iptr(work.aval), bptr(work.aset), frow(offers.oat, p),
+                         irow(offers.oag, p))
+    offers.on[p] = nn
+    offers.ona[p] = na
+    offers.oend[p] = e
+    offers.oreal[p] = re
+    offers.has[p] = True
     return rn
 
 
-@njit(cache=True, inline="always")
-def price(p, spare, now, total, slot, times, free, n, gpus, current, end, left, deadline,
-          model, next_level, prices, offers, work, tables) -> None:
+@cython.cfunc
+@cython.inline
+def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
+          n: i64, gpus: i64[:], current: Current, end: f64[:], left: f64[:], deadline: f64[:],
+          model: i64[:], next_level: i64[:], prices: Prices, offers: Offers, work: Work,
+          tables: Tables) -> cython.void:
     """The GPU-time per added GPU of scaling job ``p`` one step now (+inf for idle jobs).
 
     Notes, for :func:`keep`, the window of the timeline the price read: from
     its first step after now to the first step at or after its deadline slot
     and its end (if the deadline slot comes earlier, it reads more).
     """
-    marginal, reuse, r_step, r_horizon, r_jump, r_fast = prices
-    level, g = next_level[p], gpus[p]
-    reuse[p] = False
-    offers[8][p] = False
+    level: i64 = next_level[p]
+    g: i64 = gpus[p]
+    prices.reuse[p] = False
+    offers.has[p] = False
     if level - g > spare or level == g:
-        marginal[p] = -INF
+        prices.marginal[p] = -INF
         return
     if g == 0:
-        marginal[p] = INF  # idle jobs come first; plan them only when chosen
+        prices.marginal[p] = INF  # idle jobs come first; plan them only when chosen
         return
-    rn = make_offer(p, now, total, slot, times, free, n, current, end, left, deadline, model,
-                    next_level, offers, work, tables)
-    cat, cag, cna = current
-    oat, oag, ona, oend = offers[3], offers[4], offers[5], offers[6]
-    rt, rf = work[0], work[1]
-    new = gpu_time(oat[p], oag[p], ona[p], oend[p])
-    old = gpu_time(cat[p], cag[p], cna[p], end[p])
-    marginal[p] = (new - old) / (level - g)
-    aligned = align(now, deadline[p], slot)
+    rn: i64 = make_offer(p, now, total, slot, times, free, n, current, end, left, deadline,
+                         model, next_level, offers, work, tables)
+    rt: f64p = fptr(work.rt)
+    rf: i64p = iptr(work.rf)
+    new: f64 = gpu_time(frow(offers.oat, p), irow(offers.oag, p), offers.ona[p], offers.oend[p])
+    old: f64 = gpu_time(frow(current.cat, p), irow(current.cag, p), current.cna[p], end[p])
+    prices.marginal[p] = (new - old) / (level - g)
+    aligned: f64 = align(now, deadline[p], slot)
     # the plan's first branch: the new count until done, before the timeline's first
     # step after now (and the deadline); then the price reads nothing else of it
-    sp = rate(tables[0], model[p], level)
-    real_end = float(math.ceil(now + left[p] / sp))
-    nxt = bisect_right(rt, rn, now)
-    future = rt[nxt] if nxt < rn else aligned
-    r_fast[p] = future >= align(now, real_end, slot) and deadline[p] >= real_end
-    if r_fast[p]:
-        reuse[p] = True
-        r_horizon[p] = oend[p]
+    sp: f64 = rate(tables.speed2, model[p], level)
+    real_end: f64 = float(ceil(now + left[p] / sp))
+    nxt: i64 = bisect_right(rt, rn, now)
+    future: f64 = rt[nxt] if nxt < rn else aligned
+    k: i64
+    prices.r_fast[p] = future >= align(now, real_end, slot) and deadline[p] >= real_end
+    if prices.r_fast[p]:
+        prices.reuse[p] = True
+        prices.r_horizon[p] = offers.oend[p]
     elif rn > 1 and aligned >= rt[1]:
-        k = bisect_left(rt, rn, max(aligned, oend[p]))
-        reuse[p] = True
-        r_step[p] = rt[1]
-        r_horizon[p] = rt[k] if k < rn else INF
-        r_jump[p] = rf[1] - rf[0]
+        k = bisect_left(rt, rn, max(aligned, offers.oend[p]))
+        prices.reuse[p] = True
+        prices.r_step[p] = rt[1]
+        prices.r_horizon[p] = rt[k] if k < rn else INF
+        prices.r_jump[p] = rf[1] - rf[0]
 
 
-@njit(cache=True, inline="always")
-def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, prices, has, merged) -> None:
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def any_set(flags: u8[:], m: i64) -> cython.bint:
+    """Whether any of ``flags[:m]`` is set (a C loop: ``any()`` of a generator is Python)."""
+    i: i64
+    for i in range(m):  # noqa: SIM110
+        if flags[i]:
+            return True
+    return False
+
+
+@cython.cfunc
+@cython.inline
+def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: i64,
+         total: i64, prices: Prices, has: u8[:], merged: Merged, m: i64) -> cython.void:
     """Drop the reusable prices that the timeline change old → new can affect.
 
     A job's price reads the timeline (with its own GPUs handed back) on a
     window from its first step after now, ``f``, to a horizon ``h``. It is
     unchanged if the change is a constant before ``f``, nothing on [f, h], and
-    ``f`` is still a step. ``merged`` is scratch with room for both timelines' steps.
+    ``f`` is still a step. ``merged`` is scratch with room for both timelines' steps;
+    the jobs are the first ``m``.
     """
-    _, reuse, r_step, r_horizon, r_jump, r_fast = prices
-    keys, delta, next_change = merged
-    if not reuse.any():
+    reuse: u8[:] = prices.reuse
+    r_step: f64[:] = prices.r_step
+    r_horizon: f64[:] = prices.r_horizon
+    r_jump: i64[:] = prices.r_jump
+    r_fast: u8[:] = prices.r_fast
+    keys: f64[:] = merged.keys
+    delta: i64[:] = merged.delta
+    next_change: f64[:] = merged.next_change
+    i: i64
+    p: i64
+    k: f64
+    step: f64
+    if not any_set(reuse, m):
         return
-    i = j = nk = 0
+    i = 0
+    j: i64 = 0
+    nk: i64 = 0
     while i < old_n or j < new_n:
         if j >= new_n or (i < old_n and old_t[i] < new_t[j]):
             k = old_t[i]
@@ -763,18 +1124,18 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, prices, has, merged) -
         delta[i] = value_at(new_t, new_f, new_n, keys[i], total) - value_at(
             old_t, old_f, old_n, keys[i], total
         )
-    first = delta[0]
-    change = INF
+    first: i64 = delta[0]
+    change: f64 = INF
     for i in range(1, nk):
         if delta[i] != first:
             change = keys[i]
             break
-    upcoming = INF
+    upcoming: f64 = INF
     for i in range(nk - 1, -1, -1):
         next_change[i] = upcoming
         if delta[i]:
             upcoming = keys[i]
-    for p in range(reuse.shape[0]):
+    for p in range(m):
         if not reuse[p]:
             continue
         if r_fast[p]:  # read only that no step falls before its end
@@ -784,7 +1145,7 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, prices, has, merged) -
                 reuse[p] = False
             continue
         step = r_step[p]
-        i = wrap(bisect_right(keys, nk, step) - 1, nk)
+        i = wrap(bisect_right(fptr(keys), nk, step) - 1, nk)
         if change >= step and not delta[i] and next_change[i] > r_horizon[p] and (
             r_jump[p] != first
         ):
@@ -794,27 +1155,46 @@ def keep(old_t, old_f, old_n, new_t, new_f, new_n, total, prices, has, merged) -
             reuse[p] = False
 
 
-@njit(cache=True, inline="always")
-def take_offer(p, offers, tt, tf, row, current) -> int:
+@cython.cfunc
+@cython.inline
+def take_offer(p: i64, offers: Offers, tt: f64[:, :], tf: i64[:, :], row: i64,
+               current: Current) -> i64:
     """Make job ``p``'s offer current: its timeline into row ``row``, its allocation its own.
 
     Returns the new timeline's length.
     """
-    ot, of, on, oat, oag, ona = offers[0], offers[1], offers[2], offers[3], offers[4], offers[5]
-    cat, cag, cna = current
-    n = compact(ot[p], of[p], on[p], tt[row], tf[row])
-    na = ona[p]
+    k: i64
+    cat: f64[:, :] = current.cat
+    cag: i64[:, :] = current.cag
+    n: i64 = compact(frow(offers.ot, p), irow(offers.of, p), offers.on[p], frow(tt, row),
+                     irow(tf, row))
+    na: i64 = offers.ona[p]
     for k in range(na):
-        cat[p, k] = oat[p, k]
-        cag[p, k] = oag[p, k]
-    cna[p] = na
+        cat[p, k] = offers.oat[p, k]
+        cag[p, k] = offers.oag[p, k]
+    current.cna[p] = na
     return n
 
 
-@njit(cache=True)
-def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, deadline, model,
-             end_in, real_end_in, ptr, at_all, ag_all, speed2, levels2, nlev, fit2, fitrow,
-             cap2):
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def longest(counts: i64[:], m: i64) -> i64:
+    """The largest of ``counts[:m]`` (0 for none)."""
+    best: i64 = 0
+    i: i64
+    for i in range(m):
+        if counts[i] > best:
+            best = counts[i]
+    return best
+
+
+
+@cython.ccall
+def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in: f64[:],
+             free_in: i64[:], gpus_in: i64[:], left: f64[:], deadline: f64[:], model: i64[:],
+             end_in: f64[:], real_end_in: f64[:], ptr: i64[:], at_all: f64[:], ag_all: i64[:],
+             planner: Planner) -> f64:
     """Give free GPUs one scaling step at a time to the job with the best offer.
 
     Jobs are given by position (the runnable list after planning, in deadline
@@ -824,92 +1204,138 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
     only the job that grew is re-priced, and when the spare GPUs cover every
     job's top level each job is scaled straight there.
 
-    Returns ``(order, gpus, end, real_end, started, first_change)``: the
-    runnable list's new order (positions), the new counts and ends, which
-    jobs got their first GPUs here, and the earliest allocation change after now.
+    Leaves in ``planner`` (the first ``m`` entries) the runnable list's new order
+    (positions, ``order``), the new counts and ends (``gpus``, ``up_end``,
+    ``up_real``) and which jobs got their first GPUs here (``started``); returns
+    the earliest allocation change after now.
     """
-    # The arguments live until we return, so their views need no owner; what we
-    # allocate is owned by ``results``, ``per_job``, ``space`` and ``state``,
-    # which stay alive to the end (see :func:`.jit.borrowed`).
-    tables = borrowed((speed2, levels2, nlev, fit2, fitrow, cap2))
-    _, levels2, nlev, _, _, _ = tables
-    left, deadline, model = borrowed((left, deadline, model))
-    m = gpus_in.shape[0]
-    n = times_in.shape[0]
-    results = (np.arange(m), gpus_in.copy(), end_in.copy(), real_end_in.copy(),
-               np.zeros(m, np.bool_))  # fmt: skip
-    order, gpus, end, real_end, started = borrowed(results)
-    state = (np.empty(m, np.int64), np.ones(m, np.bool_), np.zeros(m, np.float64),
-             np.zeros(m, np.bool_), np.zeros(m, np.float64), np.zeros(m, np.float64),
-             np.zeros(m, np.int64), np.zeros(m, np.bool_))  # fmt: skip
-    next_level, stale, marginal, reuse, r_step, r_horizon, r_jump, r_fast = borrowed(state)
-    prices = (marginal, reuse, r_step, r_horizon, r_jump, r_fast)
-    spare = total
-    need = 0
+    tables: Tables = planner.tables
+    levels2: i64[:, :] = tables.levels2
+    nlev: i64[:] = tables.nlev
+    m: i64 = gpus_in.shape[0]
+    n: i64 = times_in.shape[0]
+    p: i64
+    i: i64
+    k: i64
+    mp: i64
+    top: i64
+    step: i64
+    old_n: i64
+    chosen: i64
+    t: f64
+    order: i64[:] = planner.order
+    gpus: i64[:] = planner.gpus
+    end: f64[:] = planner.up_end
+    real_end: f64[:] = planner.up_real
+    started: u8[:] = planner.started
+    next_level: i64[:] = planner.next_level
+    stale: u8[:] = planner.stale
+    prices: Prices = planner.prices
+    marginal: f64[:] = prices.marginal
+    reuse: u8[:] = prices.reuse
+    current: Current = planner.current
+    offers: Offers = planner.offers
+    cna: i64[:] = current.cna
+    oend: f64[:] = offers.oend
+    oreal: f64[:] = offers.oreal
+    has: u8[:] = offers.has
+    spare: i64 = total
+    need: i64 = 0
     for p in range(m):
+        order[p] = p
+        gpus[p] = gpus_in[p]
+        end[p] = end_in[p]
+        real_end[p] = real_end_in[p]
+        started[p] = False
+        stale[p] = True
+        marginal[p] = 0.0
+        reuse[p] = False
+        prices.r_step[p] = 0.0
+        prices.r_horizon[p] = 0.0
+        prices.r_jump[p] = 0
+        prices.r_fast[p] = False
+        offers.on[p] = 0
+        offers.ona[p] = 0
+        oend[p] = 0.0
+        oreal[p] = 0.0
+        has[p] = False
+        cna[p] = ptr[p + 1] - ptr[p]
         mp = model[p]
         next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
         spare -= gpus[p]
         need += levels2[mp, nlev[mp] - 1] - gpus[p]
-    per_job = (ptr[1:] - ptr[:-1], np.zeros(m, np.int64), np.zeros(m, np.int64),
-               np.zeros(m, np.float64), np.zeros(m, np.float64), np.zeros(m, np.bool_))  # fmt: skip
     # a plan on a released timeline needs n + na + 4
-    width = 2 * (n + (per_job[0].max() if m else 0)) + 16
-    space = allocate(m, width)
-    tt, tf, current, offers, work, merged = lend(space, per_job)
-    cat, cag, cna = current
-    oend, oreal, has = offers[6], offers[7], offers[8]
-    cur = 0
-    copy_into(times_in, tt[0], n)
-    copy_into(free_in, tf[0], n)
+    reserve(planner, m, 2 * (n + longest(cna, m)) + 16)
+    width: i64 = planner.width
+    tt: f64[:, :] = planner.tt
+    tf: i64[:, :] = planner.tf
+    cat: f64[:, :] = current.cat
+    cag: i64[:, :] = current.cag
+    cur: i64 = 0
+    for k in range(n):
+        tt[0, k] = times_in[k]
+        tf[0, k] = free_in[k]
     for p in range(m):
         for k in range(cna[p]):
             cat[p, k] = at_all[ptr[p] + k]
             cag[p, k] = ag_all[ptr[p] + k]
     if spare != 0 and not reprice_all and spare >= need:
         # fill up: idle jobs first, then the rest, each planned once at its top level
-        fill = np.concatenate((order[gpus[order] == 0], order[gpus[order] != 0]))
-        for p in fill:
+        fill: i64[:] = planner.fill
+        k = 0
+        for i in range(m):
+            if gpus[order[i]] == 0:
+                fill[k] = order[i]
+                k += 1
+        for i in range(m):
+            if gpus[order[i]] != 0:
+                fill[k] = order[i]
+                k += 1
+        for i in range(m):
+            p = fill[i]
             top = levels2[model[p], nlev[model[p]] - 1]
             if top <= gpus[p]:
                 continue
-            if n + cna.max() + 8 > width:
-                width, space = roomier(n, cna.max(), space)
-                tt, tf, current, offers, work, merged = lend(space, per_job)
+            if n + longest(cna, m) + 8 > width:
+                roomier(n, longest(cna, m), planner)
+                width, tt, tf = planner.width, planner.tt, planner.tf
             next_level[p] = top
-            make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left, deadline,
-                       model, next_level, offers, work, tables)
+            make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end, left,
+                       deadline, model, next_level, offers, planner.work, tables)
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
             started[p] = True
-        idle = np.zeros(m, np.float64)
+        idle: f64[:] = planner.idle
         for p in range(m):
             idle[p] = INF if gpus[p] == 0 else 0.0
-        sort_desc(order, idle)
+        sort_desc(order[:m], idle)
         spare = 0
     # stale (to be priced) is everyone at first
-    priced = spare != 0
-    grew = True
+    priced: cython.bint = spare != 0
+    grew: cython.bint = True
     while True:
         if priced:
-            for p in order:
+            for i in range(m):
+                p = order[i]
                 if stale[p]:
-                    price(p, spare, now, total, slot, tt[cur], tf[cur], n, gpus, current, end,
-                          left, deadline, model, next_level, prices, offers, work, tables)
-            sort_desc(order, marginal)
+                    price(p, spare, now, total, slot, frow(tt, cur), irow(tf, cur), n, gpus,
+                          current, end, left, deadline, model, next_level, prices, offers,
+                          planner.work, tables)
+            sort_desc(order[:m], marginal)
         if spare <= 0 or not grew:
             break
         grew = False
         chosen = -1
-        for p in order:
+        for i in range(m):
+            p = order[i]
             step = next_level[p] - gpus[p]
             if step > spare or step == 0:
                 continue
             if not has[p]:  # priced without a plan (idle job) or on an older timeline
-                make_offer(p, now, total, slot, tt[cur], tf[cur], n, current, end, left,
-                           deadline, model, next_level, offers, work, tables)
+                make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end,
+                           left, deadline, model, next_level, offers, planner.work, tables)
             old_n = n
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)
@@ -921,36 +1347,28 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             mp = model[p]
             next_level[p] = next_level_of(levels2, mp, nlev[mp], gpus[p])
             reuse[p] = False
-            keep(tt[1 - cur], tf[1 - cur], old_n, tt[cur], tf[cur], n, total, prices, has,
-                 merged)
+            keep(frow(tt, 1 - cur), irow(tf, 1 - cur), old_n, frow(tt, cur), irow(tf, cur), n,
+                 total, prices, has, planner.merged, m)
             chosen = p
             break
-        if grew and n + cna.max() + 8 > width:  # room for the next plans
-            width, space = roomier(n, cna.max(), space)
-            tt, tf, current, offers, work, merged = lend(space, per_job)
+        if grew and n + longest(cna, m) + 8 > width:  # room for the next plans
+            roomier(n, longest(cna, m), planner)
+            width, tt, tf = planner.width, planner.tt, planner.tf
         if not reprice_all and grew:
-            has[:] = False  # every other offer's timeline is stale now
-            stale[:] = False
+            for p in range(m):
+                has[p] = False  # every other offer's timeline is stale now
+                stale[p] = False
             stale[chosen] = next_level[chosen] > gpus[chosen]
         else:  # every job that can still grow, unless its price provably holds
             for p in range(m):
                 step = next_level[p] - gpus[p]
                 stale[p] = step > 0 and not (reuse[p] and step <= spare)
         priced = True
-    first_change = INF
-    cat = current[0]
+    first_change: f64 = INF
+    cat = current.cat
     for p in range(m):
         for k in range(cna[p]):
             t = cat[p, k]
             if t > now and t < first_change:
                 first_change = t
-    keep_alive((space, per_job, state))
-    return results[0], results[1], results[2], results[3], results[4], first_change
-
-
-def compiled() -> bool:
-    """Whether numba's cache already holds the planner and the round loop (else the next
-    replay compiles them first, about 40 s once per installation)."""
-    from mltraces.scheduling import efrounds
-
-    return in_cache(scale_up, estimate) and efrounds.compiled()
+    return first_change

@@ -2,7 +2,8 @@
 
 Why compiled. Once the planner was machine code, the interpreted rounds
 around it (moving each job's end event three times a round, laying jobs on
-nodes, building arrays for the planner) were a third of a replay.
+nodes, building arrays for the planner) were a third of a replay. Like the
+planner, this file is Cython's pure Python mode (see :mod:`.native`).
 
 What it mirrors, step by step, so per-job outcomes are bit-identical:
 
@@ -20,16 +21,16 @@ What it mirrors, step by step, so per-job outcomes are bit-identical:
   else opens a group on the lowest-numbered free nodes.
 * The :class:`.results.Recorder`'s bookkeeping and the policy's round.
 
-Layout. Events: negated times ``et[:ne]`` sorted ascending (so the first
-event is the last entry, and the list changes near its end, where shifting
-is cheap: early in a large trace thousands of arrivals lie ahead), with ids
-``eid``; an event's
-arriving and ending jobs are linked lists of pool nodes (``nj`` job, ``nn``
-next) from ``sh``/``st`` and ``dh``/``dt``. Node groups: ids with first
-node, node count, capacity, used GPUs, filing size and jobs. Job lists
+Layout. Events (:class:`Events`): negated times ``et[:ne]`` sorted ascending
+(so the first event is the last entry, and the list changes near its end,
+where shifting is cheap: early in a large trace thousands of arrivals lie
+ahead), with ids ``eid``; an event's arriving and ending jobs are linked
+lists of pool nodes (:class:`Nodes`: ``nj`` job, ``nn`` next) from
+``sh``/``st`` and ``dh``/``dt``. Node groups (:class:`Placement`): ids with
+first node, node count, capacity, used GPUs, filing size and jobs. Job lists
 (runnable, pending) are arrays whose lengths sit in ``S``, with the other
 scalars that helpers change. Workspaces grow before a round could outgrow
-them (numba does not check bounds).
+them (bounds are not checked).
 """
 
 from __future__ import annotations
@@ -38,63 +39,209 @@ import math
 
 import numpy as np
 
-from mltraces.scheduling import efcore
-from mltraces.scheduling.jit import borrowed, in_cache, keep_alive, njit
+try:
+    import cython
+except ImportError:  # installed without its compiled extensions: run as Python
+    from mltraces.scheduling import cyshim as cython
 
-INF = math.inf
-PENDING, RUNNING, DONE, DECLINED = 1, 2, 3, 4
+if cython.compiled:
+    from cython.cimports.libc.math import ceil
+    from cython.cimports.mltraces.scheduling import efcore
+else:
+    from math import ceil
+
+    from mltraces.scheduling import efcore
+
+i64 = cython.typedef(cython.longlong)
+f64 = cython.typedef(cython.double)
+u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
+
+INF = cython.declare(f64, math.inf)
+PENDING = cython.declare(i64, 1)
+RUNNING = cython.declare(i64, 2)
+DONE = cython.declare(i64, 3)
+DECLINED = cython.declare(i64, 4)
 # slots of S: live events, free event ids, free list nodes, running jobs, runnable jobs,
 # pending jobs, GPU-series points, GPUs held in total
-NE, EFREE, NFREE, NRUN, NRUNNABLE, NPEND, NMARK, HELD = 0, 1, 2, 3, 4, 5, 6, 7
+NE = cython.declare(i64, 0)
+EFREE = cython.declare(i64, 1)
+NFREE = cython.declare(i64, 2)
+NRUN = cython.declare(i64, 3)
+NRUNNABLE = cython.declare(i64, 4)
+NPEND = cython.declare(i64, 5)
+NMARK = cython.declare(i64, 6)
+HELD = cython.declare(i64, 7)
 #: placement size classes, the reference's, largest first
-SIZES_DESC = np.array([256, 128, 88, 72, 64, 56, 48, 40, 32, 24, 16, 12, 8, 4, 2, 1], np.int64)
+SIZES_DESC = cython.declare(i64[:], np.array([256, 128, 88, 72, 64, 56, 48, 40, 32, 24, 16, 12,
+                                              8, 4, 2, 1], np.int64))
+
+
+@cython.cclass
+class Events:
+    """The event list (see the module docstring)."""
+
+    et: f64[:]
+    eid: i64[:]
+    sh: i64[:]
+    st: i64[:]
+    dh: i64[:]
+    dt: i64[:]
+    efree: i64[:]
+
+    def __init__(self, et, eid, sh, st, dh, dt, efree) -> None:
+        self.et, self.eid, self.sh, self.st, self.dh, self.dt = et, eid, sh, st, dh, dt
+        self.efree = efree
+
+
+@cython.cclass
+class Nodes:
+    """The pool of list nodes: job ``nj``, next ``nn``, and the free ones ``nfree``."""
+
+    nj: i64[:]
+    nn: i64[:]
+    nfree: i64[:]
+
+    def __init__(self, nj, nn, nfree) -> None:
+        self.nj, self.nn, self.nfree = nj, nn, nfree
+
+
+@cython.cclass
+class Record:
+    """What the :class:`.results.Recorder` keeps per job: ``start``, ``finish``,
+    ``gpu_seconds``, ``met``, ``admitted``, and the GPUs ``held`` ``since`` when."""
+
+    start: f64[:]
+    finish: f64[:]
+    gpu_seconds: f64[:]
+    met: u8[:]
+    admitted: u8[:]
+    held: i64[:]
+    since: f64[:]
+
+    def __init__(self, start, finish, gpu_seconds, met, admitted, held, since) -> None:
+        self.start, self.finish, self.gpu_seconds = start, finish, gpu_seconds
+        self.met, self.admitted, self.held, self.since = met, admitted, held, since
+
+
+@cython.cclass
+class Marks:
+    """The allocated-GPU series: ``times`` and ``allocated`` (``S[NMARK]`` points), and
+    the arrays that own them (returned at the end)."""
+
+    times: f64[:]
+    allocated: i64[:]
+    times_owner: object
+    allocated_owner: object
+
+    def __init__(self, times, allocated) -> None:
+        self.times_owner, self.allocated_owner = times, allocated
+        self.times, self.allocated = times, allocated
+
+
+@cython.cclass
+class Placement:
+    """The node groups of a round's placement: per size class a row of group ids
+    (``files``, ``nfiles`` long), per group its first node, node count, capacity, used
+    GPUs, filing size and jobs (``gjobs``, ``gnj`` long), and each job's group."""
+
+    files: i64[:, :]
+    nfiles: i64[:]
+    gfirst: i64[:]
+    gnodes: i64[:]
+    gcap: i64[:]
+    gused: i64[:]
+    gsize: i64[:]
+    gjobs: i64[:, :]
+    gnj: i64[:]
+    group_of: i64[:]
+
+    def __init__(self, files, nfiles, gfirst, gnodes, gcap, gused, gsize, gjobs, gnj,
+                 group_of) -> None:
+        self.files, self.nfiles, self.gfirst, self.gnodes = files, nfiles, gfirst, gnodes
+        self.gcap, self.gused, self.gsize, self.gjobs = gcap, gused, gsize, gjobs
+        self.gnj, self.group_of = gnj, group_of
+
+
+@cython.cclass
+class Buffers:
+    """Per-job scratch a round reuses: the jobs in deadline order (``order``, and the
+    merge sort's ``spare``), their sort keys, and the runnable jobs' values gathered in
+    order for the planner (``e_*`` for :func:`.efcore.estimate`, ``g_*`` and ``index``
+    for :func:`.efcore.scale_up`)."""
+
+    order: i64[:]
+    spare: i64[:]
+    keys: f64[:]
+    index: i64[:]
+    e_left: f64[:]
+    e_deadline: f64[:]
+    e_model: i64[:]
+    g_gpus: i64[:]
+    g_left: f64[:]
+    g_deadline: f64[:]
+    g_model: i64[:]
+    g_end: f64[:]
+
+    def __init__(self, jobs) -> None:
+        n = max(int(jobs), 1)
+        self.order, self.spare, self.index = (np.empty(n, np.int64) for _ in range(3))
+        self.e_model, self.g_gpus, self.g_model = (np.empty(n, np.int64) for _ in range(3))
+        self.keys, self.e_left, self.e_deadline = np.empty(n), np.empty(n), np.empty(n)
+        self.g_left, self.g_deadline, self.g_end = np.empty(n), np.empty(n), np.empty(n)
 
 
 # -- the event list ------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def find_event(et, ne, time):
+@cython.cfunc
+@cython.inline
+def find_event(et: f64[:], ne: i64, time: f64) -> i64:
     """Position of the event at ``time``, or -1 (``et`` holds negated times, see above)."""
-    k = efcore.bisect_left(et, ne, -time)
+    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
     if k < ne and et[k] == -time:
         return k
     return -1
 
 
-@njit(cache=True, inline="always")
-def first_time(ev, S):
+@cython.cfunc
+@cython.inline
+def first_time(ev: Events, S: i64[:]) -> f64:
     """The time of the first event (the last entry: times are stored negated)."""
-    return -ev[0][S[NE] - 1]
+    return -ev.et[S[NE] - 1]
 
 
-@njit(cache=True)
-def event_at(time, ev, S):
+@cython.cfunc
+def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
     """The id of the event at ``time``, created empty if there is none."""
-    et, eid, sh, st, dh, dt, efree = ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6]
-    ne = S[NE]
-    k = efcore.bisect_left(et, ne, -time)
+    et: f64[:] = ev.et
+    eid: i64[:] = ev.eid
+    i: i64
+    ne: i64 = S[NE]
+    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
     if k < ne and et[k] == -time:
         return eid[k]
     for i in range(ne, k, -1):
         et[i] = et[i - 1]
         eid[i] = eid[i - 1]
     S[EFREE] -= 1
-    e = efree[S[EFREE]]
-    sh[e] = -1
-    st[e] = -1
-    dh[e] = -1
-    dt[e] = -1
+    e: i64 = ev.efree[S[EFREE]]
+    ev.sh[e] = -1
+    ev.st[e] = -1
+    ev.dh[e] = -1
+    ev.dt[e] = -1
     et[k] = -time
     eid[k] = e
     S[NE] = ne + 1
     return e
 
 
-@njit(cache=True, inline="always")
-def drop_event(k, ev, S):
+@cython.cfunc
+@cython.inline
+def drop_event(k: i64, ev: Events, S: i64[:]) -> cython.void:
     """Delete the event at position ``k`` (its lists must be empty or already taken)."""
-    et, eid, efree = ev[0], ev[1], ev[6]
-    ne = S[NE]
-    efree[S[EFREE]] = eid[k]
+    et: f64[:] = ev.et
+    eid: i64[:] = ev.eid
+    i: i64
+    ne: i64 = S[NE]
+    ev.efree[S[EFREE]] = eid[k]
     S[EFREE] += 1
     for i in range(k, ne - 1):
         et[i] = et[i + 1]
@@ -102,19 +249,21 @@ def drop_event(k, ev, S):
     S[NE] = ne - 1
 
 
-@njit(cache=True)
-def add_end(job, time, ev, nodes, S):
+@cython.cfunc
+def add_end(job: i64, time: f64, ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Job ``job`` ends at ``time`` (once per event)."""
-    dh, dt = ev[4], ev[5]
-    nj, nn, nfree = nodes
-    e = event_at(time, ev, S)
-    x = dh[e]
+    dh: i64[:] = ev.dh
+    dt: i64[:] = ev.dt
+    nj: i64[:] = nodes.nj
+    nn: i64[:] = nodes.nn
+    e: i64 = event_at(time, ev, S)
+    x: i64 = dh[e]
     while x >= 0:
         if nj[x] == job:
             return
         x = nn[x]
     S[NFREE] -= 1
-    x = nfree[S[NFREE]]
+    x = nodes.nfree[S[NFREE]]
     nj[x] = job
     nn[x] = -1
     if dt[e] < 0:
@@ -124,16 +273,23 @@ def add_end(job, time, ev, nodes, S):
     dt[e] = x
 
 
-@njit(cache=True)
-def move_end(job, old, new, ev, nodes, S):
+@cython.cfunc
+def move_end(job: i64, old: f64, new: f64, ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Re-plan a job's end; an event left without jobs at ``old`` disappears."""
     if old == new:
         return
-    et, sh, dh, dt = ev[0], ev[2], ev[4], ev[5]
-    nj, nn, nfree = nodes
-    k = find_event(et, S[NE], old)
+    sh: i64[:] = ev.sh
+    dh: i64[:] = ev.dh
+    dt: i64[:] = ev.dt
+    nj: i64[:] = nodes.nj
+    nn: i64[:] = nodes.nn
+    e: i64
+    prev: i64
+    x: i64
+    after: i64
+    k: i64 = find_event(ev.et, S[NE], old)
     if k >= 0:
-        e = ev[1][k]
+        e = ev.eid[k]
         prev = -1
         x = dh[e]
         while x >= 0:
@@ -145,7 +301,7 @@ def move_end(job, old, new, ev, nodes, S):
                     nn[prev] = after
                 if dt[e] == x:
                     dt[e] = prev
-                nfree[S[NFREE]] = x
+                nodes.nfree[S[NFREE]] = x
                 S[NFREE] += 1
                 break
             prev = x
@@ -155,22 +311,24 @@ def move_end(job, old, new, ev, nodes, S):
     add_end(job, new, ev, nodes, S)
 
 
-@njit(cache=True)
-def take_event(k, ev, nodes, S, starts, ends):
+@cython.cfunc
+def take_event(k: i64, ev: Events, nodes: Nodes, S: i64[:], starts: i64[:],
+               ends: i64[:]) -> tuple[i64, i64]:
     """Remove the event at position ``k``; its jobs go to ``starts``/``ends``. Returns counts."""
-    sh, dh = ev[2], ev[4]
-    nj, nn, nfree = nodes
-    e = ev[1][k]
-    ns = 0
-    x = sh[e]
+    nj: i64[:] = nodes.nj
+    nn: i64[:] = nodes.nn
+    nfree: i64[:] = nodes.nfree
+    e: i64 = ev.eid[k]
+    ns: i64 = 0
+    x: i64 = ev.sh[e]
     while x >= 0:
         starts[ns] = nj[x]
         ns += 1
         nfree[S[NFREE]] = x
         S[NFREE] += 1
         x = nn[x]
-    nd = 0
-    x = dh[e]
+    nd: i64 = 0
+    x = ev.dh[e]
     while x >= 0:
         if nd == ends.shape[0]:
             raise RuntimeError("an event ends more jobs than its buffer holds")
@@ -183,17 +341,23 @@ def take_event(k, ev, nodes, S, starts, ends):
     return ns, nd
 
 
-@njit(cache=True)
-def merge_slot(now, slot, ev, nodes, S):
+@cython.cfunc
+def merge_slot(now: f64, slot: f64, ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Fold every event due within ``slot`` of ``now`` into one at ``now + slot``.
 
     A lone remaining event is left where it is.
     """
-    et, eid, sh, st, dh, dt, efree = ev[0], ev[1], ev[2], ev[3], ev[4], ev[5], ev[6]
-    nn = nodes[1]
+    et: f64[:] = ev.et
+    eid: i64[:] = ev.eid
+    sh: i64[:] = ev.sh
+    st: i64[:] = ev.st
+    dh: i64[:] = ev.dh
+    dt: i64[:] = ev.dt
+    nn: i64[:] = nodes.nn
+    later: i64
     if S[NE] < 2 or first_time(ev, S) - now > slot:
         return
-    first = eid[S[NE] - 1]
+    first: i64 = eid[S[NE] - 1]
     while S[NE] > 1 and -et[S[NE] - 2] - now <= slot:
         later = eid[S[NE] - 2]
         if sh[later] >= 0:
@@ -208,7 +372,7 @@ def merge_slot(now, slot, ev, nodes, S):
             else:
                 nn[dt[first]] = dh[later]
             dt[first] = dt[later]
-        efree[S[EFREE]] = later
+        ev.efree[S[EFREE]] = later
         S[EFREE] += 1
         et[S[NE] - 2] = et[S[NE] - 1]
         eid[S[NE] - 2] = first
@@ -216,63 +380,68 @@ def merge_slot(now, slot, ev, nodes, S):
     et[S[NE] - 1] = -(now + slot)
 
 
-@njit(cache=True)
-def grown_events(ev, S, need):
+@cython.cfunc
+def grown_events(ev: Events, S: i64[:], need: i64) -> Events:
     """The event arrays with room for ``need`` more events (ids keep their meaning)."""
-    cap = ev[0].shape[0]
-    size = 2 * cap + need
-    et, eid, efree = np.empty(size), np.empty(size, np.int64), np.empty(size, np.int64)
-    sh, st = np.empty(size, np.int64), np.empty(size, np.int64)
-    dh, dt = np.empty(size, np.int64), np.empty(size, np.int64)
+    i: i64
+    cap: i64 = ev.et.shape[0]
+    size: i64 = 2 * cap + need
+    out = Events(np.empty(size), np.empty(size, np.int64), np.empty(size, np.int64),
+                 np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+                 np.empty(size, np.int64))  # fmt: skip
     for i in range(cap):
-        et[i] = ev[0][i]
-        eid[i] = ev[1][i]
-        sh[i] = ev[2][i]
-        st[i] = ev[3][i]
-        dh[i] = ev[4][i]
-        dt[i] = ev[5][i]
-    free = S[EFREE]
+        out.et[i] = ev.et[i]
+        out.eid[i] = ev.eid[i]
+        out.sh[i] = ev.sh[i]
+        out.st[i] = ev.st[i]
+        out.dh[i] = ev.dh[i]
+        out.dt[i] = ev.dt[i]
+    free: i64 = S[EFREE]
     for i in range(free):
-        efree[i] = ev[6][i]
+        out.efree[i] = ev.efree[i]
     for i in range(size - cap):
-        efree[free + i] = cap + i
+        out.efree[free + i] = cap + i
     S[EFREE] = free + size - cap
-    return et, eid, sh, st, dh, dt, efree
+    return out
 
 
-@njit(cache=True)
-def grown_nodes(nodes, S, need):
+@cython.cfunc
+def grown_nodes(nodes: Nodes, S: i64[:], need: i64) -> Nodes:
     """The list-node pool with room for ``need`` more nodes."""
-    cap = nodes[0].shape[0]
-    size = 2 * cap + need
-    out = (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
-    out[0][:cap] = nodes[0]
-    out[1][:cap] = nodes[1]
-    free = S[NFREE]
-    out[2][:free] = nodes[2][:free]
+    i: i64
+    cap: i64 = nodes.nj.shape[0]
+    size: i64 = 2 * cap + need
+    out = Nodes(np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64))
+    out.nj[:cap] = nodes.nj
+    out.nn[:cap] = nodes.nn
+    free: i64 = S[NFREE]
+    out.nfree[:free] = nodes.nfree[:free]
     for i in range(size - cap):
-        out[2][free + i] = cap + i
+        out.nfree[free + i] = cap + i
     S[NFREE] = free + size - cap
     return out
 
 
 # -- the recorder --------------------------------------------------------------------------
-@njit(cache=True)
-def set_gpus(j, now, g, rec, marks, S):
+@cython.cfunc
+def set_gpus(j: i64, now: f64, g: i64, rec: Record, marks: Marks, S: i64[:]) -> cython.void:
     """The job holds ``g`` GPUs from ``now`` on (what :meth:`Recorder.set_gpus` does)."""
-    start, gpu_seconds, held, since = rec[0], rec[2], rec[5], rec[6]
-    times, allocated = marks
-    old = held[j]
+    start: f64[:] = rec.start
+    held: i64[:] = rec.held
+    since: f64[:] = rec.since
+    times: f64[:] = marks.times
+    allocated: i64[:] = marks.allocated
+    old: i64 = held[j]
     if g == old:
         return
     if old:
-        gpu_seconds[j] += old * (now - since[j])
+        rec.gpu_seconds[j] += old * (now - since[j])
     elif g and start[j] != start[j]:
         start[j] = now
     held[j] = g
     since[j] = now
     S[HELD] += g - old
-    m = S[NMARK]
+    m: i64 = S[NMARK]
     if m and times[m - 1] == now:
         allocated[m - 1] = S[HELD]
     else:
@@ -282,10 +451,13 @@ def set_gpus(j, now, g, rec, marks, S):
 
 
 # -- job lists -----------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def remove_from(a, S, slot, j):
+@cython.cfunc
+@cython.inline
+def remove_from(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
     """Delete the first ``j`` from ``a[:S[slot]]``, keeping the order."""
-    n = S[slot]
+    i: i64
+    k: i64
+    n: i64 = S[slot]
     for i in range(n):
         if a[i] == j:
             for k in range(i, n - 1):
@@ -295,26 +467,82 @@ def remove_from(a, S, slot, j):
     raise ValueError("list.remove(x): x not in list")
 
 
-@njit(cache=True)
-def by_deadline(jobs, n, deadline):
-    """``jobs[:n]`` stably sorted by deadline (what ``sorted(key=deadline)`` gives)."""
-    head = jobs[:n]
-    return head[np.argsort(deadline[head], kind="mergesort")]
+@cython.cfunc
+@cython.exceptval(check=False)
+def before(a: f64, b: f64) -> cython.bint:
+    """Whether key ``a`` sorts strictly before ``b`` (NaN last, as numpy sorts)."""
+    return a < b or (a == a and b != b)
+
+
+@cython.cfunc
+def sort_by_key(items: i64[:], n: i64, key: f64[:], spare: i64[:]) -> cython.void:
+    """Sort ``items[:n]`` by ``key[item]`` in place, stably (what ``sorted(key=...)`` and
+    numpy's stable sort give); ``spare`` is scratch of the same size. A bottom-up merge
+    sort compiled; numpy's own stable sort as Python."""
+    if not cython.compiled:
+        head = items[:n]
+        items[:n] = head[np.argsort(key[head], kind="stable")]
+        return
+    width: i64 = 1
+    lo: i64
+    mid: i64
+    hi: i64
+    i: i64
+    j: i64
+    k: i64
+    src: i64[:] = items
+    dst: i64[:] = spare
+    in_spare: cython.bint = False
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if before(key[src[j]], key[src[i]]):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        in_spare = not in_spare
+        width *= 2
+    if in_spare:
+        for i in range(n):
+            items[i] = src[i]
 
 
 # -- placement -----------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def filing(free):
+@cython.cfunc
+@cython.inline
+def filing(free: i64) -> i64:
     """The size class a group with ``free`` free GPUs is filed under (0: full)."""
-    for size in SIZES_DESC:
+    k: i64
+    size: i64
+    for k in range(SIZES_DESC.shape[0]):
+        size = SIZES_DESC[k]
         if size <= free and free % size == 0:
             return size
     return 0
 
 
-@njit(cache=True)
-def sort_by_used(row, n, used):
+@cython.cfunc
+def sort_by_used(row: i64[:], n: i64, used: i64[:]) -> cython.void:
     """Stable sort of group ids ``row[:n]`` by used GPUs."""
+    i: i64
+    k: i64
+    g: i64
+    key: i64
     for i in range(1, n):
         g = row[i]
         key = used[g]
@@ -325,20 +553,26 @@ def sort_by_used(row, n, used):
         row[k + 1] = g
 
 
-@njit(cache=True)
-def place_job(job, gpus, pl, per_node, PS):
+@cython.cfunc
+def place_job(job: i64, gpus: i64, pl: Placement, per_node: i64, PS: i64[:]) -> cython.bint:
     """Lay ``job`` on ``gpus`` GPUs (the rules in the module docstring); False if no room.
 
-    ``pl`` holds the groups: per size class a row of group ids (``files``),
-    and per group its first node, node count, capacity, used GPUs, filing
-    size and jobs. ``PS`` = (free nodes from, groups made, nodes).
+    ``pl`` holds the groups (:class:`Placement`). ``PS`` = (free nodes from, groups
+    made, nodes).
     """
-    files, nfiles, gfirst, gnodes, gcap, gused, gsize, gjobs, gnj, group_of = pl
+    files: i64[:, :] = pl.files
+    nfiles: i64[:] = pl.nfiles
+    gused: i64[:] = pl.gused
+    gcap: i64[:] = pl.gcap
+    i: i64
+    k: i64
+    g: i64
+    size: i64
     if gpus < 1 or gpus > SIZES_DESC[0] or filing(gpus) != gpus:
         raise KeyError("a GPU count outside the placement's size classes")
-    home = gpus
+    home: i64 = gpus
     # the first group filed under its own size, then under each larger size, largest first
-    for k in range(-1, len(SIZES_DESC)):
+    for k in range(-1, SIZES_DESC.shape[0]):
         size = home if k < 0 else SIZES_DESC[k]
         if k >= 0 and size <= gpus:
             break
@@ -352,22 +586,22 @@ def place_job(job, gpus, pl, per_node, PS):
                 return True
             files[size, nfiles[size]] = g  # ... and put back at its end when too full
             nfiles[size] += 1
-    span = -(-gpus // per_node)
+    span: i64 = -(-gpus // per_node)
     if span > PS[2] - PS[0]:
         return False
     g = PS[1]
     PS[1] += 1
-    gfirst[g] = PS[0]
-    gnodes[g] = span
+    pl.gfirst[g] = PS[0]
+    pl.gnodes[g] = span
     PS[0] += span
     gcap[g] = span * per_node
-    gsize[g] = gpus
+    pl.gsize[g] = gpus
     gused[g] = gpus
-    gjobs[g, 0] = job
-    gnj[g] = 1
-    group_of[job] = g
+    pl.gjobs[g, 0] = job
+    pl.gnj[g] = 1
+    pl.group_of[job] = g
     size = filing(gcap[g] - gpus)
-    target = size if size else home
+    target: i64 = size if size else home
     files[target, nfiles[target]] = g
     nfiles[target] += 1
     sort_by_used(files[target], nfiles[target], gused)
@@ -376,17 +610,20 @@ def place_job(job, gpus, pl, per_node, PS):
     return True
 
 
-@njit(cache=True)
-def add_to_group(g, job, gpus, home, pl, per_node):
+@cython.cfunc
+def add_to_group(g: i64, job: i64, gpus: i64, home: i64, pl: Placement,
+                 per_node: i64) -> cython.void:
     """Add ``job`` to group ``g`` and file the group again under its free GPUs' size class."""
-    files, nfiles, _, gnodes, _, gused, gsize, gjobs, gnj, group_of = pl
+    files: i64[:, :] = pl.files
+    nfiles: i64[:] = pl.nfiles
+    gused: i64[:] = pl.gused
     gused[g] += gpus
-    gjobs[g, gnj[g]] = job
-    gnj[g] += 1
-    group_of[job] = g
-    size = filing(gnodes[g] * per_node - gused[g])
+    pl.gjobs[g, pl.gnj[g]] = job
+    pl.gnj[g] += 1
+    pl.group_of[job] = g
+    size: i64 = filing(pl.gnodes[g] * per_node - gused[g])
     if size:
-        gsize[g] = size
+        pl.gsize[g] = size
         files[size, nfiles[size]] = g
         nfiles[size] += 1
         sort_by_used(files[home], nfiles[home], gused)
@@ -397,14 +634,15 @@ def add_to_group(g, job, gpus, home, pl, per_node):
         sort_by_used(files[home], nfiles[home], gused)
 
 
-@njit(cache=True)
-def first_rank(job, pl, per_node, gpus_of):
+@cython.cfunc
+def first_rank(job: i64, pl: Placement, per_node: i64, gpus_of: i64[:]) -> i64:
     """The job's first global GPU rank: its group's first node, after the jobs before it."""
-    gfirst, gjobs, gnj, group_of = pl[2], pl[7], pl[8], pl[9]
-    g = group_of[job]
-    rank = gfirst[g] * per_node
-    for i in range(gnj[g]):
-        other = gjobs[g, i]
+    i: i64
+    other: i64
+    g: i64 = pl.group_of[job]
+    rank: i64 = pl.gfirst[g] * per_node
+    for i in range(pl.gnj[g]):
+        other = pl.gjobs[g, i]
         if other == job:
             return rank
         rank += gpus_of[other]
@@ -412,10 +650,19 @@ def first_rank(job, pl, per_node, gpus_of):
 
 
 # -- the steps of a round ------------------------------------------------------------------
-@njit(cache=True)
-def progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model, speed2,
-             ev, nodes, S):
+@cython.cfunc
+def progress(now: f64, step: f64, runnable: i64[:], gpus: i64[:], end: f64[:],
+             real_end: f64[:], done_at: f64[:], overhead: f64[:], left: f64[:], model: i64[:],
+             speed2: f64[:, :], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Advance running jobs by ``step`` seconds; a job ahead of its plan ends at this event."""
+    i: i64
+    j: i64
+    g: i64
+    run: f64
+    lost: f64
+    sp: f64
+    done: f64
+    fin: f64
     for i in range(S[NRUNNABLE]):
         j = runnable[i]
         g = gpus[j]
@@ -427,7 +674,7 @@ def progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, 
         sp = efcore.rate(speed2, model[j], g)
         done = run * sp
         if left[j] <= done and end[j] > now:
-            fin = now - step + math.ceil(left[j] / sp)
+            fin = now - step + ceil(left[j] / sp)
             done = (end[j] - now + step) * sp
             move_end(j, end[j], now, ev, nodes, S)
             end[j] = fin
@@ -436,10 +683,12 @@ def progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, 
         overhead[j] = 0.0
 
 
-@njit(cache=True)
-def start_planned(now, pending, status, gpus, end, start, ev, nodes, S):
+@cython.cfunc
+def start_planned(now: f64, pending: i64[:], status: i64[:], gpus: i64[:], end: f64[:],
+                  start: f64[:], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Start the pending jobs that the round's plans gave GPUs; their ends become events."""
-    i = 0
+    j: i64
+    i: i64 = 0
     while i < S[NPEND]:
         j = pending[i]
         if gpus[j] > 0:
@@ -453,23 +702,30 @@ def start_planned(now, pending, status, gpus, end, start, ev, nodes, S):
             i += 1
 
 
-@njit(cache=True)
-def place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
-          per_node, scratch, rec, marks, S):
+@cython.cfunc
+def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:],
+          seen: i64[:, :], generation: i64, pl: Placement, PS: i64[:], nodes_total: i64,
+          per_node: i64, scratch: i64[:], keys: f64[:], spare: i64[:], rec: Record,
+          marks: Marks, S: i64[:]) -> cython.void:
     """Record the round's allocations and lay the jobs on nodes, largest first.
 
     A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
     this ``generation`` (the periodic restart starts a new one).
     """
-    head = runnable[: S[NRUNNABLE]]
-    wide = -gpus[head].astype(np.float64)  # the float sort the deadlines compile anyway
-    runnable[: S[NRUNNABLE]] = head[np.argsort(wide, kind="mergesort")]  # stable, as Python's
-    pl[1][:] = 0  # no groups yet: placement starts afresh every round
+    i: i64
+    j: i64
+    g: i64
+    r: i64
+    n: i64 = S[NRUNNABLE]
+    for i in range(n):  # largest first, stably, as Python's sort by -gpus
+        keys[runnable[i]] = -float(gpus[runnable[i]])
+    sort_by_key(runnable, n, keys, spare)
+    pl.nfiles[:] = 0  # no groups yet: placement starts afresh every round
     PS[0] = 0
     PS[1] = 0
     PS[2] = nodes_total
-    m = 0
-    for i in range(S[NRUNNABLE]):
+    m: i64 = 0
+    for i in range(n):
         j = runnable[i]
         g = gpus[j]
         set_gpus(j, now, g, rec, marks, S)
@@ -486,10 +742,15 @@ def place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_t
         seen[r, gpus[j]] = generation
 
 
-@njit(cache=True)
-def charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain, cost_restart,
-                    cost_cached, ev, nodes, S):
+@cython.cfunc
+def charge_overhead(restart: cython.bint, runnable: i64[:], gpus: i64[:], cached: u8[:],
+                    overhead: f64[:], end: f64[:], cost_plain: f64[:], cost_restart: f64[:],
+                    cost_cached: f64[:], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
     """Price this round's (re)starts and push the planned ends back by them."""
+    i: i64
+    j: i64
+    g: i64
+    cost: f64
     for i in range(S[NRUNNABLE]):
         j = runnable[i]
         g = gpus[j]
@@ -506,101 +767,105 @@ def charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain, 
 
 
 # -- the run -------------------------------------------------------------------------------
-@njit(cache=True)
-def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice_all,
-           nodes_total, per_node, cost_plain, cost_restart, cost_cached, restart_every,
-           speed2, levels2, nlev, fit2, fitrow, cap2, admitted, start, finish, met,
-           gpu_seconds):
+def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:],
+           deadline: f64[:], model: i64[:], total: i64, slot: f64, reprice_all: cython.bint,
+           nodes_total: i64, per_node: i64, cost_plain: f64[:], cost_restart: f64[:],
+           cost_cached: f64[:], restart_every: i64, speed2: f64[:, :], levels2: i64[:, :],
+           nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:], admitted: u8[:],
+           start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:]):
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
     in index order). Returns ``(times, allocated, n)``: the first ``n`` points.
     """
-    # Everything below works on borrowed views (see :func:`.jit.borrowed`): the
-    # arguments live until we return, and what we allocate is owned by the
-    # ``*_owned`` tuples, which reach keep_alive at the end.
-    etimes, eptr, ejobs, deadline, model = borrowed((etimes, eptr, ejobs, deadline, model))
-    speed2, levels2, nlev, fit2, fitrow, cap2 = borrowed((speed2, levels2, nlev, fit2, fitrow,
-                                                          cap2))  # fmt: skip
-    admitted, start, finish, met, gpu_seconds = borrowed((admitted, start, finish, met,
-                                                          gpu_seconds))  # fmt: skip
-    n = left.shape[0]
-    jobs_owned = (left.copy(), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n),
-                  np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n, np.bool_),
-                  np.zeros(n, np.bool_), np.empty(n, np.int64), np.empty(n, np.int64),
-                  np.empty(n, np.int64), np.empty(n + 16, np.int64), np.zeros(n),
-                  np.zeros(8, np.int64))  # fmt: skip
-    (left, status, gpus, end, real_end, done_at, overhead, cached, placed, runnable, pending,
-     starts, ends, old_end, S) = borrowed(jobs_owned)  # fmt: skip
+    i: i64
+    k: i64
+    e: i64
+    x: i64
+    ns: i64
+    nd: i64
+    need: i64
+    size: i64
+    n: i64 = left_in.shape[0]
+    left: f64[:] = np.array(left_in, np.float64)
+    status: i64[:] = np.zeros(n, np.int64)
+    gpus: i64[:] = np.zeros(n, np.int64)
+    end: f64[:] = np.zeros(n)
+    real_end: f64[:] = np.zeros(n)
+    done_at: f64[:] = np.full(n, np.nan)
+    overhead: f64[:] = np.zeros(n)
+    cached: u8[:] = np.zeros(n, np.bool_)
+    placed: u8[:] = np.zeros(n, np.bool_)
+    runnable: i64[:] = np.empty(n, np.int64)
+    pending: i64[:] = np.empty(n, np.int64)
+    starts: i64[:] = np.empty(n, np.int64)
+    ends: i64[:] = np.empty(n + 16, np.int64)
+    old_end: f64[:] = np.zeros(n)
+    S: i64[:] = np.zeros(8, np.int64)
     # events
-    cap_e = len(etimes) + 64
-    ev_owned = (np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
+    cap_e: i64 = etimes.shape[0] + 64
+    ev = Events(np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
                 np.empty(cap_e, np.int64), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
                 np.arange(cap_e - 1, -1, -1).astype(np.int64))  # fmt: skip
-    ev = borrowed(ev_owned)
     S[EFREE] = cap_e
-    cap_n = n + 64
-    nodes_owned = (np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
-                   np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
-    nodes = borrowed(nodes_owned)
+    cap_n: i64 = n + 64
+    nodes = Nodes(np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
+                  np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
     S[NFREE] = cap_n
-    nj, nn, nfree = nodes
-    for i in range(len(etimes) - 1, -1, -1):  # latest first: each goes to the end
+    for i in range(etimes.shape[0] - 1, -1, -1):  # latest first: each goes to the end
         e = event_at(etimes[i], ev, S)
         for k in range(eptr[i], eptr[i + 1]):
             S[NFREE] -= 1
-            x = nfree[S[NFREE]]
-            nj[x] = ejobs[k]
-            nn[x] = -1
-            if ev[3][e] < 0:
-                ev[2][e] = x
+            x = nodes.nfree[S[NFREE]]
+            nodes.nj[x] = ejobs[k]
+            nodes.nn[x] = -1
+            if ev.st[e] < 0:
+                ev.sh[e] = x
             else:
-                nn[ev[3][e]] = x
-            ev[3][e] = x
+                nodes.nn[ev.st[e]] = x
+            ev.st[e] = x
     # the recorder
-    held_owned = (np.zeros(n, np.int64), np.zeros(n))
-    held, since = borrowed(held_owned)
-    rec = (start, finish, gpu_seconds, met, admitted, held, since)
-    marks_owned = (np.empty(1024), np.empty(1024, np.int64))
-    marks = borrowed(marks_owned)
+    rec = Record(start, finish, gpu_seconds, met, admitted, np.zeros(n, np.int64), np.zeros(n))
+    marks = Marks(np.empty(1024), np.empty(1024, np.int64))
     # placement (rebuilt every round) and the cached GPU sets
-    pool = max(nodes_total, 1)
-    pl_owned = (np.empty((257, pool), np.int64), np.zeros(257, np.int64),
-                np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.empty((pool, n), np.int64),
-                np.zeros(pool, np.int64), np.full(n, -1, np.int64))  # fmt: skip
-    pl = borrowed(pl_owned)
+    pool: i64 = max(nodes_total, 1)
+    pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
+                   np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
+                   np.zeros(pool, np.int64), np.zeros(pool, np.int64),
+                   np.empty((pool, n), np.int64), np.zeros(pool, np.int64),
+                   np.full(n, -1, np.int64))  # fmt: skip
     # placement's counters, and the cache's stamps (== generation: (rank, gpus) seen)
-    seen_owned = (np.zeros(3, np.int64), np.zeros((total, total + 1), np.int64))
-    PS, seen = borrowed(seen_owned)
-    generation = np.int64(1)  # not a literal: place would compile twice
-    planned = efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], n < 0,
-                              speed2, levels2, nlev, fit2, fitrow, cap2)  # typed, unused
-    rounds = 0
-    step = 0.0
+    PS: i64[:] = np.zeros(3, np.int64)
+    seen: i64[:, :] = np.zeros((total, total + 1), np.int64)
+    generation: i64 = 1
+    planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
+    buf = Buffers(n)
+    efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], False, planner)
+    rounds: i64 = 0
+    step: f64 = 0.0
+    first_change: f64
+    nxt: f64
+    restart: cython.bint
     if S[NE] == 0:
-        return marks_owned[0], marks_owned[1], 0
+        return marks.times_owner, marks.allocated_owner, 0
     now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
         # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
         # progress, handle (arrivals included), scale-up and overhead, n starts, a wake-up
         need = 5 * n + 8
         if S[EFREE] < need:
-            ev_owned = grown_events(ev, S, need)
-            ev = borrowed(ev_owned)
+            ev = grown_events(ev, S, need)
         if S[NFREE] < need:
-            nodes_owned = grown_nodes(nodes, S, need)
-            nodes = borrowed(nodes_owned)
-        if S[NMARK] + 3 * n + 8 > marks[0].shape[0]:
-            size = 2 * marks[0].shape[0] + 3 * n + 8
-            grown = (np.empty(size), np.empty(size, np.int64))
-            grown[0][: S[NMARK]] = marks[0][: S[NMARK]]
-            grown[1][: S[NMARK]] = marks[1][: S[NMARK]]
-            marks_owned = grown
-            marks = borrowed(marks_owned)
+            nodes = grown_nodes(nodes, S, need)
+        if S[NMARK] + 3 * n + 8 > marks.times.shape[0]:
+            size = 2 * marks.times.shape[0] + 3 * n + 8
+            grown = Marks(np.empty(size), np.empty(size, np.int64))
+            grown.times[: S[NMARK]] = marks.times[: S[NMARK]]
+            grown.allocated[: S[NMARK]] = marks.allocated[: S[NMARK]]
+            marks = grown
         progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model,
                  speed2, ev, nodes, S)
-        k = find_event(ev[0], S[NE], now)
+        k = find_event(ev.et, S[NE], now)
         if k >= 0:
             ns, nd = take_event(k, ev, nodes, S, starts, ends)
             if not S[NPEND] and not S[NRUN] and ns == 0 and nd == 0:
@@ -609,16 +874,15 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                 now = first_time(ev, S)
                 step = 0.0
                 continue
-            planned = handle(now, ns, nd, starts, ends, runnable, pending, status, placed,
-                             gpus, end, real_end, done_at, old_end, left, deadline, model,
-                             total, slot, speed2, levels2, nlev, fit2, fitrow, cap2, ev,
-                             nodes, S, rec, marks)
+            handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end,
+                   real_end, done_at, old_end, left, deadline, model, total, slot, planner,
+                   buf, ev, nodes, S, rec, marks)
         start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
-        first_change = scale_up(now, total, slot, reprice_all, planned, runnable, pending,
-                                status, gpus, end, real_end, left, deadline, model, speed2,
-                                levels2, nlev, fit2, fitrow, cap2, ev, nodes, S, start)
+        first_change = scale_up(now, total, slot, reprice_all, planner, buf, runnable, pending,
+                                status, gpus, end, real_end, left, deadline, model, ev, nodes,
+                                S, start)
         place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
-              per_node, starts, rec, marks, S)
+              per_node, starts, buf.keys, buf.spare, rec, marks, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -634,17 +898,53 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
         nxt = first_time(ev, S)
         step = nxt - now
         now = nxt
-    count = S[NMARK]
-    keep_alive((jobs_owned, ev_owned, nodes_owned, held_owned, pl_owned, seen_owned))
-    return marks_owned[0], marks_owned[1], count
+    return marks.times_owner, marks.allocated_owner, S[NMARK]
 
 
-@njit(cache=True)
-def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end, real_end,
-           done_at, old_end, left, deadline, model, total, slot, speed2, levels2, nlev, fit2,
-           fitrow, cap2, ev, nodes, S, rec, marks):
-    """End jobs, admit or decline arrivals, and re-plan every runnable job."""
-    finish, met, admitted = rec[1], rec[3], rec[4]
+@cython.cfunc
+@cython.exceptval(-1)
+def estimate_in_order(now: f64, total: i64, slot: f64, m: i64, stop_on_miss: cython.bint,
+                      left: f64[:], deadline: f64[:], model: i64[:], planner: efcore.Planner,
+                      buf: Buffers) -> i64:
+    """:func:`.efcore.estimate` of the jobs ``buf.order[:m]``, in that order."""
+    i: i64
+    j: i64
+    for i in range(m):
+        j = buf.order[i]
+        buf.e_left[i] = left[j]
+        buf.e_deadline[i] = deadline[j]
+        buf.e_model[i] = model[j]
+    return efcore.estimate(now, total, slot, buf.e_left[:m], buf.e_deadline[:m],
+                           buf.e_model[:m], stop_on_miss, planner)
+
+
+@cython.cfunc
+def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.void:
+    """``buf.order[:n]``: ``jobs[:n]`` stably sorted by deadline (``sorted(key=deadline)``)."""
+    i: i64
+    for i in range(n):
+        buf.order[i] = jobs[i]
+    sort_by_key(buf.order, n, deadline, buf.spare)
+
+
+@cython.cfunc
+def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i64[:],
+           pending: i64[:], status: i64[:], placed: u8[:], gpus: i64[:], end: f64[:],
+           real_end: f64[:], done_at: f64[:], old_end: f64[:], left: f64[:], deadline: f64[:],
+           model: i64[:], total: i64, slot: f64, planner: efcore.Planner, buf: Buffers,
+           ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks) -> cython.void:
+    """End jobs, admit or decline arrivals, and re-plan every runnable job (the plans are
+    left in ``planner``)."""
+    i: i64
+    j: i64
+    p: i64
+    r: i64
+    e: f64
+    fin: f64
+    ok: i64
+    finish: f64[:] = rec.finish
+    met: u8[:] = rec.met
+    admitted: u8[:] = rec.admitted
     for i in range(nd):
         j = ends[i]
         if placed[j]:
@@ -652,21 +952,20 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
             S[NRUN] -= 1
             status[j] = DONE
             fin = done_at[j] if done_at[j] == done_at[j] else real_end[j]
-            set_gpus(j, now, np.int64(0), rec, marks, S)  # a literal 0 would compile it twice
+            set_gpus(j, now, 0, rec, marks, S)
             finish[j] = fin
             met[j] = real_end[j] <= deadline[j]
     for i in range(S[NRUNNABLE]):
         placed[runnable[i]] = False
         old_end[runnable[i]] = end[runnable[i]]
     if ns:
-        both = np.empty(S[NRUNNABLE] + ns, np.int64)
-        both[: S[NRUNNABLE]] = runnable[: S[NRUNNABLE]]
-        both[S[NRUNNABLE]:] = starts[:ns]
-        order = by_deadline(both, len(both), deadline)
-        admitting = ns > 0  # not a literal True: that would compile the planner twice
-        planned = efcore.estimate(now, total, slot, left[order], deadline[order], model[order],
-                                  admitting, speed2, levels2, nlev, fit2, fitrow, cap2)
-        if planned[0]:
+        r = S[NRUNNABLE]
+        for i in range(ns):
+            runnable[r + i] = starts[i]  # for the sort only: not runnable until admitted
+        by_deadline(runnable, r + ns, deadline, buf)
+        ok = estimate_in_order(now, total, slot, r + ns, True, left, deadline, model, planner,
+                               buf)
+        if ok:
             for i in range(ns):
                 j = starts[i]
                 old_end[j] = 0.0
@@ -679,16 +978,19 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
             for i in range(ns):
                 status[starts[i]] = DECLINED
                 admitted[starts[i]] = False
-            order = by_deadline(runnable, S[NRUNNABLE], deadline)
-            planned = efcore.estimate(now, total, slot, left[order], deadline[order],
-                                      model[order], not admitting, speed2, levels2, nlev, fit2,
-                                      fitrow, cap2)
+            by_deadline(runnable, S[NRUNNABLE], deadline, buf)
+            estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
+                              planner, buf)
     else:
-        order = by_deadline(runnable, S[NRUNNABLE], deadline)
-        planned = efcore.estimate(now, total, slot, left[order], deadline[order], model[order],
-                                  ns > 0, speed2, levels2, nlev, fit2, fitrow, cap2)
-    runnable[: S[NRUNNABLE]] = order  # the runnable jobs just planned, in deadline order
-    ptr, ag, new_ends, real_ends = planned[2], planned[4], planned[5], planned[6]
+        by_deadline(runnable, S[NRUNNABLE], deadline, buf)
+        estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
+                          planner, buf)
+    for i in range(S[NRUNNABLE]):  # the runnable jobs just planned, in deadline order
+        runnable[i] = buf.order[i]
+    ptr: i64[:] = planner.ptr
+    ag: i64[:] = planner.ag_all
+    new_ends: f64[:] = planner.end
+    real_ends: f64[:] = planner.real_end
     for p in range(S[NRUNNABLE]):
         j = runnable[p]
         gpus[j] = ag[ptr[p]]
@@ -696,23 +998,39 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
         move_end(j, old_end[j], e, ev, nodes, S)
         end[j] = e
         real_end[j] = real_ends[p]
-    return planned
 
 
-@njit(cache=True)
-def scale_up(now, total, slot, reprice_all, planned, runnable, pending, status, gpus, end,
-             real_end, left, deadline, model, speed2, levels2, nlev, fit2, fitrow, cap2, ev,
-             nodes, S, start):
+@cython.cfunc
+def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint,
+             planner: efcore.Planner, buf: Buffers, runnable: i64[:], pending: i64[:],
+             status: i64[:], gpus: i64[:], end: f64[:], real_end: f64[:], left: f64[:],
+             deadline: f64[:], model: i64[:], ev: Events, nodes: Nodes, S: i64[:],
+             start: f64[:]) -> f64:
     """Hand out the free GPUs (:func:`.efcore.scale_up`); the first planned change after now."""
-    m = S[NRUNNABLE]
-    index = runnable[:m].copy()
-    ptr, at, ag, real_ends, times, free = (planned[2], planned[3], planned[4], planned[6],
-                                           planned[7], planned[8])  # fmt: skip
-    order, new_gpus, new_end, new_real, started, first_change = efcore.scale_up(
-        now, total, slot, reprice_all, times, free, gpus[index], left[index], deadline[index],
-        model[index], end[index], real_ends, ptr, at, ag, speed2, levels2, nlev, fit2, fitrow,
-        cap2,
+    p: i64
+    j: i64
+    e: f64
+    m: i64 = S[NRUNNABLE]
+    index: i64[:] = buf.index
+    for p in range(m):
+        j = runnable[p]
+        index[p] = j
+        buf.g_gpus[p] = gpus[j]
+        buf.g_left[p] = left[j]
+        buf.g_deadline[p] = deadline[j]
+        buf.g_model[p] = model[j]
+        buf.g_end[p] = end[j]
+    n: i64 = planner.timeline
+    first_change: f64 = efcore.scale_up(
+        now, total, slot, reprice_all, planner.times[:n], planner.free[:n], buf.g_gpus[:m],
+        buf.g_left[:m], buf.g_deadline[:m], buf.g_model[:m], buf.g_end[:m],
+        planner.real_end[:m], planner.ptr[: m + 1], planner.at_all, planner.ag_all, planner,
     )
+    order: i64[:] = planner.order
+    new_gpus: i64[:] = planner.gpus
+    new_end: f64[:] = planner.up_end
+    new_real: f64[:] = planner.up_real
+    started: u8[:] = planner.started
     for p in range(m):
         j = index[p]
         gpus[j] = new_gpus[p]
@@ -730,8 +1048,3 @@ def scale_up(now, total, slot, reprice_all, planned, runnable, pending, status, 
     for p in range(m):
         runnable[p] = index[order[p]]
     return first_change
-
-
-def compiled() -> bool:
-    """Whether numba's cache already holds the round loop."""
-    return in_cache(replay)

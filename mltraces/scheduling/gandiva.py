@@ -27,9 +27,9 @@ since the first submission instead: then no shift of the times changes
 anything, and the result is the artifact's for traces whose first submission
 falls on a whole minute.
 
-The rounds run in :mod:`.gandivacore` (compiled with numba when it is
-installed); this module turns the setup into its arrays and the result back
-into a :class:`Recorder`.
+The rounds run in :mod:`.gandivacore` (compiled at install, see
+:mod:`.native`); this module turns the setup into its arrays and the result
+back into a :class:`Recorder`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class Gandiva:
         return f"Gandiva(shift_invariant={self.shift_invariant})"
 
     def simulate(self, setup: Setup) -> Recorder:
-        from mltraces.scheduling import gandivacore  # numba loads only when Gandiva runs
+        from mltraces.scheduling import gandivacore  # loaded only when Gandiva runs
 
         setup.check_memory("gandiva", 8.0 * (len(SET_SIZES) + 6) * setup.cluster.nodes,
                            "its node sets grow with the nodes")

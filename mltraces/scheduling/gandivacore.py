@@ -3,7 +3,9 @@
 Why compiled. On the large ITP clusters almost every round re-deals a size's
 jobs over its node sets (it changes the sets in 99 % of rounds on cluster05),
 so no round can be skipped, and a round is a few dozen list operations per
-node set: about 12 µs interpreted, a fraction of that as machine code.
+node set: about 12 µs interpreted, a fraction of that as machine code. The
+source is Cython's pure Python mode (see :mod:`.native`): compiled when
+mltraces is installed, the same file runs as Python otherwise.
 
 Layout. Node sets are ids from a pool (one per node at most: a set holds at
 least one node). Size class ``k`` (an index into the set sizes) lists its sets
@@ -12,7 +14,9 @@ reference's count of jobs it took since it was last emptied or re-dealt) and
 its jobs as a doubly linked list through ``nxt``/``prv`` (a job sits in one set
 at a time) with ``head``, ``tail`` and ``count``. Scalars that helpers change
 live in ``state`` (free nodes, nodes held for sets that were never built).
-Which nodes a set holds never matters, only how many.
+Which nodes a set holds never matters, only how many. The arrays the steps of
+a round share travel in small classes (:class:`Links`, :class:`Progress`,
+:class:`Roster`, :class:`Scratch`) that compiled code reads in place.
 
 Events are the arrivals only, grouped by time as ``(etime, eptr, ejobs)``
 (jobs in index order within a time): the queue is the groups from ``first``
@@ -30,19 +34,94 @@ import math
 
 import numpy as np
 
-from mltraces.scheduling.jit import in_cache, njit
+try:
+    import cython
+except ImportError:  # installed without its compiled extensions: run as Python
+    from mltraces.scheduling import cyshim as cython
+
+if cython.compiled:
+    from cython.cimports.libc.math import ceil, floor
+else:
+    from math import ceil, floor
+
+i64 = cython.typedef(cython.longlong)
+f64 = cython.typedef(cython.double)
+u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
+
+INF = cython.declare(f64, math.inf)
 
 # slots of ``state``: free nodes, nodes held for sets never built, unused set ids, running
 # jobs, jobs placed after waiting
-FREE, PHANTOM, SPARE, RUNNING, WAITED = 0, 1, 2, 3, 4
+FREE = cython.declare(i64, 0)
+PHANTOM = cython.declare(i64, 1)
+SPARE = cython.declare(i64, 2)
+RUNNING = cython.declare(i64, 3)
+WAITED = cython.declare(i64, 4)
 #: build the empty sets a rebalance opens instead of only holding their nodes (the tests
 #: switch this on, in plain Python, to check that the shortcut changes nothing)
 BUILD_EMPTY_SETS = False
 
 
+@cython.cclass
+class Links:
+    """The node sets' loads and job lists: ``load``, ``head``, ``tail``, ``count`` per set,
+    ``nxt``/``prv`` per job."""
+
+    load: i64[:]
+    head: i64[:]
+    tail: i64[:]
+    count: i64[:]
+    nxt: i64[:]
+    prv: i64[:]
+
+    def __init__(self, load, head, tail, count, nxt, prv) -> None:
+        self.load, self.head, self.tail, self.count = load, head, tail, count
+        self.nxt, self.prv = nxt, prv
+
+
+@cython.cclass
+class Progress:
+    """Per job: seconds executed, overhead still to pay, duration, finish, GPU-seconds."""
+
+    executed: f64[:]
+    overhead: f64[:]
+    duration: f64[:]
+    finish: f64[:]
+    gpu_seconds: f64[:]
+
+    def __init__(self, executed, overhead, duration, finish, gpu_seconds) -> None:
+        self.executed, self.overhead, self.duration = executed, overhead, duration
+        self.finish, self.gpu_seconds = finish, gpu_seconds
+
+
+@cython.cclass
+class Roster:
+    """Per job: running; the jobs placed after waiting and each one's place in that list."""
+
+    running: u8[:]
+    waited: i64[:]
+    waited_at: i64[:]
+
+    def __init__(self, running, waited, waited_at) -> None:
+        self.running, self.waited, self.waited_at = running, waited, waited_at
+
+
+@cython.cclass
+class Scratch:
+    """A round's scratch: which sets emptied (per position), which jobs ended."""
+
+    emptied: u8[:]
+    ended: i64[:]
+
+    def __init__(self, emptied, ended) -> None:
+        self.emptied, self.ended = emptied, ended
+
+
 # -- a node set's job list -----------------------------------------------------------------
-@njit(cache=True, inline="always")
-def push(s, j, head, tail, count, nxt, prv):
+@cython.ccall
+@cython.inline
+def push(s: i64, j: i64, head: i64[:], tail: i64[:], count: i64[:], nxt: i64[:],
+         prv: i64[:]) -> cython.void:
     """Append job ``j`` to set ``s``."""
     last = tail[s]
     prv[j] = last
@@ -55,10 +134,13 @@ def push(s, j, head, tail, count, nxt, prv):
     count[s] += 1
 
 
-@njit(cache=True, inline="always")
-def unlink(s, j, head, tail, count, nxt, prv):
+@cython.cfunc
+@cython.inline
+def unlink(s: i64, j: i64, head: i64[:], tail: i64[:], count: i64[:], nxt: i64[:],
+           prv: i64[:]) -> cython.void:
     """Take job ``j`` out of set ``s``, keeping the others' order."""
-    before, after = prv[j], nxt[j]
+    before: i64 = prv[j]
+    after: i64 = nxt[j]
     if before < 0:
         head[s] = after
     else:
@@ -70,10 +152,12 @@ def unlink(s, j, head, tail, count, nxt, prv):
     count[s] -= 1
 
 
-@njit(cache=True, inline="always")
-def take_jobs(s, head, tail, count, nxt, out, m):
+@cython.cfunc
+@cython.inline
+def take_jobs(s: i64, head: i64[:], tail: i64[:], count: i64[:], nxt: i64[:], out: i64[:],
+              m: i64) -> i64:
     """Append set ``s``'s jobs in order to ``out[m:]`` and empty the set; the new ``m``."""
-    j = head[s]
+    j: i64 = head[s]
     while j >= 0:
         out[m] = j
         m += 1
@@ -85,9 +169,14 @@ def take_jobs(s, head, tail, count, nxt, out, m):
 
 
 # -- the ordered sets of one size ----------------------------------------------------------
-@njit(cache=True, inline="always")
-def sort_by_load(row, n, load):
+@cython.cfunc
+@cython.inline
+def sort_by_load(row: i64[:], n: i64, load: i64[:]) -> cython.void:
     """Stable sort of set ids ``row[:n]`` by load (the reference re-sorts after each join)."""
+    i: i64
+    k: i64
+    s: i64
+    key: i64
     for i in range(1, n):
         s = row[i]
         key = load[s]
@@ -98,26 +187,36 @@ def sort_by_load(row, n, load):
         row[k] = s
 
 
-@njit(cache=True, inline="always")
-def first_to_last(row, n):
+@cython.cfunc
+@cython.inline
+def first_to_last(row: i64[:], n: i64) -> i64:
     """Move the first set to the end (the reference's ``pop(0)`` then ``append``)."""
-    first = row[0]
+    first: i64 = row[0]
+    i: i64
     for i in range(n - 1):
         row[i] = row[i + 1]
     row[n - 1] = first
     return first
 
 
-@njit(cache=True)
-def deal(row, n, jobs, m, load, head, tail, count, nxt, prv):
+@cython.ccall
+def deal(row: i64[:], n: i64, jobs: i64[:], m: i64, load: i64[:], head: i64[:], tail: i64[:],
+         count: i64[:], nxt: i64[:], prv: i64[:]) -> cython.void:
     """Each of ``jobs[:m]`` joins the least-loaded set, the sets re-sorted after each.
 
     After the first job's full stable sort only the first set moves: to just
     before the first later set whose load is at least its own (a bisection).
     """
+    i: i64
+    t: i64
+    best: i64
+    key: i64
+    lo: i64
+    hi: i64
+    mid: i64
     if m == 0:
         return
-    s = row[0]
+    s: i64 = row[0]
     load[s] += 1
     push(s, jobs[0], head, tail, count, nxt, prv)
     sort_by_load(row, n, load)
@@ -139,11 +238,13 @@ def deal(row, n, jobs, m, load, head, tail, count, nxt, prv):
             row[lo - 1] = best
 
 
-@njit(cache=True, inline="always")
-def new_set(k, spare, state, load, head, tail, count):
+@cython.cfunc
+@cython.inline
+def new_set(k: i64, spare: i64[:], state: i64[:], load: i64[:], head: i64[:], tail: i64[:],
+            count: i64[:]) -> i64:
     """A fresh, empty set id for size class ``k``."""
     state[SPARE] -= 1
-    s = spare[state[SPARE]]
+    s: i64 = spare[state[SPARE]]
     load[s] = 0
     head[s] = -1
     tail[s] = -1
@@ -152,32 +253,49 @@ def new_set(k, spare, state, load, head, tail, count):
 
 
 # -- rebalancing ---------------------------------------------------------------------------
-@njit(cache=True, inline="always")
-def gap_of(k, total, sizes, seated, nsets, span, per_node, gpus):
+@cython.cfunc
+@cython.inline
+def gap_of(k: i64, total: i64, sizes: i64[:], seated: i64[:], nsets: i64[:], span: i64[:],
+           per_node: i64, gpus: i64) -> i64:
     """GPUs size ``k`` wants minus the GPUs its sets span, towards its demand share."""
-    wanted = seated[k] * sizes[k]
-    target = math.floor(wanted / total * gpus)
+    wanted: i64 = seated[k] * sizes[k]
+    target: i64 = int(floor(wanted / total * gpus))  # noqa: RUF046 (a C double in C)
     if wanted < target:
         target = wanted
     return target - nsets[k] * span[k] * per_node
 
 
-@njit(cache=True, inline="always")
-def demand(sizes, seated, nsets):
+@cython.cfunc
+@cython.inline
+def demand(sizes: i64[:], seated: i64[:], nsets: i64[:]) -> i64:
     """GPUs asked by the jobs seated in node sets (sizes that have sets)."""
-    total = 0
-    for k in range(len(sizes)):
+    total: i64 = 0
+    k: i64
+    for k in range(sizes.shape[0]):
         if nsets[k]:
             total += seated[k] * sizes[k]
     return total
 
 
-@njit(cache=True)
-def rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, buf,
-              load, head, tail, count, nxt, prv):
+@cython.ccall
+def rebalance(sizes: i64[:], seated: i64[:], nsets: i64[:], order: i64[:, :], span: i64[:],
+              per_node: i64, gpus: i64, state: i64[:], spare: i64[:], buf: i64[:],
+              load: i64[:], head: i64[:], tail: i64[:], count: i64[:], nxt: i64[:],
+              prv: i64[:]) -> cython.void:
     """Grow or shrink each size's node sets towards its share of the GPU demand."""
-    total = demand(sizes, seated, nsets)
-    for k in range(len(sizes)):
+    k: i64
+    gap: i64
+    size: i64
+    count_new: i64
+    opened: i64
+    drop: i64
+    m: i64
+    pos: i64
+    s: i64
+    row: i64[:]
+    redeal: cython.bint
+    total: i64 = demand(sizes, seated, nsets)
+    for k in range(sizes.shape[0]):
         if nsets[k] == 0 or seated[k] == 0:
             continue
         gap = gap_of(k, total, sizes, seated, nsets, span, per_node, gpus)
@@ -223,11 +341,16 @@ def rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, b
 
 
 # -- placing a job -------------------------------------------------------------------------
-@njit(cache=True)
-def seat(j, k, order, nsets, span, capacity, state, spare, load, head, tail, count, nxt, prv):
+@cython.ccall
+def seat(j: i64, k: i64, order: i64[:, :], nsets: i64[:], span: i64[:], capacity: i64[:],
+         state: i64[:], spare: i64[:], load: i64[:], head: i64[:], tail: i64[:], count: i64[:],
+         nxt: i64[:], prv: i64[:]) -> cython.bint:
     """Put job ``j`` in a set of its size class ``k``; False when it has to wait."""
-    row = order[k]
-    n = nsets[k]
+    best: i64
+    s: i64
+    crowded: i64
+    row: i64[:] = order[k]
+    n: i64 = nsets[k]
     if n:
         best = first_to_last(row, n)
         if load[best] + 1 < capacity[k]:
@@ -254,9 +377,11 @@ def seat(j, k, order, nsets, span, capacity, state, spare, load, head, tail, cou
 
 
 # -- a round -------------------------------------------------------------------------------
-@njit(cache=True)
-def execute(now, step, lost_of, clear_overhead, sizes, order, nsets, span, capacity, seated,
-            state, spare, links, progress, roster, scratch):
+@cython.cfunc
+def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, sizes: i64[:],
+            order: i64[:, :], nsets: i64[:], span: i64[:], capacity: i64[:], seated: i64[:],
+            state: i64[:], spare: i64[:], links: Links, progress: Progress, roster: Roster,
+            scratch: Scratch) -> tuple[cython.bint, i64]:
     """Credit the jobs that ran in the last ``step`` s; end the finished ones; drop empty sets.
 
     A job in its set's turn loses ``lost_of[j]`` seconds of the step (its
@@ -264,16 +389,47 @@ def execute(now, step, lost_of, clear_overhead, sizes, order, nsets, span, capac
     rounds at a multiple of 60 s a set's turn goes to the back of its queue.
     Returns ``(released, busy)``: whether nodes came free, and the GPUs in use.
     """
-    _, head, tail, count, nxt, prv = links
-    executed, overhead, duration, finish, gpu_seconds = progress
-    running, waited, waited_at = roster
-    emptied, ended = scratch
-    rotate = int(now % 60) == 0
-    released = state[PHANTOM] > 0
+    head: i64[:] = links.head
+    tail: i64[:] = links.tail
+    count: i64[:] = links.count
+    nxt: i64[:] = links.nxt
+    prv: i64[:] = links.prv
+    executed: f64[:] = progress.executed
+    overhead: f64[:] = progress.overhead
+    duration: f64[:] = progress.duration
+    finish: f64[:] = progress.finish
+    gpu_seconds: f64[:] = progress.gpu_seconds
+    running: u8[:] = roster.running
+    waited: i64[:] = roster.waited
+    waited_at: i64[:] = roster.waited_at
+    emptied: u8[:] = scratch.emptied
+    ended: i64[:] = scratch.ended
+    _i: i64
+    k: i64
+    n: i64
+    pos: i64
+    s: i64
+    jobs_in: i64
+    slots: i64
+    n_ended: i64
+    j: i64
+    last: i64
+    e: i64
+    at: i64
+    moved: i64
+    kept: i64
+    old_head: i64
+    old_tail: i64
+    held: f64
+    lost: f64
+    any_emptied: cython.bint
+    row: i64[:]
+    rotate: cython.bint = int(now % 60) == 0
+    released: cython.bint = state[PHANTOM] > 0
     state[FREE] += state[PHANTOM]
     state[PHANTOM] = 0
-    busy = 0
-    for k in range(len(sizes)):
+    busy: i64 = 0
+    for k in range(sizes.shape[0]):
         n = nsets[k]
         if n == 0:
             continue
@@ -287,7 +443,7 @@ def execute(now, step, lost_of, clear_overhead, sizes, order, nsets, span, capac
             n_ended = 0
             j = head[s]
             last = -1
-            for _ in range(slots):
+            for _i in range(slots):
                 lost = lost_of[j]
                 if step > lost:
                     executed[j] += step - lost
@@ -341,14 +497,14 @@ def execute(now, step, lost_of, clear_overhead, sizes, order, nsets, span, capac
     return released, busy
 
 
-@njit(cache=True)
-def start_job(j, now, kind, order, nsets, span, capacity, seated, state, spare, links,
-              running, start):
+@cython.cfunc
+def start_job(j: i64, now: f64, kind: i64[:], order: i64[:, :], nsets: i64[:], span: i64[:],
+              capacity: i64[:], seated: i64[:], state: i64[:], spare: i64[:], links: Links,
+              running: u8[:], start: f64[:]) -> cython.bint:
     """Seat job ``j`` and mark it running (its first start is recorded); False if it waits."""
-    load, head, tail, count, nxt, prv = links
-    k = kind[j]
-    if not seat(j, k, order, nsets, span, capacity, state, spare, load, head, tail, count,
-                nxt, prv):
+    k: i64 = kind[j]
+    if not seat(j, k, order, nsets, span, capacity, state, spare, links.load, links.head,
+                links.tail, links.count, links.nxt, links.prv):
         return False
     seated[k] += 1
     running[j] = True
@@ -358,70 +514,92 @@ def start_job(j, now, kind, order, nsets, span, capacity, seated, state, spare, 
     return True
 
 
-@njit(cache=True)
-def credit_quiet_rounds(gained, sizes, order, nsets, capacity, head, count, nxt, executed,
-                        gpu_seconds):
+@cython.cfunc
+def credit_quiet_rounds(gained: f64, sizes: i64[:], order: i64[:, :], nsets: i64[:],
+                        capacity: i64[:], head: i64[:], count: i64[:], nxt: i64[:],
+                        executed: f64[:], gpu_seconds: f64[:]) -> cython.void:
     """Credit ``gained`` seconds to every job in its set's turn (see :func:`quiet_rounds`)."""
-    for k in range(len(sizes)):
+    k: i64
+    pos: i64
+    s: i64
+    j: i64
+    _i: i64
+    for k in range(sizes.shape[0]):
         for pos in range(nsets[k]):
             s = order[k, pos]
             j = head[s]
-            for _ in range(min(count[s], capacity[k])):
+            for _i in range(min(count[s], capacity[k])):
                 executed[j] += gained
                 gpu_seconds[j] += sizes[k] * gained
                 j = nxt[j]
 
 
 # -- the run -------------------------------------------------------------------------------
-@njit(cache=True)
-def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
-           etime, eptr, ejobs, nodes, per_node, gpus, slot, restart_every,
-           start, finish, gpu_seconds):
+def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration: f64[:],
+           plain_cost: f64[:], restart_cost: f64[:], etime: f64[:], eptr: i64[:], ejobs: i64[:],
+           nodes: i64, per_node: i64, gpus: i64, slot: f64, restart_every: i64,
+           start: f64[:], finish: f64[:], gpu_seconds: f64[:]):
     """Replay the rounds; fill ``start``, ``finish``, ``gpu_seconds``; return the GPU steps.
 
     ``kind[j]`` is job ``j``'s size class (jobs without one are not in the
     events). Returns ``(times, allocated, n)``: the allocated-GPU step series
     is the first ``n`` entries.
     """
-    n_jobs = len(kind)
-    n_sizes = len(sizes)
-    n_groups = len(etime)
-    executed = np.zeros(n_jobs)
-    overhead = np.zeros(n_jobs)
-    progress = (executed, overhead, duration, finish, gpu_seconds)
-    pool = max(nodes, 1)
-    load = np.zeros(pool, np.int64)
-    head = np.full(pool, -1, np.int64)
-    tail = np.full(pool, -1, np.int64)
-    count = np.zeros(pool, np.int64)
-    nxt = np.full(n_jobs, -1, np.int64)
-    prv = np.full(n_jobs, -1, np.int64)
-    links = (load, head, tail, count, nxt, prv)
-    running = np.zeros(n_jobs, np.bool_)
-    waited = np.empty(n_jobs, np.int64)  # placed after waiting: overhead cleared per round
-    waited_at = np.full(n_jobs, -1, np.int64)
-    roster = (running, waited, waited_at)
-    pending = np.empty(n_jobs, np.int64)
-    n_pending = 0
-    buf = np.empty(n_jobs, np.int64)
-    scratch = (np.empty(pool, np.bool_), np.empty(n_jobs, np.int64))
-    spare = np.arange(pool - 1, -1, -1).astype(np.int64)
-    order = np.empty((n_sizes, pool), np.int64)
-    nsets = np.zeros(n_sizes, np.int64)
-    seated = np.zeros(n_sizes, np.int64)
-    state = np.zeros(5, np.int64)
+    n_jobs: i64 = kind.shape[0]
+    n_sizes: i64 = sizes.shape[0]
+    n_groups: i64 = etime.shape[0]
+    executed: f64[:] = np.zeros(n_jobs)
+    overhead: f64[:] = np.zeros(n_jobs)
+    progress = Progress(executed, overhead, duration, finish, gpu_seconds)
+    pool: i64 = max(nodes, 1)
+    load: i64[:] = np.zeros(pool, np.int64)
+    head: i64[:] = np.full(pool, -1, np.int64)
+    tail: i64[:] = np.full(pool, -1, np.int64)
+    count: i64[:] = np.zeros(pool, np.int64)
+    nxt: i64[:] = np.full(n_jobs, -1, np.int64)
+    prv: i64[:] = np.full(n_jobs, -1, np.int64)
+    links = Links(load, head, tail, count, nxt, prv)
+    running: u8[:] = np.zeros(n_jobs, np.bool_)
+    waited: i64[:] = np.empty(n_jobs, np.int64)  # placed after waiting: overhead cleared
+    waited_at: i64[:] = np.full(n_jobs, -1, np.int64)
+    roster = Roster(running, waited, waited_at)
+    pending: i64[:] = np.empty(n_jobs, np.int64)
+    n_pending: i64 = 0
+    buf: i64[:] = np.empty(n_jobs, np.int64)
+    scratch = Scratch(np.empty(pool, np.bool_), np.empty(n_jobs, np.int64))
+    spare: i64[:] = np.arange(pool - 1, -1, -1).astype(np.int64)
+    order: i64[:, :] = np.empty((n_sizes, pool), np.int64)
+    nsets: i64[:] = np.zeros(n_sizes, np.int64)
+    seated: i64[:] = np.zeros(n_sizes, np.int64)
+    state: i64[:] = np.zeros(5, np.int64)
     state[FREE] = nodes
     state[SPARE] = pool
-    mark_time = np.empty(1024)
-    mark_gpus = np.empty(1024, np.int64)
-    n_marks = 0
+    mark_time: f64[:] = np.empty(1024)
+    mark_gpus: i64[:] = np.empty(1024, np.int64)
+    n_marks: i64 = 0
     if n_groups == 0:
-        return mark_time, mark_gpus, 0
+        return np.asarray(mark_time), np.asarray(mark_gpus), 0
 
-    first, head_end, head_time = 0, 1, etime[0]
-    now, step = etime[0], 0.0
-    mode = 0  # whose overhead a job loses: 0 its own, 1 a plain round's, 2 a restart's
-    rounds = 0
+    i: i64
+    j: i64
+    kept: i64
+    quiet: i64
+    released: cython.bint
+    busy: i64
+    restart: cython.bint
+    skip_next: cython.bint
+    has_event: cython.bint
+    n_events: i64
+    t: f64
+    cost: f64[:]
+    lost_of: f64[:]
+    first: i64 = 0
+    head_end: i64 = 1
+    head_time: f64 = etime[0]
+    now: f64 = etime[0]
+    step: f64 = 0.0
+    mode: i64 = 0  # whose overhead a job loses: 0 its own, 1 a plain round's, 2 a restart's
+    rounds: i64 = 0
     while first < n_groups or n_pending or state[RUNNING]:
         has_event = first < n_groups and head_time == now
         n_events = n_groups - head_end + 1 if first < n_groups else 0
@@ -449,7 +627,7 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             if n_marks and mark_time[n_marks - 1] == t:
                 mark_gpus[n_marks - 1] = busy
             elif n_marks == 0 or mark_gpus[n_marks - 1] != busy:
-                if n_marks == len(mark_time):
+                if n_marks == mark_time.shape[0]:
                     mark_time = np.concatenate((mark_time, np.empty(n_marks)))
                     mark_gpus = np.concatenate((mark_gpus, np.empty(n_marks, np.int64)))
                 mark_time[n_marks] = t
@@ -504,47 +682,51 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             head_time = now + slot
         step = head_time - now
         now = head_time
-    return mark_time, mark_gpus, n_marks
+    return np.asarray(mark_time), np.asarray(mark_gpus), n_marks
 
 
-@njit(cache=True)
-def quiet_rounds(now, step, sizes, seated, nsets, order, span, capacity, per_node, gpus,
-                 head, count, nxt, overhead, duration, executed):
+@cython.cfunc
+def quiet_rounds(now: f64, step: f64, sizes: i64[:], seated: i64[:], nsets: i64[:],
+                 order: i64[:, :], span: i64[:], capacity: i64[:], per_node: i64, gpus: i64,
+                 head: i64[:], count: i64[:], nxt: i64[:], overhead: f64[:], duration: f64[:],
+                 executed: f64[:]) -> i64:
     """How many coming rounds change nothing but progress (called once arrivals are over).
 
     Nonzero when no node set would be resized or re-dealt, no time slice
     rotates, and the running jobs paid their overhead: then the same jobs gain
     ``step`` seconds a round until the first of them completes.
     """
-    total = demand(sizes, seated, nsets)
-    for k in range(len(sizes)):
+    k: i64
+    pos: i64
+    s: i64
+    j: i64
+    gap: i64
+    slots: i64
+    _i: i64
+    need: f64
+    total: i64 = demand(sizes, seated, nsets)
+    for k in range(sizes.shape[0]):
         if nsets[k] == 0 or seated[k] == 0:
             continue
         gap = gap_of(k, total, sizes, seated, nsets, span, per_node, gpus)
         if gap > 0 or (gap < 0 and nsets[k] > 1):
             return 0
-    rotate = int(now % 60) == 0
-    rounds = math.inf
-    for k in range(len(sizes)):
+    rotate: cython.bint = int(now % 60) == 0
+    rounds: f64 = INF
+    for k in range(sizes.shape[0]):
         for pos in range(nsets[k]):
             s = order[k, pos]
             slots = min(count[s], capacity[k])
             if rotate and count[s] > slots:
                 return 0
             j = head[s]
-            for _ in range(slots):
+            for _i in range(slots):
                 if overhead[j]:
                     return 0
-                need = np.ceil((duration[j] - executed[j]) / step)
+                need = ceil((duration[j] - executed[j]) / step)
                 if need < rounds:
                     rounds = need
                 j = nxt[j]
-    if rounds == math.inf:
+    if rounds == INF:
         return 0
     return max(int(rounds) - 1, 0)
-
-
-def compiled() -> bool:
-    """Whether numba's cache already holds the round loop (else the next replay compiles
-    it first, a few seconds once per installation)."""
-    return in_cache(replay)

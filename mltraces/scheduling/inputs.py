@@ -1,20 +1,26 @@
 """Scheduling inputs from the catalog: job traces by id, cluster specs, throughput profiles.
 
-A *trace id* is ``<source>/<name>``. Each source's card (``job_traces`` in its
-``source.json``) says which of its tables hold replayable jobs: a named trace
-(``elasticflow/philly`` is ``elasticflow.philly_jobs``) or one trace per value
-of a column (``itp/cluster10`` is ``itp.elasticflow_jobs WHERE cluster =
-'cluster10'``). Nothing here lists sources: a new source with jobs declares its
-traces in its own folder and ``mltraces schedule --trace`` finds them.
+A *trace id* is ``<source>/<name>``. Every mapped job table (its source's
+``jobs.json``, :mod:`mltraces.jobmap`) names the replays it offers in
+``replay``: a literal name is the whole table (``elasticflow/philly``), a name with
+``{cluster}`` one replay per cluster (``itp/cluster10`` is ``itp.elasticflow_jobs``
+whose cluster is ``cluster10``). The jobs are read through the same mapping as
+``mltraces.jobs``: submission, run time, GPUs, and ElasticFlow's model, batch
+size, iterations and deadline where the trace has them (else duration-only jobs).
+Nothing here lists sources: a new source with a mapped job table is schedulable
+the moment its folder exists.
 
+The cluster a replay runs on is the one asked for, else the one Fig. 8(b) gives
+the trace, else the trace's own capacity (``capacity`` in its mapping: a GPU
+count, or an aggregate over a table of its source such as a machine list).
 Cluster specs come from ``elasticflow.cluster_specs`` (the artifact's files, so
-``n1g2`` is the 2 x 1 GPUs its file holds) and throughputs from
-``elasticflow.throughputs``; both fall back to nothing else, so a run always
-says which verified inputs it used.
+``n1g2`` is the 2 x 1 GPUs its file holds) or from the name ``n<nodes>g<GPUs>``,
+and throughputs from ``elasticflow.throughputs``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -25,81 +31,104 @@ from mltraces.scheduling.profiles import Profiles
 if TYPE_CHECKING:
     import duckdb
 
-    from mltraces.registry import JobTrace
+    from mltraces.jobmap import Replay
 
 CLUSTER_TABLE = "elasticflow.cluster_specs"
 THROUGHPUT_TABLE = "elasticflow.throughputs"
 
 
-def declared() -> dict[str, JobTrace]:
-    """``source/name`` (or ``source/*`` for a split table) → its declaration, every source."""
-    from mltraces.registry import all_sources
+def resolve(trace_id: str) -> Replay:
+    """The mapped table (and slice of it) behind ``trace_id``; the error lists the known ids."""
+    from mltraces.jobmap import resolve_replay
 
-    found: dict[str, JobTrace] = {}
-    for source in all_sources().values():
-        for trace in source.job_traces:
-            found[f"{source.name}/{trace.name or '*'}"] = trace
-    return found
-
-
-def resolve(trace_id: str) -> tuple[JobTrace, str | None]:
-    """The declaration behind ``trace_id`` and, for a split table, the value it selects."""
-    source, _, name = trace_id.partition("/")
-    traces = declared()
-    if f"{source}/{name}" in traces:
-        return traces[f"{source}/{name}"], None
-    if name and f"{source}/*" in traces:
-        return traces[f"{source}/*"], name
-    known = ", ".join(sorted(t.replace("*", "<" + traces[t].split_by + ">") for t in traces
-                             if traces[t].split_by) + sorted(t for t in traces if "*" not in t))
-    raise SchedulingError(f"unknown trace {trace_id!r}; traces are SOURCE/NAME: {known} "
-                          "(`mltraces schedule --list-traces` expands the clusters)")
+    try:
+        return resolve_replay(trace_id)
+    except KeyError as error:
+        raise SchedulingError(error.args[0]) from None
 
 
-def tables_for(trace_ids: Iterable[str], *, throughputs: bool = True) -> list[str]:
-    """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``."""
-    tables = {resolve(t)[0].table for t in trace_ids} | {CLUSTER_TABLE}
-    return sorted(tables | ({THROUGHPUT_TABLE} if throughputs else set()))
+def tables_for(trace_ids: Iterable[str], *, throughputs: bool | None = None,
+               specs: bool = True) -> list[str]:
+    """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``.
+
+    The artifact's throughput profiles only when a trace names models (``throughputs``
+    None: decided from the mappings); its cluster specs unless ``specs`` is false (every
+    cluster built from a trace's capacity).
+    """
+    replays = [resolve(trace) for trace in trace_ids]
+    tables = {t for replay in replays for t in replay.entry.tables}
+    if throughputs is None:
+        throughputs = any("model" in replay.entry.columns for replay in replays)
+    return sorted(tables | ({CLUSTER_TABLE} if specs else set())
+                  | ({THROUGHPUT_TABLE} if throughputs else set()))
 
 
 def trace_ids(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Every replayable trace id, split tables expanded from the data (a split table
-    that is not available on ``con`` shows as ``source/<column>``)."""
-    import duckdb
+    """Every replayable trace id, ``{cluster}`` names expanded from the data on ``con`` (a
+    table that is not available there shows as ``source/{cluster}``)."""
+    from mltraces.jobmap import expand_replays
 
+    return [trace_id for trace_id, _ in expand_replays(con)]
+
+
+def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> Any:
+    """The jobs of ``trace_id`` (a :class:`~mltraces.scheduling.jobs.Jobs` table).
+
+    Read through the trace's mapping, in the table's row order. Jobs without a
+    GPU (unless ``include_cpu_jobs=True``) or without known work (still running)
+    are left out; see :func:`~mltraces.scheduling.jobs.from_common`.
+    """
+    from mltraces.jobmap import table_select_sql
+    from mltraces.scheduling.jobs import COMMON, from_common
     from mltraces.schema import quote_ident
 
-    ids = []
-    for key, trace in declared().items():
-        if trace.split_by is None:
-            ids.append(key)
-            continue
-        column = quote_ident(trace.split_by)
-        try:
-            values = con.sql(f"SELECT DISTINCT {column} FROM {trace.table} ORDER BY 1").fetchall()
-        except duckdb.Error:
-            ids.append(key.replace("*", f"<{trace.split_by}>"))
-            continue
-        ids.extend(key.replace("*", str(value)) for (value,) in values)
-    return ids
-
-
-def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str) -> Any:
-    """The jobs of ``trace_id`` as a pandas frame in the table's row order."""
-    from mltraces.schema import quote_ident
-
-    trace, value = resolve(trace_id)
-    query = f"SELECT * FROM {trace.table}"
-    params: list[Any] = []
-    if value is not None:
-        query += f" WHERE {quote_ident(trace.split_by or '')} = ?"
-        params.append(value)
+    replay = resolve(trace_id)
+    relative = replay.entry.kind == "relative"
+    query = f"SELECT * FROM ({table_select_sql(replay.entry, absolute=not relative)})"
+    if replay.where:
+        query += " WHERE " + " AND ".join(f"{quote_ident(c)} = ?" for c in replay.where)
+    columns = ", ".join(quote_ident(c) for c in COMMON)
     # through Arrow: DuckDB's own DataFrame export of time zones trips a pandas 3 deprecation
-    frame = con.sql(query, params=params).to_arrow_table().to_pandas()
+    frame = con.sql(f"SELECT {columns} FROM ({query})", params=list(replay.where.values())
+                    ).to_arrow_table().to_pandas()
     if frame.empty:
-        raise SchedulingError(f"trace {trace_id!r} has no jobs in {trace.table}"
-                              + (f" (no {trace.split_by} = {value!r})" if value else ""))
-    return frame
+        where = " and ".join(f"{c} = {v!r}" for c, v in replay.where.items())
+        raise SchedulingError(f"trace {trace_id!r} has no jobs in {replay.entry.table}"
+                              + (f" (no {where})" if where else ""))
+    return from_common(frame, clock=not relative, **options)
+
+
+def default_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> str:
+    """The cluster spec name a replay of ``trace_id`` gets from the trace's own capacity.
+
+    ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node`` GPUs (``n286g8``); an
+    error when the mapping declares no capacity.
+    """
+    from mltraces.jobmap import table_select_sql
+    from mltraces.schema import quote_ident
+
+    replay = resolve(trace_id)
+    capacity = replay.entry.capacity
+    if capacity is None:
+        raise SchedulingError(f"{trace_id} declares no capacity (capacity in its source's "
+                              "jobs.json): give the cluster, e.g. n16g8")
+    if isinstance(capacity.gpus, int):
+        gpus: float = capacity.gpus
+    elif capacity.cluster is None:
+        gpus = con.execute(f"SELECT {capacity.gpus} FROM {capacity.table}").fetchall()[0][0]
+    else:
+        clusters = replay.where.get("cluster")
+        chosen = [clusters] if clusters else [c for (c,) in con.execute(
+            f"SELECT DISTINCT cluster FROM ({table_select_sql(replay.entry)})").fetchall()]
+        column = quote_ident(capacity.cluster)
+        per_cluster = dict(con.execute(f"SELECT {column}, {capacity.gpus} FROM "
+                                       f"{capacity.table} GROUP BY 1").fetchall())
+        gpus = sum(per_cluster.get(c) or 0 for c in chosen)
+    if not gpus or gpus < 1:
+        raise SchedulingError(f"{trace_id}: its capacity ({capacity.table}: {capacity.gpus}) "
+                              "gives no GPUs; give a cluster with --cluster")
+    nodes = math.ceil(gpus / capacity.gpus_per_node)
+    return f"n{nodes}g{capacity.gpus_per_node}"
 
 
 def load_cluster(con: duckdb.DuckDBPyConnection, name: str) -> ClusterSpec:
@@ -134,13 +163,25 @@ def load_profiles(con: duckdb.DuckDBPyConnection, gpu_type: str = "A100") -> Pro
     return Profiles.from_frame(frame)
 
 
-def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str, *,
+def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSpec, *,
          gpu_type: str = "A100", label: str | None = None, **options: Any) -> Any:
-    """One :class:`~mltraces.scheduling.api.Case` read from the catalog."""
+    """One :class:`~mltraces.scheduling.api.Case` read from the catalog.
+
+    ``cluster`` is a spec name (the artifact's spec files first) or a spec; the
+    throughput profiles are read only when the trace's jobs name models.
+    """
     from mltraces.scheduling.api import Case
 
-    return Case.build(label or trace_id, load_jobs(con, trace_id), load_cluster(con, cluster),
-                      load_profiles(con, gpu_type), **options)
+    jobs = load_jobs(con, trace_id)
+    spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(con, cluster)
+    models = bool((jobs.frame["model"] != "").any())
+    return Case.build(label or trace_id, jobs, spec,
+                      load_profiles(con, gpu_type) if models else None, **options)
+
+
+def capacity_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> ClusterSpec:
+    """The cluster of the trace's own capacity, built from its name (no spec file)."""
+    return ClusterSpec.from_name(default_cluster(con, trace_id))
 
 
 def fig8b_cases(con: duckdb.DuckDBPyConnection, labels: Iterable[str] | None = None,

@@ -60,6 +60,8 @@ from mltraces.workers import process_pool
 #: Fewer groups than this per extra process are replayed with fewer processes.
 GROUPS_PER_WORKER = 100
 GROUP_COLUMNS = ["group", "start_time", "end_time", "dataset", "runtime_ratio"]
+#: the catalog table of the recurring groups
+GROUPS_TABLE = "zeus.alibaba_groups"
 #: One recorded run of the replay: the job's place in its group, its time slot, then
 #: the run as in the sequential replay, with time, energy and cost scaled by the runtime ratio.
 REPLAY_DTYPE = np.dtype(
@@ -234,7 +236,7 @@ def replay_alibaba(
 
 def load_groups(con: Any) -> pd.DataFrame:
     """Read ``zeus.alibaba_groups`` from a catalog connection."""
-    return pd.DataFrame(read_table(con, "zeus.alibaba_groups", GROUP_COLUMNS))
+    return pd.DataFrame(read_table(con, GROUPS_TABLE, GROUP_COLUMNS))
 
 
 def split_groups(groups: pd.DataFrame) -> list[Group]:

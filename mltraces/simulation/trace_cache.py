@@ -18,6 +18,7 @@ and checked for every column, dtype and length before use.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import zipfile
@@ -125,12 +126,16 @@ def save(traces: TraceSet, key: str, path: Path | None = None) -> None:
     for part, columns in (("train", traces.train_arrays), ("power", traces.power_arrays)):
         for name, array in columns.items():
             arrays[f"{part}/{name}"] = array.astype(str) if name in NAME_COLUMNS else array
+    from mltraces.catalog import warm
+    from mltraces.errors import UnsafePathError
+
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}.npz")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        warm.writable(path.parent)  # created, and proven inside the cache
         np.savez(tmp, **arrays)
         os.replace(tmp, path)
-    except OSError:
+    except (OSError, UnsafePathError):
         return
     finally:
-        tmp.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a read-only cache: nothing to remove
+            tmp.unlink(missing_ok=True)

@@ -19,8 +19,15 @@ Two kinds of inputs:
   ``cluster_summary.csv``: the authors' own numbers, drawn as published.
 
 Job-trace figures draw whichever of Seren and Kalos is available. The prior
-traces the paper compares with (Philly, Helios, PAI job traces) are not part
-of the release: only their utilization curves are drawn.
+traces the paper compares with in Figs. 2(a) and 3 (Philly, Helios, PAI) are
+not part of AcmeTrace's release; mltraces serves them as sources of their own,
+and when they are fetched those two figures draw them beside Seren and Kalos,
+read through the common jobs mapping (``mltraces.jobs``: GPU jobs have
+``num_gpu > 0``, run time ``run_s``, GPU time ``gpu_time_s``). As in the
+paper's notebook, Philly's GPUs are its jobs' first-attempt GPUs; PAI's GPUs
+come from ``plan_gpu / 100``, which mltraces multiplies by each task's instance
+count (per-instance requests, alibaba/clusterdata#129), so multi-instance PAI
+jobs count all their GPUs.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from mltraces.figures import store, style
 from mltraces.figures.sql import cdf_from_points_sql, ecdf_sql, values_sql
+from mltraces.schema import sql_literal
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,6 +46,8 @@ if TYPE_CHECKING:
 PAPER = "AcmeTrace (NSDI'24)"
 
 JOB_TABLES = {"Seren": "acme.seren_jobs", "Kalos": "acme.kalos_jobs"}
+#: the earlier traces Figs. 2(a) and 3 compare with, as mltraces serves them (mapped job tables)
+PRIOR_TABLES = {"Philly": "philly.jobs", "Helios": "helios.jobs", "PAI": "alibaba_pai.jobs"}
 JOB_COLUMNS = (
     "gpu_num",
     "node_num",
@@ -56,21 +66,25 @@ TYPES = ("Eval", "Pretrain", "SFT", "MLLM", "Debug", "Other", "CPU")
 TYPE_COLORS = dict(zip(TYPES, (style.PALETTE[0], style.PALETTE[1], style.PALETTE[2],
                                style.PALETTE[4], style.PALETTE[5], style.PALETTE[3], "#999999"),
                        strict=True))
-#: Published Fig. 5 shares (%) of GPU jobs by type, as printed on the paper's treemaps.
-PAPER_FIG5 = {
-    ("Seren", "jobs"): {"Eval": 64.9, "SFT": 14.9, "Other": 14.6, "MLLM": 2.9, "Debug": 1.9,
-                        "Pretrain": 0.9},
-    ("Seren", "GPU time"): {"Pretrain": 69.5, "MLLM": 8.6, "Other": 7.6, "SFT": 6.4,
-                            "Eval": 6.2, "Debug": 1.7},
-    ("Kalos", "jobs"): {"Eval": 92.8, "Pretrain": 3.2, "Debug": 2.7, "Other": 1.3},
-    ("Kalos", "GPU time"): {"Pretrain": 95.5, "Other": 2.5, "Debug": 1.6, "Eval": 0.4},
-}
 #: Seren's server power panel: the GPU and CPU node curves of server_power.pkl.
 A100_TDP_W = 400
 
 
 class NoJobTraceError(LookupError):
     """Neither AcmeTrace job trace can be read on this connection."""
+
+
+def paper_type_shares() -> dict[tuple[str, str], dict[str, float]]:
+    """The paper's treemap shares (%) of GPU jobs by type, per (cluster, measure).
+
+    Read from ``published.type_shares`` in the source's ``source.json``, where
+    the published numbers live as data.
+    """
+    from mltraces.registry import get_source
+
+    shares = get_source("acme").published["type_shares"]["shares"]
+    return {(cluster, measure): {kind: float(v) for kind, v in values.items()}
+            for cluster, by_measure in shares.items() for measure, values in by_measure.items()}
 
 
 def jobs_sql(con: duckdb.DuckDBPyConnection, gpu_only: bool = True) -> str:
@@ -95,6 +109,56 @@ def jobs_sql(con: duckdb.DuckDBPyConnection, gpu_only: bool = True) -> str:
     return "(" + " UNION ALL ".join(parts) + ")"
 
 
+def prior_jobs_sql(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """SQL, one per available prior trace, of its GPU jobs through the common jobs mapping.
+
+    Columns: cluster (Philly, Helios, PAI), gpu_num, duration (run time, s), gpu_time.
+    """
+    from mltraces.figures import available
+    from mltraces.jobmap import job_table, table_select_sql
+
+    parts = []
+    for name, table in PRIOR_TABLES.items():
+        if table not in available(con, [table]):
+            continue
+        common = table_select_sql(job_table(table))
+        parts.append(f"SELECT {sql_literal(name)} AS cluster, num_gpu AS gpu_num, "
+                     f"run_s AS duration, gpu_time_s AS gpu_time FROM ({common}) "
+                     "WHERE num_gpu > 0")
+    return parts
+
+
+def gpu_jobs_sql(con: duckdb.DuckDBPyConnection) -> str:
+    """GPU jobs of Seren and Kalos and of the prior traces that are available (Figs. 2(a), 3).
+
+    Columns: cluster, gpu_num, duration, gpu_time. Raises :class:`NoJobTraceError`
+    when none of them can be read.
+    """
+    from mltraces.figures import available, fetch_hint
+
+    parts = prior_jobs_sql(con)
+    if available(con, list(JOB_TABLES.values())):
+        parts.insert(0, f"SELECT cluster, gpu_num::DOUBLE AS gpu_num, duration::DOUBLE AS "
+                     f"duration, gpu_time::DOUBLE AS gpu_time FROM {jobs_sql(con)}")
+    if not parts:
+        tables = [*JOB_TABLES.values(), *PRIOR_TABLES.values()]
+        raise NoJobTraceError("no job trace of Seren, Kalos, Philly, Helios or PAI is "
+                              "available: " + fetch_hint(tables))
+    return "(" + " UNION ALL ".join(parts) + ")"
+
+
+def _drawn(data: pd.DataFrame) -> str:
+    """The figure's subtitle: which prior traces are drawn, which are missing."""
+    present = [c for c in PRIOR_TABLES if c in set(data["cluster"])]
+    absent = [c for c in PRIOR_TABLES if c not in present]
+    parts = []
+    if present:
+        parts.append(f"{', '.join(present)} from mltraces.jobs")
+    if absent:
+        parts.append(f"{', '.join(absent)} not fetched")
+    return "; ".join(parts)
+
+
 def _clusters(data: pd.DataFrame) -> list[str]:
     return [c for c in ("Seren", "Kalos", "Philly", "Helios", "PAI") if c in set(data["cluster"])]
 
@@ -111,8 +175,9 @@ def _cdf_steps(ax: Any, data: pd.DataFrame, key: str = "cluster") -> None:
 
 
 def duration_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
-    """CDF of GPU job duration per cluster (Fig. 2(a)). Columns: cluster, x (s), cdf."""
-    return store.query(con, ecdf_sql(jobs_sql(con), "duration", by=["cluster"]))
+    """CDF of GPU job duration per cluster (Fig. 2(a)): Seren, Kalos and the prior traces
+    that are fetched. Columns: cluster, x (s), cdf."""
+    return store.query(con, ecdf_sql(gpu_jobs_sql(con), "duration", by=["cluster"]))
 
 
 @style.styled
@@ -124,8 +189,8 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax)
     ax.set_xlabel("(a) GPU job duration")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
-                 "Philly, Helios, PAI job traces are not released", fontsize=6.5)
+    style.provenance(ax, "AcmeTrace Fig. 2(a) (figure/cdf_job_duration_util.pdf);\n"
+                     f"{_drawn(data)}", fontsize=6.5)
     return fig
 
 
@@ -162,7 +227,7 @@ def plot_gpu_util(data: pd.DataFrame) -> Any:
     ax.set_xticks([0, 25, 50, 75, 100])
     style.cdf_axis(ax)
     ax.set_xlabel("(b) GPU utilization (%)")
-    ax.set_title("AcmeTrace Fig. 2(b) (figure/cdf_job_duration_util.pdf)", fontsize=6.5)
+    style.provenance(ax, "AcmeTrace Fig. 2(b) (figure/cdf_job_duration_util.pdf)", fontsize=6.5)
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=4)
     return fig
 
@@ -179,7 +244,7 @@ def gpu_count_cdf_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelatio
         WITH per AS (
             SELECT cluster, gpu_num AS x, count(*)::DOUBLE AS "jobs",
                    sum(gpu_time)::DOUBLE AS "GPU time"
-            FROM {jobs_sql(con)} GROUP BY ALL
+            FROM {gpu_jobs_sql(con)} GROUP BY ALL
         )
         UNPIVOT per ON "jobs", "GPU time" INTO NAME measure VALUE w
     """
@@ -200,7 +265,7 @@ def plot_gpu_count_cdf(data: pd.DataFrame) -> Any:
         ax.set_xlabel(f"({panel}) Number of GPUs")
         style.cdf_axis(ax, f"CDF of {measure} (%)")
     axes[0].legend(loc="lower right")
-    fig.suptitle("AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf)")
+    style.provenance(fig, f"AcmeTrace Fig. 3 (figure/cdf_job_gpunum.pdf); {_drawn(data)}")
     return fig
 
 
@@ -273,13 +338,13 @@ def _bars_with_values(ax: Any, data: pd.DataFrame, measure: str, paper: bool) ->
 
 def _plot_states(data: pd.DataFrame, title: str, paper: bool) -> Any:
     fig, axes = style.subplots(1, 2, width="page", height=2.4)
-    for ax, measure, label in zip(axes, ("jobs", "GPU time"), ("(a) Job count", "(b) GPU time"),
-                                  strict=True):
+    labels = ("(a) Share of GPU jobs", "(b) Share of the GPU time of GPU jobs")
+    for ax, measure, label in zip(axes, ("jobs", "GPU time"), labels, strict=True):
         _bars_with_values(ax, data, measure, paper)
         ax.set_xlabel(label)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncols=len(labels))
-    fig.suptitle(title)
+    style.provenance(fig, title)
     return fig
 
 
@@ -304,10 +369,11 @@ def types_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """Job type shares of GPU jobs per cluster, by count and by GPU time (Fig. 5).
 
     Columns: cluster, type, measure ('jobs' or 'GPU time'), share (%), paper (%,
-    as printed on the paper's treemaps).
+    as printed on the paper's treemaps: :func:`paper_type_shares`).
     """
     paper = values_sql(
-        [(c, t, m, v) for (c, m), shares in PAPER_FIG5.items() for t, v in shares.items()],
+        [(c, t, m, v) for (c, m), shares in paper_type_shares().items()
+         for t, v in shares.items()],
         ["cluster", "p_type", "p_measure", "paper"],
     )
     return _shares(con, "type", f"SELECT * FROM {paper}")
@@ -418,10 +484,10 @@ def plot_types(data: pd.DataFrame) -> Any:
             ax.set_ylim(0, height)
             ax.set_aspect("equal")
             ax.axis("off")
-            ax.set_title(f"{cluster}, by {'job count' if measure == 'jobs' else measure}")
+            ax.set_title(f"{cluster}, GPU jobs by {'count' if measure == 'jobs' else measure}")
     handles = [Rectangle((0, 0), 1, 1, color=TYPE_COLORS[t]) for t in present]
     fig.legend(handles, present, loc="outside lower center", ncols=len(present))
-    fig.suptitle("AcmeTrace Fig. 5 (figure/treemap_job_dist.pdf): GPU jobs by type; "
+    style.provenance(fig, "AcmeTrace Fig. 5 (figure/treemap_job_dist.pdf): GPU jobs by type; "
                  "in brackets the paper's share")
     return fig
 
@@ -507,7 +573,7 @@ def plot_type_duration_queue(data: pd.DataFrame) -> Any:
             handles.setdefault(label, handle)
     kinds = [t for t in TYPES if t in handles]
     fig.legend([handles[k] for k in kinds], kinds, loc="outside lower center", ncols=len(kinds))
-    fig.suptitle("AcmeTrace Fig. 6 (figure/cdf_job_duration_queue.pdf): GPU jobs per type")
+    style.provenance(fig, "AcmeTrace Fig. 6 (figure/cdf_job_duration_queue.pdf): GPU jobs per type")
     return fig
 
 
@@ -574,7 +640,7 @@ def plot_type_gpu_count(data: pd.DataFrame) -> Any:
         ax.set_title(cluster)
         style.log2_ticks(ax, list(data["p05"]) + list(data["p95"]), axis="y")
     axes[0, 0].set_ylabel("GPUs per job (box: quartiles,\nwhiskers: 5th–95th pct, ▲ mean)")
-    fig.suptitle("GPUs per GPU job by type (AcmeTrace figure/box_gpu_num.pdf; "
+    style.provenance(fig, "GPUs per GPU job by type (AcmeTrace figure/box_gpu_num.pdf; "
                  "paper figure number not matched)")
     return fig
 
@@ -670,7 +736,8 @@ def plot_resource_util(data: pd.DataFrame) -> Any:
     clusters = [Line2D([], [], color=style.color(c), lw=3, label=c)
                 for c in ("Seren", "Kalos") if c in set(data["cluster"])]
     fig.legend(handles=clusters, loc="outside lower center", ncols=2)
-    fig.suptitle("AcmeTrace Fig. 7 (figure/cdf_resource_util.pdf), from the released curves")
+    style.provenance(fig, "AcmeTrace Fig. 7 (figure/cdf_resource_util.pdf), from the released "
+                     "curves")
     return fig
 
 
@@ -706,7 +773,7 @@ def plot_power(data: pd.DataFrame) -> Any:
     right.set_xlabel("(b) Server power in Seren (W)")
     right.legend(loc="lower right")
     style.cdf_axis(left)
-    fig.suptitle("AcmeTrace Fig. 8 (figure/cdf_power.pdf), from the released curves")
+    style.provenance(fig, "AcmeTrace Fig. 8 (figure/cdf_power.pdf), from the released curves")
     return fig
 
 
@@ -731,7 +798,7 @@ def plot_temperature(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax)
     ax.set_xlabel("Temperature (°C)")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace figure/cdf_temperature.pdf\n(paper figure number not matched)",
+    style.provenance(ax, "AcmeTrace figure/cdf_temperature.pdf\n(paper figure number not matched)",
                  fontsize=6.5)
     return fig
 
@@ -752,7 +819,7 @@ def plot_cpu_duration_cdf(data: pd.DataFrame) -> Any:
     style.cdf_axis(ax, "Fraction of jobs (%)")
     ax.set_xlabel("(b) CPU job duration")
     ax.legend(loc="lower right")
-    ax.set_title("AcmeTrace figure/cdf_job_jobtime.pdf, panel (b);\n"
+    style.provenance(ax, "AcmeTrace figure/cdf_job_jobtime.pdf, panel (b);\n"
                  "Helios' job trace is not released", fontsize=6.5)
     return fig
 
@@ -760,7 +827,9 @@ def plot_cpu_duration_cdf(data: pd.DataFrame) -> Any:
 # --------------------------------------------------------------------------- cluster summary
 
 
-#: Columns of cluster_summary.csv shown in the published table, with short headers.
+#: Columns of cluster_summary.csv shown in the published table, with short headers (the
+#: table's header says they are of GPU jobs unless noted: shares of GPU jobs and of their GPU
+#: time).
 SUMMARY_COLUMNS = {
     "job_num": "Jobs (GPU and CPU)",
     "gpu_job_num": "GPU jobs",
@@ -873,6 +942,8 @@ def _spec(
     from mltraces.figures import FigureSpec
 
     any_of = tuple(JOB_TABLES.values()) if jobs else ()
+    if figure in ("Fig. 2(a)", "Fig. 3"):  # these also draw the prior traces when fetched
+        any_of += tuple(PRIOR_TABLES.values())
     return FigureSpec(name, "acme", title, tables, data, plot, any_of=any_of, figure=figure,
                       paper=PAPER)
 
@@ -881,15 +952,16 @@ _UTIL = ("acme.util_cdf",)
 _SUMMARY = ("acme.cluster_summary",)
 
 FIGURES = (
-    _spec("acme_fig2a", "AcmeTrace Fig. 2(a): GPU job duration CDF, Seren and Kalos",
+    _spec("acme_fig2a", "AcmeTrace Fig. 2(a): GPU job duration CDF, Seren and Kalos (Philly, "
+          "Helios and PAI when fetched)",
           duration_cdf_data, plot_duration_cdf, jobs=True, figure="Fig. 2(a)"),
     _spec("acme_fig2b", "AcmeTrace Fig. 2(b): GPU utilization CDF, Seren, Kalos, Philly, PAI",
           gpu_util_data, plot_gpu_util, _UTIL, figure="Fig. 2(b)"),
     _spec("acme_fig3", "AcmeTrace Fig. 3: CDF of GPUs per job, by jobs and by GPU time",
           gpu_count_cdf_data, plot_gpu_count_cdf, jobs=True, figure="Fig. 3"),
-    _spec("acme_fig4", "AcmeTrace Fig. 4: final job states by count and GPU time, from "
-          "cluster_summary.csv as published", published_states_data, plot_published_states,
-          _SUMMARY, figure="Fig. 4"),
+    _spec("acme_fig4", "AcmeTrace Fig. 4: final states of GPU jobs, by count and by their GPU "
+          "time, from cluster_summary.csv as published", published_states_data,
+          plot_published_states, _SUMMARY, figure="Fig. 4"),
     _spec("acme_fig4_recomputed", "AcmeTrace Fig. 4 recomputed from the job traces, published "
           "values marked", states_data, plot_states, _SUMMARY, jobs=True,
           figure="Fig. 4 recomputed from the job traces (our companion)"),

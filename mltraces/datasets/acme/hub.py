@@ -325,13 +325,14 @@ def _get_json(url: str) -> tuple[object, str | None]:
     source = _mirrored(url)
     if urlsplit(source).scheme not in {"http", "https"}:
         return _read_json_file(Path(source)), None
+    config.check_settings()  # a bad setting is one line now, never a retried "network" failure
     hosts.check(source)
     deadline = http.Deadline(config.download_timeout(), source)
     failures = []
     for attempt in range(1, ATTEMPTS + 1):
         try:
             answer = http.get_document(source, limit=MAX_JSON_BYTES, deadline=deadline)
-        except (http.TooLong, http.DeadlineExceeded):
+        except (http.TooLong, http.DeadlineExceeded, ConfigError):
             raise
         except Exception as error:  # network trouble: classify without importing requests
             failures.append(http.describe_failure(source, error))

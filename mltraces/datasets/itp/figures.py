@@ -1,7 +1,7 @@
 """Microsoft ITP traces, as released with ElasticFlow (ASPLOS'23): its Fig. 7(b) and our analysis.
 
 The raw traces (``itp.jobs``) give each job's submission time and duration in
-seconds from its cluster's trace start, and its GPU count; ElasticFlow's
+seconds on the timeline all ten clusters share, and its GPU count; ElasticFlow's
 release (``itp.elasticflow_jobs``) adds a model, a batch size and a deadline
 drawn as submission + U[0.5, 1.5] × duration. GPU time is duration × GPUs.
 
@@ -149,32 +149,24 @@ def plot_duration_cdf(data: pd.DataFrame) -> Any:
     style.duration_axis(ax)
     style.cdf_axis(ax)
     ax.set_xlabel("Job duration")
-    ax.set_title(f"Job duration per cluster\n({OWN})", fontsize=7)
+    style.provenance(ax, f"Job duration per cluster\n({OWN})", fontsize=7)
     ax.legend(ncols=2, loc="upper left", fontsize=6, handlelength=1.2)
     return fig
 
 
 def _cluster_steps(ax: Any, data: pd.DataFrame, clusters: list[str]) -> None:
     """One thin step CDF (columns cluster, x, cdf) per cluster, in percent."""
-    colors = _cluster_colors(clusters)
+    looks = style.series_styles(clusters)  # Okabe–Ito, solid then dashed; black is "all"
     for cluster in clusters:
         part = data[data["cluster"] == cluster]
         ax.step(
             part["x"],
             100 * part["cdf"],
             where="post",
-            color=colors[cluster],
             lw=0.9,
             label=_cluster_label(cluster),
+            **looks[cluster],
         )
-
-
-def _cluster_colors(clusters: list[str]) -> dict[str, Any]:
-    """Ten distinguishable colours (tab10 is colour-blind-tolerable at ten lines)."""
-    from matplotlib import colormaps
-
-    cmap = colormaps["tab10"]
-    return {c: cmap(i % 10) for i, c in enumerate(clusters)}
 
 
 # --------------------------------------------------------------------------- GPU counts
@@ -219,7 +211,7 @@ def plot_gpu_count(data: pd.DataFrame) -> Any:
     ax.set_xticks(x, [str(c) for c in counts])
     ax.set_xlabel("GPUs per job")
     ax.set_ylabel("Share (%)")
-    ax.set_title(f"GPUs per job\n({OWN})", fontsize=7)
+    style.provenance(ax, f"GPUs per job\n({OWN})", fontsize=7)
     ax.legend(loc="upper right")
     return fig
 
@@ -265,7 +257,8 @@ def plot_submissions(data: pd.DataFrame) -> Any:
     bottom.grid(False)
     bottom.set_xlabel("Day of the trace (from 2021-03-04)")
     fig.colorbar(image, ax=bottom, pad=0.01, label="Jobs submitted per day")
-    fig.suptitle(f"Submissions per day over the two months, all clusters and per cluster ({OWN})")
+    style.provenance(fig, "Submissions per day over the two months, all clusters and per "
+                     f"cluster ({OWN})")
     return fig
 
 
@@ -291,7 +284,7 @@ def plot_deadline_slack(data: pd.DataFrame) -> Any:
     ax.plot([0.5, 1.5], [0, 100], color="black", ls="--", lw=0.9, label="U[0.5, 1.5]")
     style.cdf_axis(ax)
     ax.set_xlabel("Deadline slack: (deadline − submission) / duration")
-    ax.set_title(f"ElasticFlow's deadlines\n({OWN})", fontsize=7)
+    style.provenance(ax, f"ElasticFlow's deadlines\n({OWN})", fontsize=7)
     ax.legend(ncols=2, fontsize=6, loc="upper left", handlelength=1.2)
     return fig
 
@@ -344,7 +337,7 @@ def plot_model_mix(data: pd.DataFrame) -> Any:
     axes[0].set_yticks(y, [_cluster_label(c) if c != "all" else "all" for c in clusters])
     axes[0].invert_yaxis()
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(models))
-    fig.suptitle(f"ElasticFlow's model annotations per cluster ({OWN})")
+    style.provenance(fig, f"ElasticFlow's model annotations per cluster ({OWN})")
     return fig
 
 
@@ -384,7 +377,8 @@ def plot_testbed_submissions(data: pd.DataFrame) -> Any:
     ax.set_xlabel("Time (hour)")
     ax.set_ylabel(f"Jobs per {FIG7B_BIN_MINUTES} min")
     ax.legend(loc="upper right")
-    ax.set_title(
+    style.provenance(
+        ax,
         f"ElasticFlow Fig. 7(b), submitted curve: {int(data['jobs'].sum())} jobs, at most "
         f"{int(data['jobs'].max())} in {FIG7B_BIN_MINUTES} min (the accepted curve needs the "
         "testbed run)"

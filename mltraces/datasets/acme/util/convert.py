@@ -202,8 +202,7 @@ def duckdb_connection(settings: Settings):  # -> duckdb.DuckDBPyConnection
     """A private DuckDB connection with bounded memory and a spill folder."""
     import duckdb
 
-    spill = layout.root() / "tmp" / "duckdb"
-    spill.mkdir(parents=True, exist_ok=True)
+    spill = layout.spill_dir()
     con = duckdb.connect()
     threads = settings.threads or os.cpu_count() or 1
     con.execute(f"SET memory_limit = {_sql_text(settings.memory_limit)}")
@@ -644,6 +643,7 @@ def convert_into(
     with layout.lock(f"convert-{key[:24]}"):
         if (target / "meta.json").is_file():
             return target
+        layout.clean_leftovers()  # a killed run's partial Parquet does not outlive it
         started = time.perf_counter()
         with layout.work_dir(f"convert-{key[:12]}") as work:
             facts = _facts(file, csv_path, work, settings)

@@ -13,7 +13,8 @@
         node_metrics/cluster=seren/metric=NODE_CPU_UTILIZATION/month=2023-07/...
         ipmi_power/server_group=GPU_AB/month=2023-07/...
       local/                         files a user downloaded (``--local``), kept apart
-        converted/<key>-v<N>/        one folder per local CSV, keyed by its path, size and mtime
+        converted/<key>-v<N>/        one folder per local CSV, keyed by its path and version
+                                     (size, mtime, ctime, inode)
         parquet/<name>-<key16>/      one dataset per local path given, laid out as parquet/ above
       tmp/                           work folders (same file system, so renames are atomic)
 
@@ -31,6 +32,7 @@ import hashlib
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -115,15 +117,58 @@ def server_group(ipmi_metric: str) -> str:
     return ipmi_metric.removesuffix("_Power")
 
 
+def _owned(name: str) -> str:
+    """A name under ``tmp/`` that carries its owner, as the download layer's temporaries do
+    (``<name>.tmp-<pid>``): what a killed process left is found and removed."""
+    return f"{name}-{uuid.uuid4().hex[:12]}.tmp-{os.getpid()}"
+
+
 @contextlib.contextmanager
 def work_dir(label: str) -> Iterator[Path]:
     """A fresh folder under ``tmp/`` that is removed on exit unless it was moved away."""
-    path = root() / "tmp" / f"{label}-{uuid.uuid4().hex[:12]}"
+    path = root() / "tmp" / _owned(label)
     path.mkdir(parents=True)
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def spill_dir() -> Path:
+    """DuckDB's spill folder for this process (``tmp/duckdb-….tmp-<pid>``): a killed
+    conversion's spill files go with the rest of its leftovers."""
+    path = root() / "tmp" / f"duckdb.tmp-{os.getpid()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_OLD_LEFTOVER_S = 24 * 3600  # named before owners were recorded: removed after a day
+
+
+def clean_leftovers() -> list[Path]:
+    """Remove what killed conversions left under ``tmp/`` (partial Parquet, spill files).
+
+    Entries whose owning process is gone are removed at once; entries from before
+    owners were recorded (no ``.tmp-<pid>``) once they are a day old. Run before
+    each conversion and by ``mltraces verify``.
+    """
+    from mltraces.download.cleanup import OWNED, entries, remove_leftover, remove_orphans
+
+    folder = root() / "tmp"
+    removed = remove_orphans(folder)
+    now = time.time()
+    for entry in entries(folder):
+        if OWNED.search(entry.name) is None and _age(entry, now) > _OLD_LEFTOVER_S \
+                and remove_leftover(entry):
+            removed.append(entry)
+    return removed
+
+
+def _age(path: Path, now: float) -> float:
+    try:
+        return now - path.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def lock(name: str):  # -> filelock.FileLock
@@ -170,7 +215,7 @@ def remove_dir(path: Path) -> None:
     """Remove a partition folder so readers never see it half-deleted."""
     if not path.exists():
         return
-    trash = root() / "tmp" / f"removed-{uuid.uuid4().hex[:12]}"
+    trash = root() / "tmp" / _owned("removed")
     trash.parent.mkdir(parents=True, exist_ok=True)
     os.rename(path, trash)
     shutil.rmtree(trash, ignore_errors=True)

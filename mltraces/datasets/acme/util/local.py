@@ -6,12 +6,13 @@
 pipeline as downloads, once, into a part of the cache of their own::
 
     <cache>/acme-util/local/converted/local-<key>-v<N>/   per file: key = sha256 of its
-                                                          resolved path, size, mtime, table
+                                                          resolved path, version, table
     <cache>/acme-util/local/parquet/<name>-<key16>/       per path given: the dataset the
                                                           view reads (same layout as fetched)
 
 so they never mix with verified downloads, a later connect reuses them, a file
-that changed (size or mtime) is converted again (its old conversion removed),
+that changed (size, mtime, ctime or inode: an edit in place with its mtime
+restored too) is converted again (its old conversion removed),
 and two local paths, even in two processes at once, never share a partition.
 Conversions and datasets whose input is gone are removed at the next connect
 of any local copy: derived data never outlives its input.

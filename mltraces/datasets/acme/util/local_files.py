@@ -35,6 +35,7 @@ from typing import NamedTuple
 
 from mltraces.datasets.acme.hub import UTIL_FOLDER, HubFile
 from mltraces.errors import SchemaError
+from mltraces.local_paths import check_local_path
 from mltraces.logs import get_logger
 
 log = get_logger(__name__)
@@ -62,12 +63,20 @@ __all__ = ["EXPECTED", "GROUPS", "LocalFile", "find"]
 
 
 class LocalFile(NamedTuple):
-    """One local CSV and the Hub file it stands for."""
+    """One local CSV and the Hub file it stands for.
+
+    Its version is what the job tables' input stamps hold: size, mtime, ctime and
+    inode. The ctime is set by the kernel on every write and cannot be set back
+    (``touch -d`` restores the mtime only), so a file edited in place with its
+    size and mtime restored is still a new version; a replaced file has a new inode.
+    """
 
     path: Path  # absolute, symlinks kept (its name says where it belongs)
     hub: HubFile  # its place on the Hub (size: the local file's; no hashes)
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
 
     @property
     def real(self) -> Path:
@@ -75,9 +84,15 @@ class LocalFile(NamedTuple):
         return self.path.resolve()
 
     @property
+    def version(self) -> tuple[int, int, int, int]:
+        """Size, mtime, ctime and inode: any write or replacement changes one of them."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.inode)
+
+    @property
     def key(self) -> str:
-        """Conversion key: which file (resolved path), which version (size, mtime), which table."""
-        identity = f"{self.real}\0{self.size}\0{self.mtime_ns}\0{self.hub.table}"
+        """Conversion key: which file (resolved path), which version, which table."""
+        version = "\0".join(map(str, self.version))
+        identity = f"{self.real}\0{version}\0{self.hub.table}"
         return "local-" + hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()
 
     def changed(self) -> bool:
@@ -86,7 +101,11 @@ class LocalFile(NamedTuple):
             stat = self.path.stat()
         except OSError:
             return True
-        return (stat.st_size, stat.st_mtime_ns) != (self.size, self.mtime_ns)
+        return _version(stat) != self.version
+
+
+def _version(stat: os.stat_result) -> tuple[int, int, int, int]:
+    return (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 # --------------------------------------------------------------------------- one file
@@ -118,7 +137,7 @@ def _bad_name(path: Path) -> str:
 def _record(path: Path, group: str, stem: str) -> LocalFile:
     stat = path.stat()
     hub = HubFile(f"{UTIL_FOLDER}/{group}/{stem}.csv", stat.st_size, None, None)
-    return LocalFile(path, hub, stat.st_size, stat.st_mtime_ns)
+    return LocalFile(path, hub, *_version(stat))
 
 
 def describe(path: Path) -> LocalFile:
@@ -223,6 +242,7 @@ def find(table: str, path: Path) -> list[LocalFile]:
     belongs to another table.
     """
     path = Path(os.path.abspath(path))  # absolute, links kept (their names matter)
+    check_local_path(f"acme.{table}", path)  # no pipe, no device, no non-UTF-8 name
     if not path.exists():
         raise SchemaError(
             f"local path for acme.{table} not found: {path} (used literally: no wildcards); "

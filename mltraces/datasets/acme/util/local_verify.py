@@ -3,9 +3,10 @@
 No network: only the Hub file lists already cached (``mltraces list acme-util``
 or ``mltraces fetch acme-util`` leave one per commit) are consulted. A local
 file whose Hub path such a list names is hashed once (streaming; the result is
-stamped with the file's size and mtime under ``<cache>/acme-util/local/hashes``)
-and is *verified* when its sha256 equals the LFS oid listed for that path (or its
-git blob id the listed oid, for a file not in LFS), at any cached commit.
+stamped with the file's size, mtime, ctime and inode under
+``<cache>/acme-util/local/hashes``) and is *verified* when its sha256 equals the
+LFS oid listed for that path (or its git blob id the listed oid, for a file not
+in LFS), at any cached commit.
 
 A listed file that differs is a warning naming the file and both hashes, and is
 served as unverified; a file no cached list names is unverified without
@@ -73,13 +74,13 @@ def _read_stamp(path: Path, file: LocalFile) -> dict | None:
         stamp = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    same = (stamp.get("path"), stamp.get("size"), stamp.get("mtime_ns")) == (
-        str(file.real), file.size, file.mtime_ns)
+    same = (stamp.get("path"), stamp.get("version")) == (str(file.real), list(file.version))
     return stamp if same and isinstance(stamp.get("sha256"), str) else None
 
 
 def digest_once(file: LocalFile) -> dict:
-    """``{"sha256", "git_blob"}`` of a local file, hashed once per size and mtime."""
+    """``{"sha256", "git_blob"}`` of a local file, hashed once per version (size, mtime,
+    ctime, inode: an edit in place with the mtime restored is hashed again)."""
     from mltraces.hashing import digest
 
     path = _stamp_path(file)
@@ -89,7 +90,7 @@ def digest_once(file: LocalFile) -> dict:
     log.info("hashing %s (%.1f MB) to compare it with the Hub's file list", file.path,
              file.size / 1e6)
     found = digest(file.path)
-    stamp = {"path": str(file.real), "size": file.size, "mtime_ns": file.mtime_ns,
+    stamp = {"path": str(file.real), "version": list(file.version),
              "sha256": found.sha256, "git_blob": found.git_blob}
     if file.changed():  # rewritten while being read: the hash is of no version in particular
         return stamp | {"sha256": "", "git_blob": ""}

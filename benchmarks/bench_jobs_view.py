@@ -1,0 +1,274 @@
+"""Benchmark: one query over ``mltraces.jobs`` across every source, at the published sizes.
+
+Philly, Helios and Alibaba PAI are written synthetic at their published sizes
+(117,325 / 3,362,981 / 1,260,920 jobs; AcmeTrace's Seren and Kalos at 818,327 /
+62,413) by their sources' own writers, into one mirror folder beside links to
+the real files of ``../shared/upstream`` (ITP, ElasticFlow, Pollux, openb, PAI's
+machine spec and headers), re-pinned to the bytes written. Then, each in a
+fresh process, with its wall time and peak RSS:
+
+1. ``fetch``: download (a copy from the folder mirror) and verify every file;
+2. ``first``: ``connect()`` and the query, converting every table once (Philly's
+   tarball and PAI's streamed member by member, Helios's zip member by member);
+3. ``warm``: the same again, reusing every conversion;
+4. ``pandas``: the baseline, the same numbers for Philly, Helios, PAI and
+   AcmeTrace the way their notebooks read the raw files (zip and tar members
+   into pandas, the Philly log with ``json.load``), measured in the same run.
+
+The query: jobs, GPU jobs, GPU hours and median queueing delay per trace and
+cluster. Both sides' job and GPU-job counts are compared before anything is
+reported. Run: ``python benchmarks/bench_jobs_view.py [--scale 1.0]`` (``--scale``
+shrinks every synthetic trace, for a quick check).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import harness
+
+from mltraces import registry, synthetic
+
+UPSTREAM = harness.ROOT.parent / "shared" / "upstream"
+WORK = harness.WORK / "jobs_view"
+#: synthetic sizes: rows per writer call (jobs; PAI's seven tables share one skeleton)
+SIZES = {"philly": 117_325, "helios": 3_362_981, "alibaba_pai": 1_260_920}
+ACME = {"acme/trace_seren.csv": 818_327, "acme/trace_kalos.csv": 62_413}
+#: PAI tables the jobs view reads (the per-instance tables are not needed for it)
+PAI_FILES = ("pai_job_table.tar.gz", "pai_task_table.tar.gz", "pai_group_tag_table.tar.gz")
+
+QUERY = """
+SELECT trace, cluster, count(*) AS jobs, count(*) FILTER (WHERE num_gpu > 0) AS gpu_jobs,
+       round(sum(gpu_time_s) / 3600, 1) AS gpu_hours, median(queue_s) AS median_queue_s
+FROM mltraces.jobs GROUP BY ALL ORDER BY ALL
+"""
+
+
+def _manifest_urls() -> dict[str, Path]:
+    urls = {}
+    for manifest in sorted(UPSTREAM.glob("MANIFEST*.tsv")):
+        with manifest.open() as handle:
+            for row in csv.DictReader(handle, delimiter="\t"):
+                urls[row["url"]] = UPSTREAM / row["url"].split("://", 1)[1]
+    return urls
+
+
+def _target(root: Path, url: str) -> Path:
+    parts = urlsplit(url)
+    return root / parts.netloc / parts.path.lstrip("/")
+
+
+def build_mirror(scale: float) -> tuple[Path, Path]:
+    """The mirror folder and the re-pinned registry (pickled beside it); written once."""
+    root = WORK / f"mirror-{scale:g}"
+    pins = WORK / f"mirror-{scale:g}-sources.pkl"
+    if pins.exists():
+        return root, pins
+    here = _manifest_urls()
+    wanted: dict[str, int] = {}
+    for name, rows in SIZES.items():
+        for file in registry.get_source(name).files:
+            if file.url in here:
+                continue
+            if name == "alibaba_pai" and file.filename.endswith(".tar.gz") and (
+                    file.filename not in PAI_FILES):
+                continue
+            wanted[file.id] = max(10, round(rows * scale))
+    wanted.update({f: max(10, round(n * scale)) for f, n in ACME.items()})
+    print(f"writing {len(wanted)} synthetic files at scale {scale:g} ...", flush=True)
+    sources = synthetic.synthetic_mirror(root, list(wanted), seed=2024, rows=wanted)
+    for url, path in here.items():  # every real file, linked in
+        link = _target(root, url)
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(path)
+    tmp = pins.with_name(pins.name + ".tmp")
+    tmp.write_bytes(pickle.dumps(sources))
+    os.replace(tmp, pins)
+    return root, pins
+
+
+# --------------------------------------------------------------------------- child processes
+
+#: the process's own peak RSS: VmHWM starts afresh at exec (ru_maxrss would carry the parent's)
+_PEAK = """
+def peak_rss():
+    for line in open('/proc/self/status'):
+        if line.startswith('VmHWM:'):
+            return int(line.split()[1]) * 1024
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+"""
+
+_CHILD = _PEAK + """
+import json, pickle, sys, time
+started = time.perf_counter()
+result = None
+from mltraces import registry
+registry.set_override(pickle.loads(open(sys.argv[1], 'rb').read()))
+step = sys.argv[2]
+if step == 'fetch':
+    import mltraces
+    names = [n for n in registry.all_sources() if n != 'zeus']
+    files = [f.id for n in names for f in registry.get_source(n).files
+             if registry.get_file(f.id).url in json.loads(sys.argv[3])]
+    mltraces.fetch(*files)
+else:
+    import mltraces
+    from mltraces.jobmap import job_tables
+    con = mltraces.connect(tables=[*job_tables(), 'mltraces.jobs'])
+    connected = time.perf_counter()
+    result = con.sql(sys.argv[3]).fetchall()
+    query = time.perf_counter() - connected
+print(json.dumps({'seconds': time.perf_counter() - started, 'peak': peak_rss(),
+                  'query': None if result is None else query,
+                  'rows': [[str(v) for v in r] for r in (result or [])]}))
+"""
+
+
+def run_child(step: str, pins: Path, argument: str, env: dict[str, str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", _CHILD, str(pins), step, argument], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{step} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_PANDAS = _PEAK + r"""
+import io, json, sys, tarfile, time, zipfile
+started = time.perf_counter()
+import pandas as pd
+paths = json.loads(sys.argv[1])
+out = {}
+
+def tar_member(path, name):
+    tar = tarfile.open(path)
+    return tar, tar.extractfile(name)
+
+with zipfile.ZipFile(paths['helios/data.zip']) as z:
+    for cluster in ('Venus', 'Earth', 'Saturn', 'Uranus'):
+        df = pd.read_csv(z.open(f'data/{cluster}/cluster_log.csv'),
+                         parse_dates=['submit_time', 'start_time', 'end_time'])
+        run = (df.end_time - df.start_time).dt.total_seconds()
+        queue = (df.start_time - df.submit_time).dt.total_seconds()
+        out['helios/jobs', cluster.lower()] = [len(df), int((df.gpu_num > 0).sum()),
+                                               float((run * df.gpu_num).sum() / 3600),
+                                               float(queue.median())]
+
+names = {t: open(paths[f'alibaba_pai/pai_{t}.header']).read().strip().split(',')
+         for t in ('job_table', 'task_table')}
+tar, member = tar_member(paths['alibaba_pai/pai_job_table.tar.gz'], 'pai_job_table.csv')
+jobs = pd.read_csv(member, header=None, names=names['job_table'])
+tar, member = tar_member(paths['alibaba_pai/pai_task_table.tar.gz'], 'pai_task_table.csv')
+tasks = pd.read_csv(member, header=None, names=names['task_table'])
+tasks['gpus'] = tasks.plan_gpu.fillna(0) * tasks.inst_num / 100
+first = tasks[tasks.start_time > 0].groupby('job_name').start_time.min()
+per_job = tasks.groupby('job_name').gpus.sum()
+jobs = jobs.join(per_job, on='job_name').join(first.rename('first_start'), on='job_name')
+run = jobs.end_time.where(jobs.end_time > 0) - jobs.first_start
+queue = jobs.first_start - jobs.start_time
+out['alibaba_pai/jobs', 'pai'] = [len(jobs), int((jobs.gpus > 0).sum()),
+                                  float((run * jobs.gpus).sum() / 3600), float(queue.median())]
+
+tar, member = tar_member(paths['philly/trace-data.tar.gz'], 'trace-data/cluster_job_log')
+log = json.load(member)
+missing = (None, '', 'None')
+rows = []
+for job in log:
+    att = job['attempts']
+    gpus = sum(len(d['gpus']) for d in att[0]['detail']) if att else None
+    start = att[0]['start_time'] if att else None
+    end = att[-1]['end_time'] if att and att[-1]['end_time'] not in missing else None
+    rows.append((job['submitted_time'], start, end, gpus))
+df = pd.DataFrame(rows, columns=['submit', 'start', 'end', 'gpus'])
+for c in ('submit', 'start', 'end'):
+    df[c] = pd.to_datetime(df[c]).dt.tz_localize('America/Los_Angeles', ambiguous='NaT',
+                                                  nonexistent='NaT')
+run = (df.end - df.start).dt.total_seconds()
+out['philly/jobs', 'philly'] = [len(df), int((df.gpus > 0).sum()),
+                                float((run * df.gpus).sum() / 3600),
+                                float((df.start - df.submit).dt.total_seconds().median())]
+
+for cluster in ('seren', 'kalos'):
+    df = pd.read_csv(paths[f'acme/trace_{cluster}.csv'],
+                     parse_dates=['submit_time', 'start_time', 'end_time'])
+    run = (df.end_time - df.start_time).dt.total_seconds()
+    queue = (df.start_time - df.submit_time).dt.total_seconds()
+    out[f'acme/{cluster}', cluster] = [len(df), int((df.gpu_num > 0).sum()),
+                                       float((run * df.gpu_num).sum() / 3600),
+                                       float(queue.median())]
+print(json.dumps({'seconds': time.perf_counter() - started, 'peak': peak_rss(),
+                  'rows': [[*k, *v] for k, v in out.items()]}))
+"""
+
+
+#: the raw files the pandas baseline reads
+RAW = ("helios/data.zip", "alibaba_pai/pai_job_table.header", "alibaba_pai/pai_task_table.header",
+       "alibaba_pai/pai_job_table.tar.gz", "alibaba_pai/pai_task_table.tar.gz",
+       "philly/trace-data.tar.gz", "acme/trace_seren.csv", "acme/trace_kalos.csv")
+
+
+def run_pandas(root: Path, env: dict[str, str]) -> dict:
+    paths = {f: str(_target(root, registry.get_file(f).url)) for f in RAW}
+    done = subprocess.run([sys.executable, "-c", _PANDAS, json.dumps(paths)], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"pandas baseline failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _compare(view: list[list[str]], baseline: list[list]) -> None:
+    """Jobs and GPU jobs per (trace, cluster) equal on both sides; GPU hours within 0.5 %."""
+    ours = {(r[0], r[1]): (int(r[2]), int(r[3]), float(r[4])) for r in view}
+    for trace, cluster, jobs, gpu_jobs, hours, _ in baseline:
+        found = ours[trace, cluster]
+        assert found[:2] == (jobs, gpu_jobs), (trace, cluster, found, jobs, gpu_jobs)
+        assert abs(found[2] - hours) <= 0.005 * max(hours, 1.0), (trace, cluster, found, hours)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0)
+    args = parser.parse_args()
+    if not (UPSTREAM / "MANIFEST.tsv").is_file():
+        raise SystemExit(f"needs the real files in {UPSTREAM}")
+    root, pins = build_mirror(args.scale)
+    cache = WORK / f"cache-{args.scale:g}"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLTRACES_")},
+           "MLTRACES_MIRROR": str(root), "MLTRACES_CACHE": str(cache),
+           "PYTHONPYCACHEPREFIX": str(WORK / "pycache")}
+    urls = json.dumps(sorted({f.url for s in pickle.loads(pins.read_bytes()).values()
+                              for f in s.files if _target(root, f.url).exists()}))
+    print(f"load: {os.getloadavg()[0]:.1f}", flush=True)
+    steps = {"fetch": run_child("fetch", pins, urls, env),
+             "first": run_child("first", pins, QUERY, env),
+             "warm": run_child("warm", pins, QUERY, env),
+             "pandas": run_pandas(root, env)}
+    _compare(steps["warm"]["rows"], steps["pandas"]["rows"])
+    assert steps["first"]["rows"] == steps["warm"]["rows"]
+    jobs = sum(int(r[2]) for r in steps["warm"]["rows"])
+    print(f"mltraces.jobs: {jobs:,} jobs in {len(steps['warm']['rows'])} (trace, cluster) rows; "
+          f"load now {os.getloadavg()[0]:.1f}")
+    for name, step in steps.items():
+        query = f"   (the query alone {step['query']:.2f} s)" if step.get("query") else ""
+        print(f"  {name:7} {step['seconds']:8.1f} s   peak RSS {step['peak'] / 2**20:7.0f} MiB"
+              + query)
+    ratio = steps["pandas"]["seconds"] / steps["warm"]["seconds"]
+    print(f"  warm query vs pandas over the raw files: {ratio:.1f}x faster "
+          f"({steps['pandas']['peak'] / steps['warm']['peak']:.1f}x the memory for pandas)")
+    for row in steps["warm"]["rows"]:
+        print("   ", " | ".join(row))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""``mltraces.jobs``: every mapped job table of every source, united in one typed view.
+
+Each source maps its job tables onto the common columns in its folder's
+``jobs.json`` (:mod:`mltraces.jobmap`); this module only unites them. The view
+holds the tables that can be read now (fetched, or given as local files):
+``connect()`` sets every mapped table up first, from the cache unless it was
+named, and this view reads their state in ``mltraces.status``.
+
+A trace that is not fetched is never silently absent:
+
+- the status row of ``mltraces.jobs`` is ``partial`` and its reason names each
+  missing trace with the ``mltraces fetch`` command that brings it;
+- ``mltraces sql`` prints that notice when a query reads the view, and refuses
+  a query that names a missing trace (``WHERE trace = 'acme/kalos'``) with the
+  same command, instead of printing an empty result;
+- with no trace to read at all, the view raises that reason when queried.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from mltraces.catalog.readers import ViewReader
+from mltraces.catalog.status import (
+    PARTIAL,
+    READY,
+    UNAVAILABLE,
+    UNVERIFIED,
+    TableStatus,
+    read_status,
+)
+from mltraces.errors import MltracesError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from mltraces.jobmap import JobTable
+    from mltraces.schema import TableSchema
+
+__all__ = ["PARTIAL", "Coverage", "attach_jobs", "coverage", "jobs_needs", "jobs_status"]
+
+class Coverage(NamedTuple):
+    """Which mapped traces the view holds now, and which it lacks (with why)."""
+
+    present: list[JobTable]
+    missing: list[tuple[JobTable, str]]  # (trace, reason)
+    unverified: bool
+
+    def notice(self) -> str | None:
+        """One sentence naming every missing trace and the command that fetches them."""
+        if not self.missing:
+            return None
+        return missing_notice(self.missing)
+
+
+def missing_notice(missing: list[tuple[JobTable, str]]) -> str:
+    """``mltraces.jobs lacks 2 traces: acme/kalos, acme/seren are not fetched (run ...)``."""
+    not_fetched = [t for t, reason in missing if "not fetched" in reason]
+    broken = [(t, reason) for t, reason in missing if "not fetched" not in reason]
+    parts = []
+    if not_fetched:
+        sources = " ".join(dict.fromkeys(t.source for t in not_fetched))
+        parts.append(f"{', '.join(t.trace for t in not_fetched)} not fetched (run `mltraces "
+                     f"fetch {sources}`)")
+    parts += [f"{t.trace} unavailable: {reason.splitlines()[0]}" for t, reason in broken]
+    count = len(missing)
+    return f"mltraces.jobs lacks {count} trace{'s' * (count > 1)}: " + "; ".join(parts)
+
+
+def jobs_needs(schema: TableSchema) -> list[str]:
+    """Every mapped job table: the view reads each one that is available."""
+    from mltraces.jobmap import job_tables
+
+    return sorted(job_tables())
+
+
+def coverage(statuses: dict[str, TableStatus]) -> Coverage:
+    """What the view can hold, from the member tables' status rows."""
+    from mltraces.jobmap import job_tables
+
+    present: list[JobTable] = []
+    missing: list[tuple[JobTable, str]] = []
+    unverified = False
+    for name, entry in sorted(job_tables().items(), key=lambda item: item[1].trace):
+        status = statuses.get(name)
+        if status is None or not status.usable:
+            missing.append((entry, status.reason or "unavailable" if status else "not set up"))
+            continue
+        present.append(entry)
+        unverified = unverified or status.state == UNVERIFIED
+    return Coverage(present, missing, unverified)
+
+
+def view_sql(schema: TableSchema, present: list[JobTable]) -> str:
+    """``CREATE VIEW mltraces.jobs`` uniting the present tables (their rows, in trace order)."""
+    from mltraces.jobmap import empty_sql, table_select_sql
+
+    body = " UNION ALL ".join(f"({table_select_sql(t)})" for t in present) or empty_sql()
+    return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
+
+
+def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
+                ) -> TableStatus:
+    """Create ``mltraces.jobs`` over the member tables already on ``con``."""
+    from mltraces.catalog.views import unavailable_sql
+
+    if local is not None:
+        raise MltracesError(f"{schema.name} unites other tables and reads no file of its own: "
+                            "give local files for the job tables it unites instead")
+    found = coverage(read_status(con) or {})
+    if not found.present:
+        reason = found.notice() or "no source maps a job table"
+        con.execute(unavailable_sql(schema, reason))
+        return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
+    con.execute(view_sql(schema, found.present))
+    return _status(schema, found)
+
+
+def _status(schema: TableSchema, found: Coverage) -> TableStatus:
+    traces = ", ".join(t.trace for t in found.present)
+    origin = f"mapped job tables: {traces}"
+    if found.missing:
+        return TableStatus(schema.name, PARTIAL, origin, None, found.notice())
+    if found.unverified:
+        return TableStatus(schema.name, UNVERIFIED, origin, None,
+                           "some of its tables are built from local files (see their rows)")
+    return TableStatus(schema.name, READY, origin)
+
+
+def jobs_status(schema: TableSchema) -> TableStatus:
+    """The same answer without a connection: which member tables' files are cached."""
+    from mltraces.catalog.readers import FileReader, reader_for
+    from mltraces.download import cached_path
+    from mltraces.jobmap import job_tables
+    from mltraces.registry import get_file
+    from mltraces.schema import get_schema
+
+    statuses: dict[str, TableStatus] = {}
+    for name in job_tables():
+        member = get_schema(name)
+        reader = reader_for(member)
+        if isinstance(reader, FileReader):
+            missing = [f for f in member.file_ids if cached_path(get_file(f)) is None]
+            statuses[name] = (TableStatus(name, READY, "upstream") if not missing else
+                              TableStatus(name, UNAVAILABLE, "upstream", None,
+                                          f"{name}: not fetched"))
+        else:
+            statuses[name] = reader.status(member)
+    found = coverage(statuses)
+    if not found.present:
+        return TableStatus(schema.name, UNAVAILABLE, "upstream", None, found.notice())
+    return _status(schema, found)
+
+
+#: The built-in ``jobs`` reader (``mltraces.catalog.readers.BUILTIN``) that serves mltraces.jobs.
+READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs)

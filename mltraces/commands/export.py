@@ -1,0 +1,80 @@
+"""`mltraces export`: write a job trace in another simulator's input format.
+
+The trace is any ``SOURCE/NAME`` that ``mltraces.jobs`` or ``mltraces schedule``
+knows; ``--recipe`` filters it as a paper's artifact does; what the format needs
+and the trace lacks is drawn with ``--seed``. The file's provenance (source, pins,
+slice, recipe rule by rule, annotation, seed, dropped jobs) is written beside it
+as ``FILE.provenance.json``. See :mod:`mltraces.interop`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mltraces.commands.common import add_table_options, local_overrides
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from mltraces.interop.names import FORMAT_NAMES, RECIPE_NAMES
+
+    parser.add_argument("--trace", help="the trace: SOURCE/NAME of mltraces.jobs, or a replay id "
+                        "of `mltraces schedule --list-traces` (one cluster or VC)")
+    parser.add_argument("--to", choices=FORMAT_NAMES, help="the format to write")
+    parser.add_argument("--output", "-o", help="the file to write (FILE.provenance.json is "
+                        "written beside it)")
+    parser.add_argument("--recipe", help=f"a published filter: {', '.join(RECIPE_NAMES)}")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the annotation (model, batch size, work, deadline) "
+                        "where the trace lacks what the format needs (default 0)")
+    parser.add_argument("--origin", help="formats with wall-clock times (the job log): the instant "
+                        "of second 0 of a trace without a clock (default 2000-01-01 "
+                        "00:00:00+00:00), or to shift a clock trace")
+    parser.add_argument("--zone", help="formats with wall-clock times: the IANA zone they are "
+                        "written in (default: the trace's own, else UTC)")
+    parser.add_argument("--gavel-throughputs", metavar="PATH", help="gavel: Gavel's "
+                        "scheduler/simulation_throughputs.json (its steps per second per job "
+                        "type and GPU count)")
+    parser.add_argument("--list", action="store_true", help="list the formats and recipes")
+    add_table_options(parser)
+
+
+def _listing() -> str:
+    from mltraces.interop.formats import FORMATS
+    from mltraces.interop.recipes import RECIPES, UNAVAILABLE
+
+    lines = ["formats (--to):"]
+    for fmt in FORMATS.values():
+        lines += [f"  {fmt.name:12} {fmt.simulator}", f"  {'':12} {fmt.summary}",
+                  f"  {'':12} checked against {fmt.parser}"]
+    lines.append("recipes (--recipe):")
+    for recipe in RECIPES.values():
+        lines += [f"  {recipe.name:16} {recipe.title}", f"  {'':16} {recipe.artifact}"]
+        lines += [f"  {'':16} - {rule.description}" for rule in recipe.rules]
+    lines += [f"  {name:16} not available: {why}" for name, why in UNAVAILABLE.items()]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from mltraces.errors import MltracesError
+
+    if args.list:
+        print(_listing(), end="")
+        return 0
+    missing = [flag for flag, value in (("--trace", args.trace), ("--to", args.to),
+                                        ("--output", args.output)) if not value]
+    if missing:
+        raise MltracesError(f"mltraces export needs {', '.join(missing)} (--list shows the "
+                            "formats and recipes)")
+    from mltraces.interop.exporting import export
+
+    result = export(args.trace, args.to, args.output, recipe=args.recipe, seed=args.seed,
+                    origin=args.origin, zone=args.zone,
+                    gavel_throughputs=args.gavel_throughputs, local=local_overrides(args),
+                    quiet=args.quiet)
+    if not args.quiet:
+        rows = result.provenance["rows"]
+        dropped = "; ".join(f"{n} {why}" for why, n in rows["dropped"].items()) or "none"
+        print(f"{rows['written']} of {rows['read']} jobs of {args.trace} written as {args.to}"
+              + (f" (recipe {args.recipe} kept {rows['after_recipe']})" if args.recipe else "")
+              + f"; dropped: {dropped}")
+    return 0
