@@ -33,6 +33,15 @@ Limits on what the network and archives may cost (each error names its setting):
   (a local archive); a pinned archive may hold exactly its listed members. The size also
   bounds every xz input as it is decompressed.
 
+Limits on what a simulation may ask for (each refusal names its setting):
+
+- ``MLTRACES_MAX_GPUS``: most GPUs a replayed cluster may have (default 1048576);
+  a larger ``--cluster`` is refused before anything is built.
+- ``MLTRACES_MAX_REPLAY_MEMORY``: most working memory a replay may need for arrays
+  that grow with the cluster rather than the work (ElasticFlow's GPUs × GPUs and
+  nodes × jobs tables, Gandiva's per-node sets; default ``4G``).
+- ``MLTRACES_MAX_SEEDS``: most seeds one ``simulate`` call may sweep (default 100000).
+
 :func:`check_settings` reads them all when a command starts and where a download starts,
 so a bad value is one line at once rather than a failure retried as if the network were
 down, or a setting silently read as something else.
@@ -225,8 +234,23 @@ def max_members() -> int:
     return int(_setting("MLTRACES_MAX_MEMBERS", "10000", unit="members"))
 
 
+def max_gpus() -> int:
+    """Most GPUs a replayed cluster may have (``MLTRACES_MAX_GPUS``)."""
+    return int(_setting("MLTRACES_MAX_GPUS", "1048576", unit="GPUs"))
+
+
+def max_replay_memory() -> int:
+    """Bytes of cluster-sized working arrays a replay may need (``MLTRACES_MAX_REPLAY_MEMORY``)."""
+    return int(_setting("MLTRACES_MAX_REPLAY_MEMORY", "4G", unit="bytes"))
+
+
+def max_seeds() -> int:
+    """Most seeds one simulation sweep may ask for (``MLTRACES_MAX_SEEDS``)."""
+    return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))
+
+
 def check_settings() -> None:
-    """Read every network and size setting now, so a bad one is reported before any work.
+    """Read every limit setting now, so a bad one is reported before any work.
 
     Called by the command line first and where a download starts: a setting first
     read inside a retry loop would otherwise look like network trouble and be retried
@@ -238,3 +262,6 @@ def check_settings() -> None:
     host_down_ttl()
     max_unpacked()
     max_members()
+    max_gpus()
+    max_replay_memory()
+    max_seeds()

@@ -715,16 +715,24 @@ def test_only_the_policies_that_run_on_a_core_load_it() -> None:
     assert done.stdout.split() == ["False", "True"]
 
 
-@pytest.mark.parametrize("slot", [0, -60, math.nan, math.inf, "60s"])
+@pytest.mark.parametrize("slot", [0, -60, math.nan, math.inf, "60s", 0.001])
 def test_a_slot_that_would_never_advance_the_clock_is_refused(slot) -> None:
-    with pytest.raises(SchedulingError, match="scheduling slot must be a positive number"):
-        schedule(mixed_trace(5), "n2g8", profiles(), "edf", slot=slot)
+    """0.001 s made Themis run a round per millisecond: cluster10 did not end in 60 s."""
+    with pytest.raises(SchedulingError, match="scheduling slot must be a number of seconds"):
+        schedule(mixed_trace(5), "n2g8", profiles(), "themis", slot=slot)
 
 
-@pytest.mark.parametrize("duration", [math.nan, math.inf])
-def test_gandiva_names_the_job_without_a_run_time_instead_of_running_forever(duration) -> None:
+@pytest.mark.parametrize(("policy", "duration", "message"), [
+    ("gandiva", math.nan, r"gandiva needs every job's duration.*'B'"),
+    ("tiresias", math.nan, r"tiresias needs every job's duration.*'B'"),
+    ("gandiva", math.inf, r"1 jobs have a negative or infinite duration \(first rows: \[1\]"),
+    ("tiresias", -5.0, r"1 jobs have a negative or infinite duration"),
+])
+def test_a_job_without_a_usable_run_time_is_named_instead_of_replayed(
+    policy: str, duration: float, message: str
+) -> None:
     jobs = itp([("A", 0, 960, 2000, 8), ("B", 0, 960, 2000, 8)])
     jobs["duration"] = jobs["duration"].astype(float)
     jobs.loc[1, "duration"] = duration
-    with pytest.raises(SchedulingError, match=r"gandiva needs every job's duration.*'B'"):
-        schedule(jobs, "n1g8", profiles(), "gandiva")
+    with pytest.raises(SchedulingError, match=message):
+        schedule(jobs, "n1g8", profiles(), policy)

@@ -69,7 +69,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-type", default="A100", choices=["A100", "T4"],
                         help="throughput profiles to use (default A100, as Fig. 8(b))")
     parser.add_argument("--slot", type=float, default=60.0,
-                        help="scheduling slot in seconds (default 60, the artifact's)")
+                        help="scheduling slot in seconds, at least 1 (default 60, the artifact's)")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="worker processes (default: one per core; 1 replays in-process)")
     shape = parser.add_mutually_exclusive_group()
@@ -140,6 +140,10 @@ def _cluster(trace: str, asked: str | None) -> str | None:
 
     replay = inputs.resolve(trace)
     if asked:
+        from mltraces.scheduling.cluster import ClusterSpec
+
+        if ClusterSpec.is_name(asked):
+            ClusterSpec.from_name(asked)  # a size past the limits fails before any download
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
         if trace_id == trace:

@@ -92,17 +92,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"1-10"``, ``"3"`` or ``"1,4,7-9"`` as a list of seeds."""
-    seeds: list[int] = []
+    """``"1-10"``, ``"3"`` or ``"1,4,7-9"`` as a list of seeds (counted before it is built:
+    more than ``MLTRACES_MAX_SEEDS`` is refused)."""
+    from mltraces.config import max_seeds
+
+    parts: list[range] = []
     try:
         for part in text.split(","):
             low, dash, high = part.strip().partition("-")
-            seeds.extend(range(int(low), int(high) + 1) if dash else [int(low)])
+            parts.append(range(int(low), int(high) + 1) if dash else range(int(low), int(low) + 1))
     except ValueError:
         raise argparse.ArgumentTypeError(f"bad seeds {text!r}: use e.g. 1-10 or 1,3,5") from None
-    if not seeds:
+    count, limit = sum(len(part) for part in parts), max_seeds()
+    if count > limit:
+        raise argparse.ArgumentTypeError(
+            f"--seeds {text} asks for {count:,} seeds; the limit is {limit:,} "
+            "(set MLTRACES_MAX_SEEDS to allow more)"
+        )
+    if not count:
         raise argparse.ArgumentTypeError(f"no seeds in {text!r}: use e.g. 1-10")
-    return seeds
+    if any(part.start < 0 for part in parts if part):
+        raise argparse.ArgumentTypeError(f"bad seeds {text!r}: seeds are 0 or more")
+    return [seed for part in parts for seed in part]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -43,17 +43,18 @@ Public API::
     fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
     FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
-    EDF(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
+    EDF(), Gandiva(shift_invariant=False), Tiresias(thresholds=(3250, 7200)), Themis(),
     ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
-    Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, Overhead
+    Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, JobRecords, Overhead
 
 Inputs stay plain: job tables as pandas/pyarrow in the ITP, artifact (Philly)
 or AcmeTrace format (:mod:`.jobs`), the artifact's throughput folder and
 cluster-spec CSVs. Pandas is used only at these edges; the replays run on
-plain Python data.
+numpy columns (:class:`JobRecords`) and plain Python data, on times since the
+trace's first submission (``Setup.origin``; the result tables add it back).
 
 >>> from mltraces.scheduling import schedule                          # doctest: +SKIP
 >>> result = schedule("cluster10.csv", "n32g8", "throughputs_A100", "edf,elasticflow")
@@ -89,7 +90,7 @@ from mltraces.scheduling.fig8b import (
     published_frame,
 )
 from mltraces.scheduling.gandiva import Gandiva
-from mltraces.scheduling.jobs import COLUMNS, Job, Jobs, as_jobs, read_jobs_csv
+from mltraces.scheduling.jobs import COLUMNS, Job, JobRecords, Jobs, as_jobs, read_jobs_csv
 from mltraces.scheduling.overhead import Overhead
 from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, Recorder, ScheduleResult
@@ -116,6 +117,7 @@ __all__ = [
     "ElasticFlow",
     "Gandiva",
     "Job",
+    "JobRecords",
     "Jobs",
     "Outcome",
     "Overhead",

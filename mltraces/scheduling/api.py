@@ -94,7 +94,9 @@ class Case:
         return cls(trace, as_jobs(jobs), as_cluster(cluster), throughputs, **options)
 
     def setup(self) -> Setup:
-        return Setup(self.jobs.records(), self.cluster, self.profiles, self.slot, self.overhead)
+        """The replay's inputs, times in seconds since the first submission (``origin``)."""
+        return Setup(self.jobs.replay_jobs(), self.cluster, self.profiles, self.slot,
+                     self.overhead, self.jobs.start)
 
 
 def run_case(case: Case, policy: str | Policy) -> Outcome:
@@ -106,6 +108,7 @@ def run_case(case: Case, policy: str | Policy) -> Outcome:
     outcome = recorder.outcome(policy.name, setup.gpus, time.perf_counter() - start)
     outcome.cpu_seconds = time.process_time() - cpu
     outcome.trace, outcome.cluster = case.trace, case.cluster.name
+    outcome.origin = setup.origin
     return outcome
 
 

@@ -17,12 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
+from mltraces.config import max_replay_memory
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.jobs import Job
+from mltraces.scheduling.jobs import Job, JobRecords
 from mltraces.scheduling.overhead import Overhead
 from mltraces.scheduling.profiles import Curve, Profiles
 from mltraces.scheduling.results import Recorder
+
+#: the shortest scheduling slot a replay accepts, in seconds
+MIN_SLOT = 1.0
 
 
 @dataclass(frozen=True)
@@ -30,11 +36,18 @@ class Setup:
     """One replay's inputs: jobs in submission order, the cluster, throughputs, knobs.
 
     Attributes:
-        jobs: Jobs in submission order; ``job.index`` is their position.
+        jobs: Jobs in submission order; ``job.index`` is their position (any
+            sequence of :class:`Job`; kept as :class:`JobRecords`, whose columns
+            the replays that scale read).
         cluster: The cluster spec.
         profiles: Throughput curves (``None`` for duration-only traces).
         slot: Scheduling slot in seconds (the artifact's ``--scheduling_slot``).
         overhead: Restart-overhead constants (``Overhead.none()`` to switch off).
+        origin: Where the jobs' clock starts, in the trace's seconds: the jobs'
+            times are seconds since then, and the result tables add it back.
+            :meth:`Case.setup <mltraces.scheduling.api.Case.setup>` sets it to
+            the first submission, so a trace in epoch seconds replays as
+            precisely as one that starts at 0.
     """
 
     jobs: Sequence[Job]
@@ -42,30 +55,82 @@ class Setup:
     profiles: Profiles | None = None
     slot: float = 60
     overhead: Overhead = field(default_factory=Overhead)
+    origin: float = 0.0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", JobRecords.of(self.jobs))
         try:
             slot = float(self.slot)
         except (TypeError, ValueError):
             slot = math.nan
-        if not 0 < slot < math.inf:
+        if not MIN_SLOT <= slot < math.inf:
             raise SchedulingError(
-                f"the scheduling slot must be a positive number of seconds, got {self.slot!r}"
-            )  # a replay's clock advances by slots: anything else never ends
+                f"the scheduling slot must be a number of seconds from {MIN_SLOT:g} (the "
+                f"artifact uses 60), got {self.slot!r}: a replay runs up to a round per slot, "
+                "so a month-long trace would take billions of rounds below a second"
+            )  # and a slot that is not a positive number would never advance the clock
 
     @property
     def gpus(self) -> int:
         return self.cluster.gpus
 
+    def check_memory(self, policy: str, needed: float, grows_as: str) -> None:
+        """Refuse, before allocating, a replay whose cluster-sized arrays would need more
+        than ``MLTRACES_MAX_REPLAY_MEMORY`` bytes."""
+        limit = max_replay_memory()
+        if needed > limit:
+            raise SchedulingError(
+                f"{policy} on {self.cluster.name} ({self.gpus:,} GPUs) with {len(self.jobs):,} "
+                f"jobs needs about {_size(needed)} of working memory ({grows_as}); the limit "
+                f"is {_size(limit)} (set MLTRACES_MAX_REPLAY_MEMORY to allow more)"
+            )
+
     def curve(self, job: Job) -> Curve:
         """The job's throughput curve; a clear error for duration-only jobs."""
-        if self.profiles is None or not job.model:
+        return self._curve(job.job_id, job.model, job.batch_size)
+
+    def _curve(self, job_id: str, model: str, batch_size: int) -> Curve:
+        if self.profiles is None or not model:
             raise SchedulingError(
-                f"job {job.job_id!r} has no throughput profile (model {job.model!r}); this "
+                f"job {job_id!r} has no throughput profile (model {model!r}); this "
                 "policy needs iterations and throughputs — use fifo, sjf or tiresias for "
                 "duration-only traces, or pass throughputs="
             )
-        return self.profiles.curve(job.model, job.batch_size)
+        return self.profiles.curve(model, batch_size)
+
+    def speed_at_request(self, which: np.ndarray | None = None, *, policy: str = "") -> np.ndarray:
+        """Work per second of each job on the GPUs it asked for: 1 for duration-only
+        jobs (seconds of run time), the profiled iterations/s otherwise. Jobs outside
+        the mask ``which`` get 0. With ``policy`` named, a job whose profile has no
+        usable speed at its GPU count is an error (that policy runs jobs on the GPUs
+        they ask for); without, its speed is 0."""
+        jobs = self.jobs
+        timed = np.isnan(jobs.iterations)
+        speed = np.where(timed, 1.0, 0.0)
+        chosen = ~timed if which is None else ~timed & which
+        seen: dict[tuple[str, int, int], float] = {}
+        for j in np.flatnonzero(chosen).tolist():
+            key = (jobs.model[j], int(jobs.batch_size[j]), int(jobs.num_gpu[j]))
+            rate = seen.get(key)
+            if rate is None:
+                curve = self._curve(jobs.job_id[j], key[0], key[1])
+                rate = seen[key] = curve.speed.get(key[2], 0.0)
+            if not rate and policy:
+                raise SchedulingError(
+                    f"job {jobs.job_id[j]!r} asks for {key[2]} GPU(s), where the throughput "
+                    f"profile of {key[0]!r} at batch size {key[1]} has no usable speed (0 or "
+                    f"missing; it runs on {list(curve.allowed) or 'none'}); {policy} runs a job "
+                    "on the GPUs it asks for, so it could never end"
+                )
+            speed[j] = rate
+        return speed
+
+
+def _size(count: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:.0f} B"
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from mltraces.config import max_gpus
 from mltraces.scheduling.errors import SchedulingError
 
 _NAME = re.compile(r"^n(\d+)g(\d+)$")
@@ -41,6 +42,12 @@ class ClusterSpec:
             raise SchedulingError(f"cluster spec needs positive counts, got {', '.join(bad)}")
         if not self.name:
             object.__setattr__(self, "name", f"n{self.nodes}g{self.gpus_per_node}")
+        limit = max_gpus()
+        if self.gpus > limit:  # before anything is sized by it
+            raise SchedulingError(
+                f"cluster {self.name} has {self.gpus:,} GPUs; a replay may use at most "
+                f"{limit:,} (set MLTRACES_MAX_GPUS to allow more)"
+            )
 
     @property
     def nodes(self) -> int:

@@ -60,7 +60,7 @@ def job_models(setup: Setup, cap_of: Callable[[Curve], int]) -> list[JobModel]:
 
 def _job_model(curve: Curve, cap_of: Callable[[Curve], int], gpus: int) -> JobModel:
     cap = min(cap_of(curve), gpus)
-    levels = curve.levels(cap) or curve.allowed[:1]
+    levels = curve.scaling_levels(cap)
     cap = max(levels)
     fit = [0] * cap
     for n in levels:

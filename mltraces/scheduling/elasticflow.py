@@ -85,7 +85,7 @@ def model_tables(setup: Setup) -> tuple[ModelTables, list[dict[int, float]]]:
     for job in setup.jobs:
         curve = setup.curve(job)
         cap = elasticflow_cap(job.model, job.batch_size)
-        levels = curve.levels(cap) or curve.allowed[:1]
+        levels = curve.scaling_levels(cap)
         speed = dict(curve.speed)
         key = (levels, tuple(sorted(speed.items())), cap)
         if key not in rows:
@@ -140,11 +140,13 @@ class ElasticFlow:
 
 def _replay(setup: Setup, reprice_all: bool) -> Recorder:
     """Run :func:`.efrounds.replay` on the setup's arrays and fill a :class:`Recorder`."""
+    jobs, total, nodes = setup.jobs, setup.gpus, setup.cluster.nodes
+    n = len(jobs)
+    setup.check_memory("elasticflow", 8.0 * (total * (total + 1) + nodes * (n + 263) + 8 * total),
+                       "its tables grow as GPUs x GPUs and nodes x jobs")
     from mltraces.scheduling import efrounds  # the compiled rounds load only when needed
 
-    jobs, total = setup.jobs, setup.gpus
     tables, _ = model_tables(setup)
-    n = len(jobs)
     rec = Recorder(jobs)
     submit = np.array([j.submit_time for j in jobs], float)
     etimes, eptr, ejobs = arrival_groups(submit, np.arange(n))

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
@@ -33,12 +36,32 @@ from mltraces.scheduling.jobs import Job
 from mltraces.scheduling.results import Recorder
 
 
+class _DoneFractions(Mapping[int, float]):
+    """Share of each active job's work done, computed when asked for (a view is built at
+    every event; most policies never read this)."""
+
+    def __init__(self, engine: _Engine, active: Sequence[int], now: float) -> None:
+        self._engine, self._active, self._now = engine, active, now
+
+    def __getitem__(self, j: int) -> float:
+        if j not in self._active:
+            raise KeyError(j)
+        work = self._engine.work[j]
+        return 1.0 - self._engine.left_at(j, self._now) / work if work else 1.0
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._active)
+
+    def __len__(self) -> int:
+        return len(self._active)
+
+
 @dataclass
 class View:
     """What a policy sees at a scheduling point (read-only by convention).
 
     Attributes:
-        now: The current time.
+        now: The current time (seconds on the replay's clock, see ``Setup.origin``).
         total_gpus: GPUs in the cluster.
         active: Arrived, admitted, unfinished jobs, in arrival order.
         gpus: GPUs each active job holds now (job index → count; absent = 0).
@@ -49,7 +72,7 @@ class View:
     total_gpus: int
     active: list[Job]
     gpus: dict[int, int]
-    done_fraction: dict[int, float]
+    done_fraction: Mapping[int, float]
     _engine: _Engine
 
     def running(self) -> list[Job]:
@@ -64,7 +87,7 @@ class View:
     def seconds_left(self, job: Job, gpus: int | None = None) -> float:
         """Run time still needed on ``gpus`` GPUs (default: the count it asked for)."""
         rate = self._engine.rate(job, job.num_gpu if gpus is None else gpus)
-        left = self._engine.left[job.index]
+        left = self._engine.left_at(job.index, self.now)
         return left / rate if rate > 0 else math.inf
 
     def allowed_gpus(self, job: Job) -> tuple[int, ...]:
@@ -92,18 +115,35 @@ class AllocationPolicy:
 
 
 class _Engine:
+    """The event loop: arrivals, completions and quantum ticks, in time order.
+
+    A job's progress is kept as the work left when its GPU count last changed
+    and the rate since then, so its completion time is exact (a heap holds
+    them) and no event can leave the clock where it was: a job completes at
+    the first event at or after its completion time, whatever the clock's
+    magnitude. (Subtracting ``rate × step`` at every event, as before, left
+    work below what one float step can represent at epoch-second clocks, and
+    the clock stopped.)
+    """
+
     def __init__(self, setup: Setup, policy: AllocationPolicy) -> None:
         self.setup = setup
         self.policy = policy
         self.jobs = setup.jobs
         self.rec = Recorder(self.jobs)
-        self.work = [
-            j.iterations if j.iterations == j.iterations else j.duration for j in self.jobs
-        ]
-        self.left = list(self.work)
+        columns = setup.jobs
+        self.timed = np.isnan(columns.iterations).tolist()  # duration-only jobs
+        self.work = np.where(columns.iterations == columns.iterations, columns.iterations,
+                             columns.duration).tolist()
+        n = len(self.work)
+        self.left = list(self.work)  # work left at ``since``
+        self.since = [0.0] * n
+        self.speed = [0.0] * n  # work per second on the GPUs held
+        self.version = [0] * n
+        self.completions: list[tuple[float, int, int]] = []
 
     def allowed(self, job: Job) -> tuple[int, ...]:
-        if job.iterations == job.iterations:
+        if not self.timed[job.index]:
             return self.setup.curve(job).allowed
         return (job.num_gpu,)
 
@@ -111,67 +151,94 @@ class _Engine:
         """Work per second on ``gpus`` GPUs (iterations/s, or 1 s/s at the asked count)."""
         if gpus <= 0:
             return 0.0
-        if job.iterations == job.iterations:
+        if not self.timed[job.index]:
             return self.setup.curve(job).speed.get(gpus, 0.0)
         return 1.0 if gpus == job.num_gpu else 0.0
 
+    def left_at(self, j: int, now: float) -> float:
+        if not self.speed[j]:
+            return self.left[j]
+        return max(self.left[j] - self.speed[j] * (now - self.since[j]), 0.0)
+
     def run(self) -> Recorder:
         jobs, total = self.jobs, self.setup.gpus
-        arrivals = [(j.submit_time, j.index) for j in jobs]
-        heapq.heapify(arrivals)
-        active: list[int] = []
+        submit = self.jobs.submit_time
+        arrivals = np.lexsort((np.arange(len(submit)), submit)).tolist()
+        times = submit[arrivals].tolist()
+        k = 0
+        active: dict[int, None] = {}  # admission order
         gpus: dict[int, int] = {}
-        last = arrivals[0][0] if arrivals else 0.0
-        quantum = self.policy.quantum
-        while arrivals or active:
-            now = self.next_time(arrivals, active, gpus, last, quantum)
-            self.advance(active, gpus, now - last)
-            last = now
-            for j in [j for j in active if self.left[j] <= 1e-9 * self.work[j]]:
-                active.remove(j)
+        last = times[0] if times else 0.0
+        while k < len(times) or active:
+            now = self.next_time(times[k] if k < len(times) else math.inf, len(active), last)
+            for j in self.completed(now):
+                del active[j]
                 gpus.pop(j, None)
                 self.rec.finished(j, now, now)
+            last = now
             came = []
-            while arrivals and arrivals[0][0] <= now:
-                came.append(jobs[heapq.heappop(arrivals)[1]])
+            while k < len(times) and times[k] <= now:
+                came.append(jobs[arrivals[k]])
+                k += 1
             if came:
                 view = self.view(now, active, gpus)
                 for job, ok in zip(came, self.policy.admit(now, came, view), strict=True):
                     if ok and job.num_gpu <= total:
-                        active.append(job.index)
+                        active[job.index] = None
                     else:
                         self.rec.reject(job.index)
             if active:
                 gpus = self.decide(now, active, gpus)
         return self.rec
 
-    def next_time(self, arrivals, active, gpus, last, quantum) -> float:
-        """The next arrival, completion or quantum tick."""
-        t = arrivals[0][0] if arrivals else math.inf
-        for j in active:
-            rate = self.rate(self.jobs[j], gpus.get(j, 0))
-            if rate > 0:
-                t = min(t, last + self.left[j] / rate)
+    def next_time(self, arrival: float, active: int, last: float) -> float:
+        """The next arrival, completion or quantum tick (never before ``last``)."""
+        t = arrival
+        ends = self.completions
+        while ends and ends[0][1] != self.version[ends[0][2]]:
+            heapq.heappop(ends)
+        if ends and ends[0][0] < t:
+            t = ends[0][0]
+        quantum = self.policy.quantum
         if quantum and active:
-            t = min(t, last + quantum)
-        if t == math.inf:
+            tick = last + quantum
+            if not tick > last:
+                raise SchedulingError(
+                    f"policy {self.policy.name!r} asks to be called every {quantum} s, which "
+                    f"the clock cannot resolve at t={last}"
+                )
+            t = min(t, tick)
+        if t == math.inf and active:
             raise SchedulingError(
-                f"policy {self.policy.name!r} left {len(active)} jobs without GPUs and nothing "
+                f"policy {self.policy.name!r} left {active} jobs without GPUs and nothing "
                 "else will happen; allocate() must give GPUs to some waiting job"
             )
         return max(t, last)
 
-    def advance(self, active, gpus, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        for j in active:
-            rate = self.rate(self.jobs[j], gpus.get(j, 0))
-            if rate:
-                self.left[j] = max(self.left[j] - rate * seconds, 0.0)
+    def completed(self, now: float) -> list[int]:
+        """The jobs whose work is done by ``now``, in admission order."""
+        ends, version, done = self.completions, self.version, []
+        while ends and ends[0][0] <= now:
+            _, stamp, j = heapq.heappop(ends)
+            if stamp == version[j]:
+                done.append(j)
+                version[j] += 1
+        return sorted(done)
+
+    def set_gpus(self, j: int, now: float, gpus: int) -> None:
+        """Job ``j`` runs on ``gpus`` GPUs from ``now`` on: settle its work, plan its end."""
+        if self.speed[j]:
+            self.left[j] = self.left_at(j, now)
+        self.since[j] = now
+        speed = self.speed[j] = self.rate(self.jobs[j], gpus)
+        self.version[j] += 1
+        if speed > 0:
+            heapq.heappush(self.completions, (now + self.left[j] / speed, self.version[j], j))
+        self.rec.set_gpus(j, now, gpus)
 
     def view(self, now, active, gpus) -> View:
-        done = {j: 1.0 - self.left[j] / self.work[j] if self.work[j] else 1.0 for j in active}
-        return View(now, self.setup.gpus, [self.jobs[j] for j in active], dict(gpus), done, self)
+        return View(now, self.setup.gpus, [self.jobs[j] for j in active], dict(gpus),
+                    _DoneFractions(self, active, now), self)
 
     def decide(self, now, active, gpus) -> dict[int, int]:
         wanted = self.policy.allocate(now, self.view(now, active, gpus))
@@ -189,7 +256,8 @@ class _Engine:
                 f"has {self.setup.gpus}"
             )
         for j in active:
-            self.rec.set_gpus(j, now, grant.get(j, 0))
+            if grant.get(j, 0) != gpus.get(j, 0):
+                self.set_gpus(j, now, grant.get(j, 0))
         return grant
 
 
@@ -197,7 +265,11 @@ class FIFO(AllocationPolicy):
     """First in, first out, non-preemptive; the head job waits until its GPUs are free.
 
     Jobs get the GPU count they asked for, in arrival order; a job that does not
-    fit blocks the ones behind it (as the artifact's ``fifo``).
+    fit blocks the ones behind it (as the artifact's ``fifo``). Replayed by a
+    queue and a heap of ends (:func:`_replay_in_order`), which gives the shared
+    engine's results at a cost that grows as n log n in the jobs, bursts
+    included; a subclass that changes ``order``, ``allocate`` or ``admit`` runs
+    on the shared engine.
     """
 
     name = "fifo"
@@ -215,6 +287,14 @@ class FIFO(AllocationPolicy):
             free -= job.num_gpu
         return grant
 
+    def simulate(self, setup: Setup) -> Recorder:
+        kind = type(self)
+        plain = (kind.allocate is FIFO.allocate and kind.admit is AllocationPolicy.admit
+                 and kind.order in (FIFO.order, SJF.order) and not self.quantum)
+        if not plain:
+            return _Engine(setup, self).run()
+        return _replay_in_order(setup, shortest_first=kind.order is SJF.order)
+
 
 class SJF(FIFO):
     """Shortest job first, non-preemptive: waiting jobs by run time at their request.
@@ -228,3 +308,54 @@ class SJF(FIFO):
 
     def order(self, view: View) -> list[Job]:
         return sorted(view.waiting(), key=view.seconds_left)
+
+
+def _replay_in_order(setup: Setup, *, shortest_first: bool) -> Recorder:
+    """FIFO (or SJF) on a queue of waiting jobs and a heap of running ones' ends.
+
+    The same events and arithmetic as the shared engine running the policy's
+    ``allocate`` (a job's end is its start plus its work over its rate), in
+    O(log n) per job instead of a visit to every active job at every event.
+    """
+    jobs, rec, total = setup.jobs, Recorder(setup.jobs), setup.gpus
+    n = len(jobs)
+    gpus = jobs.num_gpu.tolist()
+    fits = jobs.num_gpu <= total
+    work = np.where(jobs.iterations == jobs.iterations, jobs.iterations, jobs.duration).tolist()
+    name = "sjf" if shortest_first else "fifo"
+    speed = setup.speed_at_request(fits, policy=name).tolist()
+    arrivals = np.lexsort((np.arange(n), jobs.submit_time)).tolist()
+    times = jobs.submit_time[arrivals].tolist()
+    waiting: deque[int] | list[tuple[float, int, int]] = [] if shortest_first else deque()
+    running: list[tuple[float, int]] = []  # (end, job)
+    free, k, last, inf = total, 0, times[0] if n else 0.0, math.inf
+    while k < n or waiting or running:
+        now = times[k] if k < n else inf
+        if running and running[0][0] < now:
+            now = running[0][0]
+        now = last = now if now > last else last
+        while running and running[0][0] <= now:
+            j = heapq.heappop(running)[1]
+            free += gpus[j]
+            rec.finished(j, now, now)
+        while k < n and times[k] <= now:
+            j = arrivals[k]
+            k += 1
+            if not fits[j]:
+                rec.reject(j)
+            elif shortest_first:  # by run time, then arrival (the engine's stable sort)
+                heapq.heappush(waiting, (work[j] / speed[j], k, j))
+            else:
+                waiting.append(j)  # type: ignore[union-attr]
+        while waiting:
+            j = waiting[0][-1] if shortest_first else waiting[0]  # type: ignore[index]
+            if gpus[j] > free:
+                break
+            if shortest_first:
+                heapq.heappop(waiting)  # type: ignore[arg-type]
+            else:
+                waiting.popleft()  # type: ignore[union-attr]
+            free -= gpus[j]
+            rec.set_gpus(j, now, gpus[j])
+            heapq.heappush(running, (now + work[j] / speed[j], j))
+    return rec

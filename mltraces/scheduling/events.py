@@ -4,8 +4,9 @@ One event per distinct time holds the jobs arriving then and the jobs planned
 to end then. Scheduling happens in slots: :meth:`EventQueue.merge_slot`
 gathers every event due within one slot of *now* into a single event at
 now + slot, which is how the reference handles arrivals up to a slot late.
-EDF and Tiresias use :class:`EventQueue`; the compiled rounds of Gandiva and
-ElasticFlow keep the same list as arrays, from :func:`arrival_groups`.
+EDF uses :class:`EventQueue`; Tiresias and the compiled rounds of Gandiva and
+ElasticFlow keep the same list as arrays, from :func:`arrival_groups` (a list
+that deletes near its front costs a million-job trace a memmove per event).
 """
 
 from __future__ import annotations

@@ -47,6 +47,19 @@ class Curve:
         """Allowed GPU counts up to ``cap``: the steps an elastic policy scales through."""
         return tuple(n for n in self.allowed if n <= cap)
 
+    def scaling_levels(self, cap: int) -> tuple[int, ...]:
+        """The levels up to ``cap``, else the smallest allowed count; an error when the
+        profile has no usable speed at all (its values are 0 or missing: the job could
+        never run)."""
+        levels = self.levels(cap) or self.allowed[:1]
+        if not levels:
+            raise SchedulingError(
+                f"the throughput profile of {self.model!r} at batch size {self.batch_size} has "
+                "no usable speed at any GPU count (every value is 0 or missing), so its jobs "
+                "could never run; drop them or give the profile a positive speed"
+            )
+        return levels
+
 
 @dataclass
 class Profiles:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from mltraces.scheduling.jobs import Job
+from mltraces.scheduling.jobs import Job, JobRecords
 
 NAN = math.nan
 
@@ -24,8 +24,10 @@ class Recorder:
     """Per-job outcome lists and the step series of allocated GPUs."""
 
     def __init__(self, jobs: Sequence[Job]) -> None:
+        jobs = JobRecords.of(jobs)
         n = len(jobs)
         self.jobs = jobs
+        self._deadline = jobs.deadline.tolist()
         self.admitted = [True] * n
         self.start = [NAN] * n
         self.finish = [NAN] * n
@@ -79,7 +81,7 @@ class Recorder:
         """The job completed at ``finish``; its GPUs are released at ``now``."""
         self.set_gpus(job, now, 0)
         self.finish[job] = finish
-        self.met[job] = finish <= self.jobs[job].deadline if met is None else met
+        self.met[job] = finish <= self._deadline[job] if met is None else met
 
     def outcome(self, policy: str, cluster_gpus: int, seconds: float = NAN) -> Outcome:
         return Outcome(
@@ -99,10 +101,14 @@ class Recorder:
 
 @dataclass
 class Outcome:
-    """One replay: per-job lists in job-index order, and the allocated-GPU steps."""
+    """One replay: per-job lists in job-index order, and the allocated-GPU steps.
+
+    Times in the lists are seconds since ``origin`` (the replay's clock, see
+    :class:`~mltraces.scheduling.base.Setup`); the tables add ``origin`` back.
+    """
 
     policy: str
-    jobs: Sequence[Job]
+    jobs: JobRecords
     admitted: list[bool]
     start: list[float]
     finish: list[float]
@@ -115,6 +121,7 @@ class Outcome:
     cpu_seconds: float = NAN
     trace: str = ""
     cluster: str = ""
+    origin: float = 0.0
 
     @property
     def ratio(self) -> float:
@@ -122,9 +129,9 @@ class Outcome:
         return sum(self.met) / len(self.jobs) if self.jobs else NAN
 
     def job_frame(self) -> pd.DataFrame:
-        jobs = self.jobs
-        submit = np.array([j.submit_time for j in jobs], float)
-        deadline = np.array([j.deadline for j in jobs], float)
+        jobs, origin = JobRecords.of(self.jobs), self.origin
+        submit = jobs.submit_time
+        deadline = jobs.deadline
         start = np.array(self.start, float)
         finish = np.array(self.finish, float)
         return pd.DataFrame(
@@ -132,13 +139,13 @@ class Outcome:
                 "trace": self.trace,
                 "cluster": self.cluster,
                 "policy": self.policy,
-                "job_id": [j.job_id for j in jobs],
-                "num_gpu": np.array([j.num_gpu for j in jobs], int),
-                "submit_time": submit,
+                "job_id": jobs.job_id,
+                "num_gpu": jobs.num_gpu.astype(int),
+                "submit_time": submit + origin,
                 "admitted": np.array(self.admitted, bool),
-                "start_time": start,
-                "finish_time": finish,
-                "deadline": np.where(np.isfinite(deadline), deadline, np.nan),
+                "start_time": start + origin,
+                "finish_time": finish + origin,
+                "deadline": np.where(np.isfinite(deadline), deadline + origin, np.nan),
                 "deadline_met": np.array(self.met, bool),
                 "jct": finish - submit,
                 "queueing_delay": start - submit,
@@ -147,11 +154,12 @@ class Outcome:
         )
 
     def summary_row(self) -> dict:
-        jct = np.array(self.finish, float) - np.array([j.submit_time for j in self.jobs], float)
-        queue = np.array(self.start, float) - np.array([j.submit_time for j in self.jobs], float)
+        submit = JobRecords.of(self.jobs).submit_time
+        jct = np.array(self.finish, float) - submit
+        queue = np.array(self.start, float) - submit
         done = np.isfinite(jct)
         started = np.isfinite(queue)
-        first = min((j.submit_time for j in self.jobs), default=NAN)
+        first = float(submit.min()) if len(submit) else NAN
         end = float(np.nanmax(self.finish)) if done.any() else NAN
         makespan = end - first
         busy = utilisation_integral(self.times, self.allocated, end)
@@ -180,7 +188,7 @@ class Outcome:
                 "trace": self.trace,
                 "cluster": self.cluster,
                 "policy": self.policy,
-                "time": np.array(self.times, float),
+                "time": np.array(self.times, float) + self.origin,
                 "allocated_gpus": np.array(self.allocated, int),
                 "cluster_gpus": self.cluster_gpus,
             }

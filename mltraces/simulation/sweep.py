@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass
 from functools import cached_property
 from numbers import Integral
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mltraces.config import max_seeds
 from mltraces.simulation.engine import HISTORY_FIELDS, RUN_DTYPE, RunModel, simulate_job
 from mltraces.simulation.metrics import connection, cumulative, summarize, summary_relation
 from mltraces.simulation.policies import POLICIES, Policy, get_policy
@@ -169,11 +170,29 @@ def simulate(
         workloads=[get_workload(w) for w in resolve_names(workloads, list(WORKLOADS), "workload")],
         etas=etas,
         betas=betas,
-        seeds=[int(seeds)] if isinstance(seeds, Integral) else [int(s) for s in seeds],
+        seeds=_seeds(seeds),
         recurrences=recurrences,
     )
     asked = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
     return SimulationResult(sweep.run(asked), sweep)
+
+
+def _seeds(seeds: int | Iterable[int]) -> list[int]:
+    """The seeds as a list, refused past ``MLTRACES_MAX_SEEDS`` before they are all built."""
+    if isinstance(seeds, Integral):
+        seeds = [seeds]
+    limit = max_seeds()
+    chosen = [int(s) for s in itertools.islice(seeds, limit + 1)]
+    if len(chosen) > limit:
+        asked = f"{len(seeds):,}" if isinstance(seeds, Sized) else f"more than {limit:,}"
+        raise SimulationError(
+            f"{asked} seeds asked for; the limit is {limit:,} (set MLTRACES_MAX_SEEDS to "
+            "allow more)"
+        )
+    negative = [s for s in chosen if s < 0]
+    if negative:
+        raise SimulationError(f"seeds are 0 or more, got {negative[0]}")
+    return chosen
 
 
 def _history(parts: list[tuple[tuple, list[tuple]]]) -> Columns:

@@ -210,6 +210,7 @@ class TraceSet:
         _require_columns(power, POWER_COLUMNS, "power trace")
         self._train = _arrays(train, TRAIN_COLUMNS)
         self._power = _arrays(power, POWER_COLUMNS)
+        _check_values(self._train, self._power)
         self._jobs: dict[tuple[str, Workload], JobTrace] = {}
 
     @cached_property
@@ -244,6 +245,7 @@ class TraceSet:
         traces = cls.__new__(cls)
         traces._train = {name: train[name] for name in TRAIN_COLUMNS}
         traces._power = {name: power[name] for name in POWER_COLUMNS}
+        _check_values(traces._train, traces._power)
         traces._jobs = {}
         return traces
 
@@ -331,6 +333,46 @@ def _arrays(table: pd.DataFrame | Mapping[str, Any], columns: list[str]
             values = np.ma.masked_invalid(np.ma.asarray(column, dtype=float))
             out[name] = np.ma.filled(values, np.nan)
     return out
+
+
+def _positive(values: np.ndarray) -> np.ndarray:
+    return np.isfinite(values) & (values > 0)
+
+
+def _at_least_one(values: np.ndarray) -> np.ndarray:
+    return np.isfinite(values) & (values >= 1)
+
+
+#: (table, column, what a usable value is, test) for the values the cost model divides by
+#: or multiplies with; a never-reached target (missing epoch) is fine
+_USABLE = (
+    ("zeus.power", "time_per_epoch", "a positive number of seconds", _positive),
+    ("zeus.power", "average_power", "a positive number of watts", _positive),
+    ("zeus.power", "power_limit", "a positive number of watts", _positive),
+    ("zeus.power", "batch_size", "at least 1", _at_least_one),
+    ("zeus.train", "batch_size", "at least 1", _at_least_one),
+    ("zeus.train", "target_epoch", "at least 1, or missing",
+     lambda v: np.isnan(v) | _at_least_one(v)),
+)
+
+
+def _check_values(train: dict[str, np.ndarray], power: dict[str, np.ndarray]) -> None:
+    """Refuse values the cost model cannot use (a zero-second epoch divides by zero, a
+    negative one pays energy back), naming the first row that has one."""
+    tables = {"zeus.train": train, "zeus.power": power}
+    for table, column, usable, test in _USABLE:
+        columns = tables[table]
+        values = columns[column].astype(float)
+        with np.errstate(invalid="ignore"):
+            bad = np.flatnonzero(~test(values))
+        if len(bad):
+            row = bad[0]
+            where = ", ".join(f"{k} {columns[k][row]}" for k in ("gpu", *JOIN_KEYS, "power_limit")
+                              if k in columns and k != column)
+            raise SimulationError(
+                f"{table}: {column} must be {usable}; {len(bad)} row(s) are not, the first "
+                f"({where}) has {values[row]:g}"
+            )
 
 
 def _compile(
