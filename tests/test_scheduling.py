@@ -161,6 +161,37 @@ def test_elasticflow_gives_freed_gpus_to_the_job_still_running() -> None:
     assert (busy == 8).all()  # work-conserving while jobs remain
 
 
+#: the artifact's A100 throughputs of bert at global batch 128 (its ElasticFlow cap: 16 GPUs)
+BERT_128 = {1: 3.5749256045333064, 2: 5.679410396897942, 4: 8.45093362704855,
+            8: 9.994239610576015, 16: 10.767556247473081, 32: 10.710391586460846,
+            64: 9.444560197972908}  # fmt: skip
+
+
+def test_elasticflow_takes_free_nodes_in_the_references_order_on_two_switches() -> None:
+    """Node numbers restart on each switch and the reference sorts its free nodes by them.
+
+    On 2 switches × 2 nodes × 8 GPUs, A and B take 16 GPUs each (ranks 0-15, 16-31). At
+    C's arrival (declined) both are released and the free nodes interleave the switches:
+    B, placed first, gets node 0 of each switch (ranks 0-15), A nodes 1 (ranks 8-23):
+    both GPU sets are new, so both pay the full restart overhead again. The artifact,
+    run on this input, frees B's GPUs at 1,062 s and A's at 1,124 s; with the nodes
+    taken in switch-major order both kept their sets and ended together at 1,062 s.
+    """
+    frame = pd.DataFrame(
+        [("bert", 128, n, s) for n, s in BERT_128.items()],
+        columns=["model", "batch_size", "gpus", "iterations_per_s"],
+    )
+    jobs = itp([("A", 0, 10768, 5000, 16), ("B", 0, 10768, 6000, 16), ("C", 100, 10768, 300, 16)])
+    jobs[["model_name", "batch_size"]] = ("bert", 128)
+    two_switches = ClusterSpec(nodes_per_switch=2, switches=2, gpus_per_node=8)
+    result = schedule(jobs, two_switches, Profiles.from_frame(frame), "elasticflow")
+    out = by_id(result)
+    assert out["admitted"].tolist() == [True, True, False]
+    assert out.loc[["A", "B"], "deadline_met"].all()
+    steps = result.utilisation[["time", "allocated_gpus"]].values.tolist()
+    assert steps == [[0, 32], [1062, 16], [1124, 0]]
+
+
 # -- Tiresias -------------------------------------------------------------------------------
 def test_tiresias_demotes_by_gpu_time_and_lets_the_newcomer_preempt() -> None:
     # 1 GPU; thresholds 100 and 200 GPU-seconds. A (300 s) runs from 0, is demoted at 100;

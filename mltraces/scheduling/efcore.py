@@ -565,7 +565,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             if times[u] >= last_t:
                 break
             carried = nf[wrap(step_index(nt, nn, times[u]), nn)]
-        nf[wrap(lk, nn)] -= q
+        if t > last_t:  # a job past its deadline starts with an empty period: nothing held
+            nf[wrap(lk, nn)] -= q
         last_t, lk = t, k
     # 4. beyond the timeline: the cap (or the count being priced) on an empty cluster
     q = assign

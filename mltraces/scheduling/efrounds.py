@@ -141,8 +141,11 @@ class Marks:
 @cython.cclass
 class Placement:
     """The node groups of a round's placement: per size class a row of group ids
-    (``files``, ``nfiles`` long), per group its first node, node count, capacity, used
-    GPUs, filing size and jobs (``gjobs``, ``gnj`` long), and each job's group."""
+    (``files``, ``nfiles`` long), per group its first node (in switch-major order), node
+    count, capacity, used GPUs, filing size, jobs (``gjobs``, ``gnj`` long), nodes
+    (``gnl``) and jobs not yet released (``gheld``), and each job's group. The free
+    nodes outlive a round: once one group has been released they queue by their number
+    within their switch (``fq``, ``fqn`` long per number), see :func:`free_node`."""
 
     files: i64[:, :]
     nfiles: i64[:]
@@ -154,12 +157,17 @@ class Placement:
     gjobs: i64[:, :]
     gnj: i64[:]
     group_of: i64[:]
+    gnl: i64[:, :]
+    gheld: i64[:]
+    fq: i64[:, :]
+    fqn: i64[:]
 
     def __init__(self, files, nfiles, gfirst, gnodes, gcap, gused, gsize, gjobs, gnj,
-                 group_of) -> None:
+                 group_of, gnl, gheld, fq, fqn) -> None:
         self.files, self.nfiles, self.gfirst, self.gnodes = files, nfiles, gfirst, gnodes
         self.gcap, self.gused, self.gsize, self.gjobs = gcap, gused, gsize, gjobs
-        self.gnj, self.group_of = gnj, group_of
+        self.gnj, self.group_of, self.gnl, self.gheld = gnj, group_of, gnl, gheld
+        self.fq, self.fqn = fq, fqn
 
 
 @cython.cclass
@@ -523,6 +531,77 @@ def sort_by_key(items: i64[:], n: i64, key: f64[:], spare: i64[:]) -> cython.voi
 
 
 # -- placement -----------------------------------------------------------------------------
+# slots of PS: the next free node while none was released yet, groups made this round,
+# nodes, whether released nodes queue by number (fq), free nodes, nodes per switch
+NEXT_NODE = cython.declare(i64, 0)
+GROUPS = cython.declare(i64, 1)
+NODES = cython.declare(i64, 2)
+QUEUED = cython.declare(i64, 3)
+FREE_NODES = cython.declare(i64, 4)
+PER_SWITCH = cython.declare(i64, 5)
+
+
+@cython.cfunc
+@cython.inline
+def queue_node(x: i64, pl: Placement, PS: i64[:]) -> cython.void:
+    """Node ``x`` (switch-major number) joins the free nodes, after those with its number."""
+    k: i64 = x % PS[PER_SWITCH]
+    pl.fq[k, pl.fqn[k]] = x
+    pl.fqn[k] += 1
+
+
+@cython.cfunc
+def free_node(pl: Placement, PS: i64[:]) -> i64:
+    """Take the first free node, in the reference's order of its free-node list.
+
+    That list starts switch by switch; the first time a group's nodes come back it is
+    sorted stably by each node's number *within its switch*, and so after every return.
+    Nodes are then taken by that number, and of nodes with the same number (one per
+    switch) the one longest free first. On one switch this is the node order itself.
+    """
+    k: i64
+    i: i64
+    x: i64
+    PS[FREE_NODES] -= 1
+    if not PS[QUEUED]:
+        x = PS[NEXT_NODE]
+        PS[NEXT_NODE] += 1
+        return x
+    for k in range(PS[PER_SWITCH]):
+        if pl.fqn[k]:
+            x = pl.fq[k, 0]
+            for i in range(pl.fqn[k] - 1):
+                pl.fq[k, i] = pl.fq[k, i + 1]
+            pl.fqn[k] -= 1
+            return x
+    raise RuntimeError("no free node left")
+
+
+@cython.cfunc
+def release_job(job: i64, pl: Placement, PS: i64[:]) -> cython.void:
+    """Take ``job`` off its group; the group's last job gives its nodes back, in order.
+
+    The reference releases ending jobs first, then every runnable job in deadline
+    order before it re-plans, so the nodes return in that order (see :func:`free_node`).
+    """
+    x: i64
+    i: i64
+    g: i64 = pl.group_of[job]
+    if g < 0:
+        return
+    pl.group_of[job] = -1
+    pl.gheld[g] -= 1
+    if pl.gheld[g]:
+        return
+    if not PS[QUEUED]:  # the first return sorts the list: the untouched nodes queue first
+        for x in range(PS[NEXT_NODE], PS[NODES]):
+            queue_node(x, pl, PS)
+        PS[QUEUED] = 1
+    for i in range(pl.gnodes[g]):
+        queue_node(pl.gnl[g, i], pl, PS)
+    PS[FREE_NODES] += pl.gnodes[g]
+
+
 @cython.cfunc
 @cython.inline
 def filing(free: i64) -> i64:
@@ -557,8 +636,8 @@ def sort_by_used(row: i64[:], n: i64, used: i64[:]) -> cython.void:
 def place_job(job: i64, gpus: i64, pl: Placement, per_node: i64, PS: i64[:]) -> cython.bint:
     """Lay ``job`` on ``gpus`` GPUs (the rules in the module docstring); False if no room.
 
-    ``pl`` holds the groups (:class:`Placement`). ``PS`` = (free nodes from, groups
-    made, nodes).
+    ``pl`` holds the groups (:class:`Placement`), ``PS`` the counters (``GROUPS``,
+    ``FREE_NODES``, ...). A new group takes its nodes with :func:`free_node`.
     """
     files: i64[:, :] = pl.files
     nfiles: i64[:] = pl.nfiles
@@ -568,6 +647,7 @@ def place_job(job: i64, gpus: i64, pl: Placement, per_node: i64, PS: i64[:]) -> 
     k: i64
     g: i64
     size: i64
+    x: i64
     if gpus < 1 or gpus > SIZES_DESC[0] or filing(gpus) != gpus:
         raise KeyError("a GPU count outside the placement's size classes")
     home: i64 = gpus
@@ -587,18 +667,24 @@ def place_job(job: i64, gpus: i64, pl: Placement, per_node: i64, PS: i64[:]) -> 
             files[size, nfiles[size]] = g  # ... and put back at its end when too full
             nfiles[size] += 1
     span: i64 = -(-gpus // per_node)
-    if span > PS[2] - PS[0]:
+    if span > PS[FREE_NODES]:
         return False
-    g = PS[1]
-    PS[1] += 1
-    pl.gfirst[g] = PS[0]
+    g = PS[GROUPS]
+    PS[GROUPS] += 1
+    first: i64 = PS[NODES]
+    for i in range(span):
+        x = free_node(pl, PS)
+        pl.gnl[g, i] = x
+        if x < first:
+            first = x
+    pl.gfirst[g] = first  # the reference counts ranks from the group's first node
     pl.gnodes[g] = span
-    PS[0] += span
     gcap[g] = span * per_node
     pl.gsize[g] = gpus
     gused[g] = gpus
     pl.gjobs[g, 0] = job
     pl.gnj[g] = 1
+    pl.gheld[g] = 1
     pl.group_of[job] = g
     size = filing(gcap[g] - gpus)
     target: i64 = size if size else home
@@ -620,6 +706,7 @@ def add_to_group(g: i64, job: i64, gpus: i64, home: i64, pl: Placement,
     gused[g] += gpus
     pl.gjobs[g, pl.gnj[g]] = job
     pl.gnj[g] += 1
+    pl.gheld[g] += 1
     pl.group_of[job] = g
     size: i64 = filing(pl.gnodes[g] * per_node - gused[g])
     if size:
@@ -704,9 +791,9 @@ def start_planned(now: f64, pending: i64[:], status: i64[:], gpus: i64[:], end: 
 
 @cython.cfunc
 def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:],
-          seen: i64[:, :], generation: i64, pl: Placement, PS: i64[:], nodes_total: i64,
-          per_node: i64, scratch: i64[:], keys: f64[:], spare: i64[:], rec: Record,
-          marks: Marks, S: i64[:]) -> cython.void:
+          seen: i64[:, :], generation: i64, pl: Placement, PS: i64[:], per_node: i64,
+          scratch: i64[:], keys: f64[:], spare: i64[:], rec: Record, marks: Marks,
+          S: i64[:]) -> cython.void:
     """Record the round's allocations and lay the jobs on nodes, largest first.
 
     A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
@@ -717,13 +804,13 @@ def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:]
     g: i64
     r: i64
     n: i64 = S[NRUNNABLE]
+    for i in range(n):  # handle() released them all before it planned: none is left
+        release_job(runnable[i], pl, PS)
     for i in range(n):  # largest first, stably, as Python's sort by -gpus
         keys[runnable[i]] = -float(gpus[runnable[i]])
     sort_by_key(runnable, n, keys, spare)
-    pl.nfiles[:] = 0  # no groups yet: placement starts afresh every round
-    PS[0] = 0
-    PS[1] = 0
-    PS[2] = nodes_total
+    pl.nfiles[:] = 0  # no groups yet: the groups are made afresh every round
+    PS[GROUPS] = 0
     m: i64 = 0
     for i in range(n):
         j = runnable[i]
@@ -769,10 +856,10 @@ def charge_overhead(restart: cython.bint, runnable: i64[:], gpus: i64[:], cached
 # -- the run -------------------------------------------------------------------------------
 def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:],
            deadline: f64[:], model: i64[:], total: i64, slot: f64, reprice_all: cython.bint,
-           nodes_total: i64, per_node: i64, cost_plain: f64[:], cost_restart: f64[:],
-           cost_cached: f64[:], restart_every: i64, speed2: f64[:, :], levels2: i64[:, :],
-           nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:], admitted: u8[:],
-           start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:]):
+           nodes_total: i64, per_node: i64, per_switch: i64, cost_plain: f64[:],
+           cost_restart: f64[:], cost_cached: f64[:], restart_every: i64, speed2: f64[:, :],
+           levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:],
+           admitted: u8[:], start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:]):
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
@@ -833,9 +920,15 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
                    np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
                    np.zeros(pool, np.int64), np.zeros(pool, np.int64),
                    np.empty((pool, n), np.int64), np.zeros(pool, np.int64),
-                   np.full(n, -1, np.int64))  # fmt: skip
+                   np.full(n, -1, np.int64), np.empty((pool, pool), np.int64),
+                   np.zeros(pool, np.int64),
+                   np.empty((per_switch, -(-pool // per_switch)), np.int64),
+                   np.zeros(per_switch, np.int64))  # fmt: skip
     # placement's counters, and the cache's stamps (== generation: (rank, gpus) seen)
-    PS: i64[:] = np.zeros(3, np.int64)
+    PS: i64[:] = np.zeros(6, np.int64)
+    PS[NODES] = nodes_total
+    PS[FREE_NODES] = nodes_total
+    PS[PER_SWITCH] = per_switch
     seen: i64[:, :] = np.zeros((total, total + 1), np.int64)
     generation: i64 = 1
     planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
@@ -876,13 +969,13 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
                 continue
             handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end,
                    real_end, done_at, old_end, left, deadline, model, total, slot, planner,
-                   buf, ev, nodes, S, rec, marks)
+                   buf, ev, nodes, S, rec, marks, pl, PS)
         start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
         first_change = scale_up(now, total, slot, reprice_all, planner, buf, runnable, pending,
                                 status, gpus, end, real_end, left, deadline, model, ev, nodes,
                                 S, start)
-        place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
-              per_node, starts, buf.keys, buf.spare, rec, marks, S)
+        place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, per_node, starts,
+              buf.keys, buf.spare, rec, marks, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -928,13 +1021,23 @@ def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.
 
 
 @cython.cfunc
+def release_in_order(m: i64, buf: Buffers, pl: Placement, PS: i64[:]) -> cython.void:
+    """Release the jobs ``buf.order[:m]`` from their groups, in that (deadline) order."""
+    i: i64
+    for i in range(m):
+        release_job(buf.order[i], pl, PS)
+
+
+@cython.cfunc
 def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i64[:],
            pending: i64[:], status: i64[:], placed: u8[:], gpus: i64[:], end: f64[:],
            real_end: f64[:], done_at: f64[:], old_end: f64[:], left: f64[:], deadline: f64[:],
            model: i64[:], total: i64, slot: f64, planner: efcore.Planner, buf: Buffers,
-           ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks) -> cython.void:
+           ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks, pl: Placement,
+           PS: i64[:]) -> cython.void:
     """End jobs, admit or decline arrivals, and re-plan every runnable job (the plans are
-    left in ``planner``)."""
+    left in ``planner``). Ending jobs leave their node groups first, then the runnable
+    jobs in deadline order, as the reference releases them (see :func:`free_node`)."""
     i: i64
     j: i64
     p: i64
@@ -948,6 +1051,7 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
     for i in range(nd):
         j = ends[i]
         if placed[j]:
+            release_job(j, pl, PS)
             remove_from(runnable, S, NRUNNABLE, j)
             S[NRUN] -= 1
             status[j] = DONE
@@ -963,6 +1067,7 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
         for i in range(ns):
             runnable[r + i] = starts[i]  # for the sort only: not runnable until admitted
         by_deadline(runnable, r + ns, deadline, buf)
+        release_in_order(r + ns, buf, pl, PS)
         ok = estimate_in_order(now, total, slot, r + ns, True, left, deadline, model, planner,
                                buf)
         if ok:
@@ -983,6 +1088,7 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
                               planner, buf)
     else:
         by_deadline(runnable, S[NRUNNABLE], deadline, buf)
+        release_in_order(S[NRUNNABLE], buf, pl, PS)
         estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
                           planner, buf)
     for i in range(S[NRUNNABLE]):  # the runnable jobs just planned, in deadline order
