@@ -49,6 +49,9 @@ Public API::
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
     Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, Overhead
+    generate_trace(profiles, TraceSpec(num_jobs, lam, seed=0, min_ddl=0.5, max_ddl=1.5,
+                   best_effort=0.0, deadline_seed=None)) -> the artifact's generated
+                   trace format (ElasticFlow Figs. 9-11; :mod:`.generator`)
 
 Inputs stay plain: job tables as pandas/pyarrow in the ITP, artifact (Philly)
 or AcmeTrace format (:mod:`.jobs`), the artifact's throughput folder and
@@ -88,6 +91,7 @@ from mltraces.scheduling.fig8b import (
     published_frame,
 )
 from mltraces.scheduling.gandiva import Gandiva
+from mltraces.scheduling.generator import TraceSpec, generate_trace
 from mltraces.scheduling.jobs import COLUMNS, Job, Jobs, as_jobs, read_jobs_csv
 from mltraces.scheduling.overhead import Overhead
 from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
@@ -124,9 +128,11 @@ __all__ = [
     "Setup",
     "Themis",
     "Tiresias",
+    "TraceSpec",
     "View",
     "as_jobs",
     "fig8b_cases",
+    "generate_trace",
     "get_policy",
     "load_profiles",
     "process_pool",

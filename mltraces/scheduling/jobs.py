@@ -20,11 +20,17 @@ reference). Accepted inputs:
   first submission (the origin is kept in ``Jobs.origin``). CPU-only jobs
   (``gpu_num == 0``) are dropped unless asked for.
 * An already-normalised frame (the columns below).
+
+A ``best_effort`` column (the artifact's generated traces, ElasticFlow Fig. 11)
+marks jobs without a deadline: as in the artifact, their deadline becomes
+``sys.maxsize`` (:data:`BEST_EFFORT_DEADLINE`, so they sort after every real
+deadline), and the deadline satisfactory ratio counts only the other jobs.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +50,10 @@ COLUMNS = {
     "iterations": "work in iterations (NaN for duration-only jobs)",
     "duration": "run time in seconds at num_gpu GPUs (NaN when unknown)",
     "deadline": "absolute deadline, seconds (inf: none)",
+    "best_effort": "True for a best-effort job: no deadline, left out of the deadline ratio",
 }
+#: the deadline a best-effort job is replayed with (the artifact's ``sys.maxsize``)
+BEST_EFFORT_DEADLINE = sys.maxsize
 
 _ITP = {"submission_time", "num_iteration", "deadline", "num_gpu"}
 _ARTIFACT = {"submit_time", "iteration", "ddl", "num_gpu"}
@@ -64,6 +73,7 @@ class Job:
     iterations: float
     duration: float
     deadline: float
+    best_effort: bool = False
 
 
 class Jobs:
@@ -113,7 +123,8 @@ class Jobs:
                     f["num_gpu"].astype(int).tolist(),
                     f["iterations"].astype(float).tolist(),
                     f["duration"].astype(float).tolist(),
-                    _numbers(f["deadline"]),
+                    _deadlines(f),
+                    f["best_effort"].astype(bool).tolist(),
                     strict=True,
                 )
             )
@@ -129,7 +140,15 @@ def _numbers(series: pd.Series) -> list[float]:
     return [int(v) if math.isfinite(v) and v == int(v) else v for v in values]
 
 
+def _deadlines(frame: pd.DataFrame) -> list[float]:
+    """The replayed deadlines: best-effort jobs get :data:`BEST_EFFORT_DEADLINE`."""
+    return [BEST_EFFORT_DEADLINE if best else deadline for deadline, best in
+            zip(_numbers(frame["deadline"]), frame["best_effort"].tolist(), strict=True)]
+
+
 def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
+    if "best_effort" not in frame:
+        frame = frame.assign(best_effort=False)
     frame = frame[list(COLUMNS)].copy()
     bad = frame["num_gpu"].isna() | (frame["num_gpu"] < 1) | frame["submit_time"].isna()
     if bad.any():
@@ -145,6 +164,8 @@ def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
             "needs its work (num_iteration/iteration or duration)"
         )
     frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
+    frame["best_effort"] = _flags(frame["best_effort"])
+    frame.loc[frame["best_effort"], "deadline"] = math.inf
     frame = frame.sort_values("submit_time", kind="mergesort").reset_index(drop=True)
     return Jobs(frame, origin)
 
@@ -168,7 +189,8 @@ def from_itp(frame: pd.DataFrame) -> Jobs:
 
 
 def from_artifact(frame: pd.DataFrame) -> Jobs:
-    """The artifact's own trace columns (Philly: ``submit_time, iteration, ddl, …``)."""
+    """The artifact's own trace columns (Philly: ``submit_time, iteration, ddl, …``; its
+    generated traces add ``best_effort``)."""
     return _finish(
         pd.DataFrame(
             {
@@ -180,6 +202,7 @@ def from_artifact(frame: pd.DataFrame) -> Jobs:
                 "iterations": frame["iteration"].astype(float),
                 "duration": _column(frame, "duration"),
                 "deadline": frame["ddl"].astype(float),
+                "best_effort": frame.get("best_effort", False),
             }
         )
     )
@@ -210,6 +233,17 @@ def from_acme(frame: pd.DataFrame, *, include_cpu_jobs: bool = False) -> Jobs:
     return _finish(out, origin)
 
 
+def _flags(column: pd.Series) -> pd.Series:
+    """A 0/1 (or boolean) best-effort column as booleans; anything else is an error."""
+    values = column.fillna(0)
+    bad = ~values.isin([0, 1, True, False])
+    if bad.any():
+        row = values.index[bad][0]
+        value = values[row].item() if hasattr(values[row], "item") else values[row]
+        raise SchedulingError(f"best_effort must be 0 or 1; row {row} has {value!r}")
+    return values.astype(bool)
+
+
 def _column(frame: pd.DataFrame, name: str) -> pd.Series:
     if name in frame:
         return frame[name].astype(float)
@@ -230,7 +264,7 @@ def as_jobs(jobs: Jobs | pd.DataFrame | Any, **options: Any) -> Jobs:
             f"got {type(jobs).__name__}"
         )
     columns = set(jobs.columns)
-    if columns >= set(COLUMNS):
+    if columns >= set(COLUMNS) - {"best_effort"}:
         return _finish(jobs)
     if columns >= _ITP:
         return from_itp(jobs)

@@ -118,13 +118,20 @@ class Outcome:
 
     @property
     def ratio(self) -> float:
-        """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too)."""
-        return sum(self.met) / len(self.jobs) if self.jobs else NAN
+        """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too).
+
+        Best-effort jobs have no deadline and count on neither side (the artifact
+        counts only the others as accepted or declined).
+        """
+        timed = [not j.best_effort for j in self.jobs]
+        count = sum(timed)
+        return sum(m and t for m, t in zip(self.met, timed, strict=True)) / count if count else NAN
 
     def job_frame(self) -> pd.DataFrame:
         jobs = self.jobs
         submit = np.array([j.submit_time for j in jobs], float)
         deadline = np.array([j.deadline for j in jobs], float)
+        best_effort = np.array([j.best_effort for j in jobs], bool)
         start = np.array(self.start, float)
         finish = np.array(self.finish, float)
         return pd.DataFrame(
@@ -138,8 +145,9 @@ class Outcome:
                 "admitted": np.array(self.admitted, bool),
                 "start_time": start,
                 "finish_time": finish,
-                "deadline": np.where(np.isfinite(deadline), deadline, np.nan),
-                "deadline_met": np.array(self.met, bool),
+                "best_effort": best_effort,
+                "deadline": np.where(np.isfinite(deadline) & ~best_effort, deadline, np.nan),
+                "deadline_met": np.array(self.met, bool) & ~best_effort,
                 "jct": finish - submit,
                 "queueing_delay": start - submit,
                 "gpu_seconds": np.array(self.gpu_seconds, float),
@@ -160,9 +168,11 @@ class Outcome:
             "cluster": self.cluster,
             "policy": self.policy,
             "jobs": len(self.jobs),
+            "best_effort": sum(j.best_effort for j in self.jobs),
             "admitted": int(sum(self.admitted)),
             "finished": int(done.sum()),
-            "deadline_met": int(sum(self.met)),
+            "deadline_met": sum(m and not j.best_effort for m, j in zip(self.met, self.jobs,
+                                                                        strict=True)),
             "ddl_satis_ratio": self.ratio,
             "mean_jct": float(jct[done].mean()) if done.any() else NAN,
             "median_jct": float(np.median(jct[done])) if done.any() else NAN,
@@ -202,10 +212,11 @@ class ScheduleResult:
     Attributes:
         outcomes: One :class:`Outcome` per replay, in the order asked.
         jobs: Per-job table: trace, cluster, policy, job_id, num_gpu, submit_time,
-            admitted, start_time, finish_time, deadline, deadline_met, jct,
-            queueing_delay, gpu_seconds (times in the trace's seconds).
-        summary: One row per replay: jobs, admitted, finished, deadline_met,
-            ddl_satis_ratio (met / all jobs, rejected ones included), mean/median
+            admitted, start_time, finish_time, best_effort, deadline, deadline_met,
+            jct, queueing_delay, gpu_seconds (times in the trace's seconds).
+        summary: One row per replay: jobs, best_effort (jobs without a deadline),
+            admitted, finished, deadline_met, ddl_satis_ratio (met / all jobs with
+            a deadline, rejected ones included), mean/median
             JCT, mean queueing delay, makespan, GPU-seconds, mean utilisation,
             and the replay's wall and CPU time in seconds.
         utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
