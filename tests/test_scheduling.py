@@ -552,6 +552,9 @@ def test_overhead_prices_match_the_artifact() -> None:
     assert cost(1, 256) == 7 + 2
     assert cost(1, 256, restart=True) == 7 + 27 + 20 + 2
     assert Overhead().is_restart(60) and not Overhead().is_restart(0)
+    # the artifact restarts every --scheduling_slot rounds: 240 rounds at 240 s slots
+    assert Overhead().period(240) == 240 and Overhead(restart_every=60).period(240) == 60
+    assert Overhead().is_restart(240, slot=240) and not Overhead().is_restart(60, slot=240)
 
 
 def test_fig8b_setup_is_data() -> None:

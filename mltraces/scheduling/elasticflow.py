@@ -160,7 +160,7 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
         0.0, etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
         np.array([j.deadline for j in jobs], np.float64), tables.model, total,
         float(setup.slot), reprice_all, setup.cluster.nodes, setup.cluster.gpus_per_node,
-        plain, restart, cached, setup.overhead.restart_every, *tables.arrays(), admitted,
+        plain, restart, cached, setup.overhead.period(setup.slot), *tables.arrays(), admitted,
         start, finish, met, gpu_seconds,
     )  # fmt: skip
     rec.admitted, rec.start, rec.finish = admitted.tolist(), start.tolist(), finish.tolist()

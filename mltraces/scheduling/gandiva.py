@@ -65,7 +65,7 @@ class Gandiva:
         times, allocated, n_marks = gandivacore.replay(
             kind, sizes, span, capacity, duration,
             plain, restart, etime, eptr, ejobs, setup.cluster.nodes, per_node, setup.gpus,
-            float(setup.slot), setup.overhead.restart_every, start, finish, gpu_seconds,
+            float(setup.slot), setup.overhead.period(setup.slot), start, finish, gpu_seconds,
         )
         rec.start, rec.finish = start.tolist(), finish.tolist()
         rec.met = (finish <= np.array([j.deadline for j in jobs], float)).tolist()

@@ -64,7 +64,7 @@ class _TiresiasRun:
         self.gpus = [j.num_gpu for j in self.jobs]
         self.duration = [j.duration for j in self.jobs]
         self.start_cost, self.restart_cost = self._costs(setup)
-        self.is_restart = setup.overhead.is_restart
+        self.restart_every = setup.overhead.period(setup.slot)
         self.order = [0] * n  # position in the runnable order: GPUs descending, then arrival
         self.runnable: list[int] = []
         self.running: list[int] = []  # the running jobs, in runnable order
@@ -180,7 +180,8 @@ class _TiresiasRun:
         runnable jobs' GPUs add up to no more than the cluster, all of them fit
         whatever the order: only the waiting ones need a visit.
         """
-        restart = self.is_restart(self.rounds)
+        every = self.restart_every
+        restart = every > 0 and self.rounds > 0 and self.rounds % every == 0
         self.rounds += 1
         if self.demand > self.cluster_gpus:
             self.first_fit(now, restart)
