@@ -9,7 +9,7 @@ and the allocated-GPU step series.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,9 +21,16 @@ NAN = math.nan
 
 
 class Recorder:
-    """Per-job outcome lists and the step series of allocated GPUs."""
+    """Per-job outcome lists, the step series of allocated GPUs, and the rounds' efficiency.
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
+    ``speedups`` (per job: GPU count → throughput there / throughput on one GPU)
+    and the cluster's ``gpus`` let a policy log its *cluster efficiency* after
+    each scheduling round with :meth:`round`, as the artifact writes it to
+    ``scheduling_events.csv`` (ElasticFlow Fig. 10).
+    """
+
+    def __init__(self, jobs: Sequence[Job], speedups: Sequence[Mapping[int, float]] | None = None,
+                 gpus: int = 0) -> None:
         n = len(jobs)
         self.jobs = jobs
         self.admitted = [True] * n
@@ -36,6 +43,29 @@ class Recorder:
         self._total = 0
         self.times: list[float] = []
         self.allocated: list[int] = []
+        self.rounds: list[float] = []
+        self.efficiency: list[float] = []
+        self._speedups = speedups
+        self._cluster_gpus = gpus
+        self._holding: dict[int, int] = {}
+
+    def round(self, now: float, holding: Iterable[tuple[int, int]] | None = None) -> None:
+        """Log a scheduling round at ``now``: the cluster efficiency of the jobs holding GPUs.
+
+        Efficiency = Σ throughput(n)/throughput(1) over those jobs, ÷ the
+        cluster's GPUs (the artifact's ``get_efficiency``), summed in job
+        order. ``holding`` gives (job, GPUs) explicitly; by default, the
+        GPUs of :meth:`set_gpus`. Nothing is logged without ``speedups``.
+        """
+        if self._speedups is None:
+            return
+        pairs = sorted(self._holding.items() if holding is None else holding)
+        speedups = self._speedups
+        total = 0.0
+        for job, gpus in pairs:
+            total += speedups[job].get(gpus, NAN)
+        self.rounds.append(now)
+        self.efficiency.append(total / self._cluster_gpus)
 
     def reject(self, job: int) -> None:
         self.admitted[job] = False
@@ -52,6 +82,10 @@ class Recorder:
         self._gpus[job] = gpus
         self._since[job] = now
         self._total += gpus - old
+        if gpus:
+            self._holding[job] = gpus
+        else:
+            del self._holding[job]
         if self.times and self.times[-1] == now:
             self.allocated[-1] = self._total
         else:
@@ -94,6 +128,8 @@ class Recorder:
             allocated=self.allocated,
             cluster_gpus=cluster_gpus,
             seconds=seconds,
+            rounds=self.rounds,
+            efficiency=self.efficiency,
         )
 
 
@@ -115,6 +151,8 @@ class Outcome:
     cpu_seconds: float = NAN
     trace: str = ""
     cluster: str = ""
+    rounds: list[float] = field(default_factory=list)
+    efficiency: list[float] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -196,6 +234,17 @@ class Outcome:
             }
         )
 
+    def efficiency_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "trace": self.trace,
+                "cluster": self.cluster,
+                "policy": self.policy,
+                "time": np.array(self.rounds, float),
+                "efficiency": np.array(self.efficiency, float),
+            }
+        )
+
 
 def utilisation_integral(times: Sequence[float], allocated: Sequence[int], end: float) -> float:
     """GPU-seconds under the allocated-GPU step series up to ``end``."""
@@ -221,6 +270,9 @@ class ScheduleResult:
             and the replay's wall and CPU time in seconds.
         utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
             GPUs held from that time until the next row.
+        efficiency: The cluster efficiency after each scheduling round (time,
+            efficiency) per replay, for the policies that log their rounds (the
+            artifact's ``scheduling_events.csv``, ElasticFlow Fig. 10).
     """
 
     outcomes: list[Outcome] = field(default_factory=list)
@@ -240,6 +292,10 @@ class ScheduleResult:
     @property
     def utilisation(self) -> pd.DataFrame:
         return pd.concat([o.utilisation_frame() for o in self.outcomes], ignore_index=True)
+
+    @property
+    def efficiency(self) -> pd.DataFrame:
+        return pd.concat([o.efficiency_frame() for o in self.outcomes], ignore_index=True)
 
     def ratios(self) -> pd.DataFrame:
         """Deadline satisfactory ratio as a trace × policy table."""

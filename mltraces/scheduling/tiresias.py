@@ -53,7 +53,7 @@ class _TiresiasRun:
         self.setup = setup
         self.jobs = setup.jobs
         self.limits = thresholds
-        self.rec = Recorder(self.jobs)
+        self.rec = setup.recorder()
         n = len(self.jobs)
         self.cluster_gpus = setup.gpus
         self.status = [0] * n
@@ -115,6 +115,7 @@ class _TiresiasRun:
                 self.admit(starts)
             self.account(now)
             self.schedule(now)
+            self.rec.round(now)
             end_time, end_jobs, demotion = self.next_end(now, slot)
             jump = max(demotion, now + slot)
             if arrivals:
