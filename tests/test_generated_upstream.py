@@ -56,6 +56,7 @@ def series_sha256(times, efficiency) -> str:
 #: state of the code (286 and 186 rows; same final ratios).
 FIG10 = {
     "edf": (0.92, 195, "4c190a133db2f62f0f6a439a35e322cabe75787276ac99eb0478e63ca2442179"),
+    "gandiva": (0.79, 2452, "2b4c4e50fb8c2abbc965d8a404859ace35882fb4f2f8a6220f19fd06411381df"),
     "tiresias": (1.0, 284, "451a6b8f488145743f198f708efc341c79fd306634ef8b72d998cb0b25bd680b"),
     "themis": (0.99, 3086, "943c9efd8338d00df24ad8c280c27ec18729a04926dd54f228bee27599a629ac"),
 }

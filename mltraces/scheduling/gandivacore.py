@@ -372,16 +372,44 @@ def credit_quiet_rounds(gained, sizes, order, nsets, capacity, head, count, nxt,
                 j = nxt[j]
 
 
+@njit(cache=True)
+def in_turn_weight(weight, sizes, order, nsets, capacity, head, count, nxt):
+    """Σ ``weight`` over the jobs in their set's turn (the artifact's jobs with a node set)."""
+    total = 0.0
+    for k in range(len(sizes)):
+        for pos in range(nsets[k]):
+            s = order[k, pos]
+            j = head[s]
+            for _ in range(min(count[s], capacity[k])):
+                total += weight[j]
+                j = nxt[j]
+    return total
+
+
+@njit(cache=True)
+def log_round(t, value, rounds, n):
+    """Append (``t``, ``value``) to the round log ``rounds``; returns it (grown if full)."""
+    if n == rounds.shape[1]:
+        grown = np.empty((2, 2 * n + 64))
+        grown[:, :n] = rounds
+        rounds = grown
+    rounds[0, n] = t
+    rounds[1, n] = value
+    return rounds
+
+
 # -- the run -------------------------------------------------------------------------------
 @njit(cache=True)
 def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
            etime, eptr, ejobs, nodes, per_node, gpus, slot, restart_every,
-           start, finish, gpu_seconds):
+           start, finish, gpu_seconds, weight):
     """Replay the rounds; fill ``start``, ``finish``, ``gpu_seconds``; return the GPU steps.
 
     ``kind[j]`` is job ``j``'s size class (jobs without one are not in the
-    events). Returns ``(times, allocated, n)``: the allocated-GPU step series
-    is the first ``n`` entries.
+    events). Returns ``(times, allocated, n, rounds, m)``: the allocated-GPU
+    step series is the first ``n`` entries; ``rounds[:, :m]`` logs each
+    round's time and the ``weight`` of the jobs in their turn after it (the
+    artifact's cluster efficiency when ``weight`` is each job's speedup).
     """
     n_jobs = len(kind)
     n_sizes = len(sizes)
@@ -415,8 +443,11 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
     mark_time = np.empty(1024)
     mark_gpus = np.empty(1024, np.int64)
     n_marks = 0
+    rounds_log = np.empty((2, 1024))
+    n_rounds = 0
+    last_weight = 0.0
     if n_groups == 0:
-        return mark_time, mark_gpus, 0
+        return mark_time, mark_gpus, 0, rounds_log, 0
 
     first, head_end, head_time = 0, 1, etime[0]
     now, step = etime[0], 0.0
@@ -437,6 +468,9 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             if quiet:
                 credit_quiet_rounds(quiet * step, sizes, order, nsets, capacity, head, count,
                                     nxt, executed, gpu_seconds)
+                for q in range(quiet):  # each logs what the last round left in turn
+                    rounds_log = log_round(now + q * step, last_weight, rounds_log, n_rounds)
+                    n_rounds += 1
                 now += quiet * step
         rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, buf,
                   load, head, tail, count, nxt, prv)
@@ -487,6 +521,9 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
                 pending[kept] = j
                 kept += 1
             n_pending = kept
+        last_weight = in_turn_weight(weight, sizes, order, nsets, capacity, head, count, nxt)
+        rounds_log = log_round(now, last_weight, rounds_log, n_rounds)
+        n_rounds += 1
 
         if first >= n_groups:
             if n_pending and not state[RUNNING] and not released:
@@ -504,7 +541,7 @@ def replay(kind, sizes, span, capacity, duration, plain_cost, restart_cost,
             head_time = now + slot
         step = head_time - now
         now = head_time
-    return mark_time, mark_gpus, n_marks
+    return mark_time, mark_gpus, n_marks, rounds_log, n_rounds
 
 
 @njit(cache=True)
