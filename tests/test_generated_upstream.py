@@ -59,6 +59,8 @@ FIG10 = {
     "gandiva": (0.79, 2452, "2b4c4e50fb8c2abbc965d8a404859ace35882fb4f2f8a6220f19fd06411381df"),
     "tiresias": (1.0, 284, "451a6b8f488145743f198f708efc341c79fd306634ef8b72d998cb0b25bd680b"),
     "themis": (0.99, 3086, "943c9efd8338d00df24ad8c280c27ec18729a04926dd54f228bee27599a629ac"),
+    "elasticflow": (1.0, 191,
+                    "72eb29296c61155b36d86e97d887a65b51750e472b3f1d3d74bee5525887def8"),
 }
 
 

@@ -44,8 +44,8 @@ from mltraces.scheduling.jit import borrowed, in_cache, keep_alive, njit
 INF = math.inf
 PENDING, RUNNING, DONE, DECLINED = 1, 2, 3, 4
 # slots of S: live events, free event ids, free list nodes, running jobs, runnable jobs,
-# pending jobs, GPU-series points, GPUs held in total
-NE, EFREE, NFREE, NRUN, NRUNNABLE, NPEND, NMARK, HELD = 0, 1, 2, 3, 4, 5, 6, 7
+# pending jobs, GPU-series points, GPUs held in total, logged rounds
+NE, EFREE, NFREE, NRUN, NRUNNABLE, NPEND, NMARK, HELD, NROUND = 0, 1, 2, 3, 4, 5, 6, 7, 8
 #: placement size classes, the reference's, largest first
 SIZES_DESC = np.array([256, 128, 88, 72, 64, 56, 48, 40, 32, 24, 16, 12, 8, 4, 2, 1], np.int64)
 
@@ -505,6 +505,27 @@ def charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain, 
             end[j] += cost
 
 
+@njit(cache=True)
+def log_efficiency(now, runnable, gpus, model, speed2, rounds, S):
+    """Log the round: ``now`` and Σ speedup (throughput on its GPUs ÷ on one) of the jobs
+    holding GPUs, the artifact's cluster efficiency before ÷ GPUs. Returns the log,
+    grown when full; its length is ``S[NROUND]``."""
+    total = 0.0
+    for i in range(S[NRUNNABLE]):
+        j = runnable[i]
+        if gpus[j]:
+            total += efcore.rate(speed2, model[j], gpus[j]) / efcore.rate(speed2, model[j], 1)
+    n = S[NROUND]
+    if n == rounds.shape[1]:
+        grown = np.empty((2, 2 * n + 64))
+        grown[:, :n] = rounds
+        rounds = grown
+    rounds[0, n] = now
+    rounds[1, n] = total
+    S[NROUND] = n + 1
+    return rounds
+
+
 # -- the run -------------------------------------------------------------------------------
 @njit(cache=True)
 def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice_all,
@@ -514,7 +535,9 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
-    in index order). Returns ``(times, allocated, n)``: the first ``n`` points.
+    in index order). Returns ``(times, allocated, n, rounds, m)``: the first
+    ``n`` points of the GPU series, and ``rounds[:, :m]``, each round's time
+    and the speedups summed by :func:`log_efficiency`.
     """
     # Everything below works on borrowed views (see :func:`.jit.borrowed`): the
     # arguments live until we return, and what we allocate is owned by the
@@ -529,7 +552,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                   np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n, np.bool_),
                   np.zeros(n, np.bool_), np.empty(n, np.int64), np.empty(n, np.int64),
                   np.empty(n, np.int64), np.empty(n + 16, np.int64), np.zeros(n),
-                  np.zeros(8, np.int64))  # fmt: skip
+                  np.zeros(9, np.int64))  # fmt: skip
     (left, status, gpus, end, real_end, done_at, overhead, cached, placed, runnable, pending,
      starts, ends, old_end, S) = borrowed(jobs_owned)  # fmt: skip
     # events
@@ -563,6 +586,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     rec = (start, finish, gpu_seconds, met, admitted, held, since)
     marks_owned = (np.empty(1024), np.empty(1024, np.int64))
     marks = borrowed(marks_owned)
+    rounds_log = np.empty((2, 1024))
     # placement (rebuilt every round) and the cached GPU sets
     pool = max(nodes_total, 1)
     pl_owned = (np.empty((257, pool), np.int64), np.zeros(257, np.int64),
@@ -579,7 +603,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     rounds = 0
     step = 0.0
     if S[NE] == 0:
-        return marks_owned[0], marks_owned[1], 0
+        return marks_owned[0], marks_owned[1], 0, rounds_log, 0
     now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
         # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
@@ -619,6 +643,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                                 levels2, nlev, fit2, fitrow, cap2, ev, nodes, S, start)
         place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, nodes_total,
               per_node, starts, rec, marks, S)
+        rounds_log = log_efficiency(now, runnable, gpus, model, speed2, rounds_log, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -635,8 +660,9 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
         step = nxt - now
         now = nxt
     count = S[NMARK]
+    logged = S[NROUND]
     keep_alive((jobs_owned, ev_owned, nodes_owned, held_owned, pl_owned, seen_owned))
-    return marks_owned[0], marks_owned[1], count
+    return marks_owned[0], marks_owned[1], count, rounds_log, logged
 
 
 @njit(cache=True)
