@@ -531,13 +531,14 @@ def log_efficiency(now, runnable, gpus, model, speed2, rounds, S):
 def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice_all,
            nodes_total, per_node, cost_plain, cost_restart, cost_cached, restart_every,
            speed2, levels2, nlev, fit2, fitrow, cap2, admitted, start, finish, met,
-           gpu_seconds):
+           gpu_seconds, best_effort):
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
-    in index order). Returns ``(times, allocated, n, rounds, m)``: the first
-    ``n`` points of the GPU series, and ``rounds[:, :m]``, each round's time
-    and the speedups summed by :func:`log_efficiency`.
+    in index order); a declined event's ``best_effort`` arrivals wait instead.
+    Returns ``(times, allocated, n, rounds, m)``: the first ``n`` points of the
+    GPU series, and ``rounds[:, :m]``, each round's time and the speedups
+    summed by :func:`log_efficiency`.
     """
     # Everything below works on borrowed views (see :func:`.jit.borrowed`): the
     # arguments live until we return, and what we allocate is owned by the
@@ -547,6 +548,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                                                           cap2))  # fmt: skip
     admitted, start, finish, met, gpu_seconds = borrowed((admitted, start, finish, met,
                                                           gpu_seconds))  # fmt: skip
+    best_effort = borrowed(best_effort)
     n = left.shape[0]
     jobs_owned = (left.copy(), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n),
                   np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n, np.bool_),
@@ -636,7 +638,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
             planned = handle(now, ns, nd, starts, ends, runnable, pending, status, placed,
                              gpus, end, real_end, done_at, old_end, left, deadline, model,
                              total, slot, speed2, levels2, nlev, fit2, fitrow, cap2, ev,
-                             nodes, S, rec, marks)
+                             nodes, S, rec, marks, best_effort)
         start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
         first_change = scale_up(now, total, slot, reprice_all, planned, runnable, pending,
                                 status, gpus, end, real_end, left, deadline, model, speed2,
@@ -665,10 +667,21 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     return marks_owned[0], marks_owned[1], count, rounds_log, logged
 
 
+@njit(cache=True, inline="always")
+def enqueue(j, old_end, status, pending, runnable, S):
+    """An admitted arrival waits, runnable, for the plans to give it GPUs."""
+    old_end[j] = 0.0
+    status[j] = PENDING
+    pending[S[NPEND]] = j
+    S[NPEND] += 1
+    runnable[S[NRUNNABLE]] = j
+    S[NRUNNABLE] += 1
+
+
 @njit(cache=True)
 def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end, real_end,
            done_at, old_end, left, deadline, model, total, slot, speed2, levels2, nlev, fit2,
-           fitrow, cap2, ev, nodes, S, rec, marks):
+           fitrow, cap2, ev, nodes, S, rec, marks, best_effort):
     """End jobs, admit or decline arrivals, and re-plan every runnable job."""
     finish, met, admitted = rec[1], rec[3], rec[4]
     for i in range(nd):
@@ -694,17 +707,15 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
                                   admitting, speed2, levels2, nlev, fit2, fitrow, cap2)
         if planned[0]:
             for i in range(ns):
-                j = starts[i]
-                old_end[j] = 0.0
-                status[j] = PENDING
-                pending[S[NPEND]] = j
-                S[NPEND] += 1
-                runnable[S[NRUNNABLE]] = j
-                S[NRUNNABLE] += 1
-        else:
+                enqueue(starts[i], old_end, status, pending, runnable, S)
+        else:  # every arrival is declined, but best-effort ones wait (they have no deadline)
             for i in range(ns):
-                status[starts[i]] = DECLINED
-                admitted[starts[i]] = False
+                j = starts[i]
+                if best_effort[j]:
+                    enqueue(j, old_end, status, pending, runnable, S)
+                else:
+                    status[j] = DECLINED
+                    admitted[j] = False
             order = by_deadline(runnable, S[NRUNNABLE], deadline)
             planned = efcore.estimate(now, total, slot, left[order], deadline[order],
                                       model[order], not admitting, speed2, levels2, nlev, fit2,

@@ -161,7 +161,7 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
         np.array([j.deadline for j in jobs], np.float64), tables.model, total,
         float(setup.slot), reprice_all, setup.cluster.nodes, setup.cluster.gpus_per_node,
         plain, restart, cached, setup.overhead.period(setup.slot), *tables.arrays(), admitted,
-        start, finish, met, gpu_seconds,
+        start, finish, met, gpu_seconds, np.array([j.best_effort for j in jobs], np.bool_),
     )  # fmt: skip
     rec.admitted, rec.start, rec.finish = admitted.tolist(), start.tolist(), finish.tolist()
     rec.met, rec.gpu_seconds = met.tolist(), gpu_seconds.tolist()
