@@ -85,6 +85,9 @@ FIG11_HALF_BEST_EFFORT = {
     "edf": (13 / 95, 387, "b2cec5eacd4ec75a17d59e2bb9b59b4fe8a0234e0b25f52882d7d63229b703b9"),
     "gandiva": (24 / 95, 2692, "619ac85c94669e06cad53d59b4f9ecb53b8241d529800b4b4ea2529dcf5a26db"),
     "tiresias": (44 / 95, 469, "127587de4feaf9644cded6760a084a82cb2f995824529969d2ea0a18c30f3b50"),
+    "themis": (41 / 95, 2874, "ad6df9f625d1b9f26e651d3d1c4b937cfd8c330abe6ed7a5ae0568183b7e4d30"),
+    "edf-admission": (45 / 95, 339,
+                      "825f39665d38eb8d5e6fb16734b68ffc911f16b603b62ab6e07d8f6e5b3615f6"),
     "elasticflow": (85 / 95, 358,
                     "f0cc0809068f6a3b34e1c0c83818046f23c24945fa7a4d3037a8ee94fc889854"),
 }
@@ -97,5 +100,29 @@ def test_best_effort_jobs_are_scheduled_as_the_artifact_does(a100, fig11_trace, 
     ratio, rounds, digest = FIG11_HALF_BEST_EFFORT[policy]
     outcome = schedule(fig11_trace, "n8g8", a100, policy, slot=240).outcomes[0]
     assert outcome.ratio == pytest.approx(ratio, abs=1e-12)
+    assert len(outcome.rounds) == rounds
+    assert series_sha256(outcome.rounds, outcome.efficiency) == digest
+
+
+@pytest.fixture(scope="module")
+def fig9_trace(a100):
+    """A Fig. 9 trace: --num_jobs=1000 --lam=1500, deadline stream seeded 1."""
+    return generate_trace(a100, num_jobs=1000, lam=1500, deadline_seed=1)
+
+
+#: (policy, cluster) -> (ratio, rounds, sha256 of the round log): the artifact, 240 s slots
+FIG9 = {
+    ("edf-admission", "n8g8"): (0.214, 1183,
+                                "a62da388cf7e9496bb9be677e8a2c7d2758270af2ca56fe6ba0a1e2e67c61aa4"),
+    ("edf-admission", "n16g8"): (0.396, 1355,
+                                 "0965d0eede032366139cbb33b88b993341c2d97080fd1f9a9d5c543cdbeb4e2e"),
+}
+
+
+@pytest.mark.parametrize(("policy", "cluster"), list(FIG9))
+def test_fig9_variants_equal_the_artifacts(a100, fig9_trace, policy, cluster) -> None:
+    ratio, rounds, digest = FIG9[policy, cluster]
+    outcome = schedule(fig9_trace, cluster, a100, policy, slot=240).outcomes[0]
+    assert outcome.ratio == ratio
     assert len(outcome.rounds) == rounds
     assert series_sha256(outcome.rounds, outcome.efficiency) == digest

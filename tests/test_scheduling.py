@@ -112,6 +112,19 @@ def test_edf_end_is_the_ceiling_of_the_plan() -> None:
     assert out.loc["A", "finish_time"] == 101 and out.loc["A", "deadline_met"]
 
 
+def test_edf_admission_declines_the_arrival_that_would_make_a_job_late() -> None:
+    # one event, three arrivals, admitted one at a time: B (earlier deadline) still lets
+    # A make its deadline, C would push A past it
+    jobs = itp([("A", 0, 800, 250, 8), ("B", 0, 800, 150, 8), ("C", 0, 800, 160, 8)])
+    result = schedule(jobs, "n1g8", profiles(), "edf-admission,edf", overhead=NO_OVERHEAD)
+    out = result.jobs.set_index(["policy", "job_id"])
+    admission = out.loc["edf-admission"]
+    assert admission["admitted"].tolist() == [True, True, False]
+    assert admission.loc["B", "finish_time"] == 100 and admission.loc["A", "finish_time"] == 200
+    assert result.ratios().loc["trace"].to_dict() == {"edf-admission": 2 / 3, "edf": 1 / 3}
+    assert get_policy("edf-accessctrl").name == "edf-admission"  # the artifact's name
+
+
 # -- ElasticFlow --------------------------------------------------------------------------
 def test_elasticflow_declines_an_infeasible_arrival_and_counts_it() -> None:
     jobs = itp(

@@ -14,6 +14,7 @@ gandiva        node sets with time slicing, rigid                   ``gandiva``
 tiresias       2D-LAS on GPU-time, preemptive, rigid                ``dlas-gpu``
 themis         finish-time fairness in 60 s leases, rigid           ``themis``
 elasticflow    admission control + elastic scaling                  ``ef-accessctrl``
+edf-admission  EDF + admission control (Fig. 9)                     ``edf-accessctrl``
 fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
 =============  ===================================================  ==========================
 
@@ -43,7 +44,7 @@ Public API::
     fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
     FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
-    EDF(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
+    EDF(), EDFAdmission(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
     ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
@@ -79,6 +80,7 @@ from mltraces.scheduling.api import (
 from mltraces.scheduling.base import Policy, Setup
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.edf import EDF
+from mltraces.scheduling.edfadmit import EDFAdmission
 from mltraces.scheduling.elasticflow import ElasticFlow
 from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
 from mltraces.scheduling.errors import SchedulingError
@@ -114,6 +116,7 @@ __all__ = [
     "Case",
     "ClusterSpec",
     "Curve",
+    "EDFAdmission",
     "ElasticFlow",
     "Gandiva",
     "Job",

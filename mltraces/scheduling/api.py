@@ -13,6 +13,7 @@ from typing import Any
 from mltraces.scheduling.base import Policy, Setup
 from mltraces.scheduling.cluster import ClusterSpec, as_cluster
 from mltraces.scheduling.edf import EDF
+from mltraces.scheduling.edfadmit import EDFAdmission
 from mltraces.scheduling.elasticflow import ElasticFlow
 from mltraces.scheduling.engine import FIFO, SJF
 from mltraces.scheduling.errors import SchedulingError
@@ -32,11 +33,13 @@ POLICIES: dict[str, type] = {
     "tiresias": Tiresias,
     "themis": Themis,
     "elasticflow": ElasticFlow,
+    "edf-admission": EDFAdmission,
     "fifo": FIFO,
     "sjf": SJF,
 }
 #: the artifact's ``--schedule`` names
-ALIASES = {"dlas-gpu": "tiresias", "ef-accessctrl": "elasticflow"}
+ALIASES = {"dlas-gpu": "tiresias", "ef-accessctrl": "elasticflow",
+           "edf-accessctrl": "edf-admission"}
 
 
 def get_policy(policy: str | Policy) -> Policy:
