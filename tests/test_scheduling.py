@@ -735,3 +735,20 @@ def test_gandiva_names_the_job_without_a_run_time_instead_of_running_forever(dur
     jobs.loc[1, "duration"] = duration
     with pytest.raises(SchedulingError, match=r"gandiva needs every job's duration.*'B'"):
         schedule(jobs, "n1g8", profiles(), "gandiva")
+
+
+def test_a_job_past_its_deadline_takes_what_is_free_now() -> None:
+    """The artifact plans a job whose deadline has passed forward from now with whatever
+    fits; the first, empty period holds nothing, or the next job finds those GPUs taken
+    (with both jobs late, B got 0 GPUs now and 4 only after A)."""
+    from mltraces.scheduling import efcore
+    from mltraces.scheduling.elasticflow import model_tables
+
+    jobs = itp([("A", 0, 800, 0, 4), ("B", 0, 800, 10, 4)])
+    setup = Case.build("t", jobs, "n1g8", profiles({1: 1.0, 2: 2.0, 4: 4.0})).setup()
+    tables, _ = model_tables(setup)
+    planned = efcore.estimate(100.0, 8, 60.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]),
+                              tables.model, False, *tables.arrays())
+    ptr, ag, real_end = planned[2], planned[4], planned[6]
+    assert [ag[ptr[0]], ag[ptr[1]]] == [4, 4]
+    assert real_end.tolist() == [300.0, 300.0]

@@ -379,7 +379,8 @@ def plan(times, free, n, start, left, deadline, m, speed2, levels2, nlev, fit2, 
             if times[u] >= last_t:
                 break
             carried = nf[wrap(step_index(nt, nn, times[u]), nn)]
-        nf[wrap(lk, nn)] -= q
+        if t > last_t:  # a job past its deadline starts with an empty period: nothing held
+            nf[wrap(lk, nn)] -= q
         last_t, lk = t, k
     # 4. beyond the timeline: the cap (or the count being priced) on an empty cluster
     q = assign
