@@ -825,9 +825,11 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
     only the job that grew is re-priced, and when the spare GPUs cover every
     job's top level each job is scaled straight there.
 
-    Returns ``(order, gpus, end, real_end, started, first_change)``: the
-    runnable list's new order (positions), the new counts and ends, which
-    jobs got their first GPUs here, and the earliest allocation change after now.
+    Returns ``(order, gpus, end, real_end, started, first_change, (next_change,
+    step_job, step_end))``: the runnable list's new order (positions), the new
+    counts and ends, which jobs got their first GPUs here, the earliest
+    allocation change after now; each job's own next change (INF: none), and
+    the steps in the order taken (the job's position and its end after it).
     """
     # The arguments live until we return, so their views need no owner; what we
     # allocate is owned by ``results``, ``per_job``, ``space`` and ``state``,
@@ -845,6 +847,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
              np.zeros(m, np.int64), np.zeros(m, np.bool_))  # fmt: skip
     next_level, stale, marginal, reuse, r_step, r_horizon, r_jump, r_fast = borrowed(state)
     prices = (marginal, reuse, r_step, r_horizon, r_jump, r_fast)
+    steps = (np.empty(total + m, np.int64), np.empty(total + m, np.float64))
+    n_steps = 0
     spare = total
     need = 0
     for p in range(m):
@@ -884,6 +888,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
+            steps[0][n_steps], steps[1][n_steps] = p, end[p]
+            n_steps += 1
             started[p] = True
         idle = np.zeros(m, np.float64)
         for p in range(m):
@@ -916,6 +922,8 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = next_level[p]
             end[p], real_end[p] = oend[p], oreal[p]
+            steps[0][n_steps], steps[1][n_steps] = p, end[p]
+            n_steps += 1
             started[p] = True
             spare -= step
             grew = True
@@ -939,14 +947,18 @@ def scale_up(now, total, slot, reprice_all, times_in, free_in, gpus_in, left, de
                 stale[p] = step > 0 and not (reuse[p] and step <= spare)
         priced = True
     first_change = INF
+    next_change = np.full(m, INF)
     cat = current[0]
     for p in range(m):
         for k in range(cna[p]):
             t = cat[p, k]
-            if t > now and t < first_change:
-                first_change = t
+            if t > now and t < next_change[p]:
+                next_change[p] = t
+        if next_change[p] < first_change:
+            first_change = next_change[p]
     keep_alive((space, per_job, state))
-    return results[0], results[1], results[2], results[3], results[4], first_change
+    return (results[0], results[1], results[2], results[3], results[4], first_change,
+            (next_change, steps[0][:n_steps], steps[1][:n_steps]))
 
 
 def compiled() -> bool:

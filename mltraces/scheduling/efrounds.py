@@ -745,7 +745,7 @@ def scale_up(now, total, slot, reprice_all, planned, runnable, pending, status, 
     index = runnable[:m].copy()
     ptr, at, ag, real_ends, times, free = (planned[2], planned[3], planned[4], planned[6],
                                            planned[7], planned[8])  # fmt: skip
-    order, new_gpus, new_end, new_real, started, first_change = efcore.scale_up(
+    order, new_gpus, new_end, new_real, started, first_change, _ = efcore.scale_up(
         now, total, slot, reprice_all, times, free, gpus[index], left[index], deadline[index],
         model[index], end[index], real_ends, ptr, at, ag, speed2, levels2, nlev, fit2, fitrow,
         cap2,
