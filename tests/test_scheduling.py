@@ -125,6 +125,17 @@ def test_edf_admission_declines_the_arrival_that_would_make_a_job_late() -> None
     assert get_policy("edf-accessctrl").name == "edf-admission"  # the artifact's name
 
 
+def test_edf_elastic_admits_every_arrival_and_judges_the_planned_end() -> None:
+    jobs = itp([("late", 0, 8000, 500, 8), ("fine", 1000, 80, 2000, 1)])
+    result = schedule(jobs, "n1g8", profiles(), "ef,elasticflow", overhead=NO_OVERHEAD)
+    out = result.jobs.set_index(["policy", "job_id"])
+    elastic = out.loc["edf-elastic"]
+    assert elastic["admitted"].all() and not elastic.loc["late", "deadline_met"]
+    assert elastic.loc["late", "finish_time"] == 1000  # 1,000 s on 8 GPUs
+    assert elastic.loc["fine", "deadline_met"]
+    assert not out.loc[("elasticflow", "late"), "admitted"]
+
+
 # -- ElasticFlow --------------------------------------------------------------------------
 def test_elasticflow_declines_an_infeasible_arrival_and_counts_it() -> None:
     jobs = itp(

@@ -53,7 +53,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--policy", default="edf,gandiva,tiresias,themis,elasticflow",
-        help="edf, gandiva, tiresias, themis, elasticflow, fifo, sjf, a comma list or all "
+        help="edf, gandiva, tiresias, themis, elasticflow, edf-admission, edf-elastic (Fig. 9's "
+        "EDF + admission control and EDF + elastic scaling), fifo, sjf, a comma list or all "
         "(default: the five of Fig. 8(b))",
     )
     parser.add_argument("--gpu-type", default="A100", choices=["A100", "T4"],
@@ -160,12 +161,12 @@ def _announce_compilation(policies: list[Any], quiet: bool) -> None:
 
     The cores (and numba) are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import ElasticFlow, Gandiva
+    from mltraces.scheduling import EDFElastic, ElasticFlow, Gandiva
 
     if quiet:
         return
     cores = [
-        (ElasticFlow, "efcore", "ElasticFlow's planner", "about 40 s"),
+        ((ElasticFlow, EDFElastic), "efcore", "ElasticFlow's planner", "about 40 s"),
         (Gandiva, "gandivacore", "Gandiva's round loop", "a few seconds"),
     ]
     for kind, module, what, how_long in cores:

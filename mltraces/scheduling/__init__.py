@@ -15,6 +15,7 @@ tiresias       2D-LAS on GPU-time, preemptive, rigid                ``dlas-gpu``
 themis         finish-time fairness in 60 s leases, rigid           ``themis``
 elasticflow    admission control + elastic scaling                  ``ef-accessctrl``
 edf-admission  EDF + admission control (Fig. 9)                     ``edf-accessctrl``
+edf-elastic    EDF + elastic scaling: ElasticFlow, no admission     ``ef``
 fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
 =============  ===================================================  ==========================
 
@@ -44,7 +45,7 @@ Public API::
     fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
     FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
-    EDF(), EDFAdmission(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
+    EDF(), EDFAdmission(), EDFElastic(), Gandiva(), Tiresias(thresholds=(3250, 7200)), Themis(),
     ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
@@ -81,6 +82,7 @@ from mltraces.scheduling.base import Policy, Setup
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.edf import EDF
 from mltraces.scheduling.edfadmit import EDFAdmission
+from mltraces.scheduling.efnoadmit import EDFElastic
 from mltraces.scheduling.elasticflow import ElasticFlow
 from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
 from mltraces.scheduling.errors import SchedulingError
@@ -117,6 +119,7 @@ __all__ = [
     "ClusterSpec",
     "Curve",
     "EDFAdmission",
+    "EDFElastic",
     "ElasticFlow",
     "Gandiva",
     "Job",
