@@ -93,6 +93,25 @@ FIG11_HALF_BEST_EFFORT = {
 }
 
 
+#: policy -> mean JCT of the 105 best-effort jobs in the artifact's job log (Fig. 11(b))
+FIG11_BEST_EFFORT_JCT = {
+    "edf": 1458608.9428571428,
+    "gandiva": 46059.62857142857,
+    "tiresias": 35310.066666666666,
+    "themis": 35408.009523809524,
+    "edf-admission": 992793.3619047619,
+    "elasticflow": 32239.428571428572,  # up to its planned, slot-aligned ends
+}
+
+
+@pytest.mark.parametrize("policy", list(FIG11_BEST_EFFORT_JCT))
+def test_best_effort_jct_is_the_artifacts(a100, fig11_trace, policy) -> None:
+    jobs = schedule(fig11_trace, "n8g8", a100, policy, slot=240).jobs
+    jct = jobs.loc[jobs["best_effort"], "logged_jct"]
+    assert len(jct) == 105 and jct.mean() == pytest.approx(FIG11_BEST_EFFORT_JCT[policy],
+                                                           rel=1e-12)
+
+
 @pytest.mark.parametrize("policy", list(FIG11_HALF_BEST_EFFORT))
 def test_best_effort_jobs_are_scheduled_as_the_artifact_does(a100, fig11_trace, policy) -> None:
     """95 jobs have deadlines; the other 105 wait behind them (deadline sys.maxsize), and

@@ -531,11 +531,13 @@ def log_efficiency(now, runnable, gpus, model, speed2, rounds, S):
 def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice_all,
            nodes_total, per_node, cost_plain, cost_restart, cost_cached, restart_every,
            speed2, levels2, nlev, fit2, fitrow, cap2, admitted, start, finish, met,
-           gpu_seconds, best_effort):
+           gpu_seconds, best_effort, logged_end):
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
     in index order); a declined event's ``best_effort`` arrivals wait instead.
+    ``logged_end`` gets each finished job's planned end (slot-aligned, with the
+    overheads since), the end the artifact's job log records.
     Returns ``(times, allocated, n, rounds, m)``: the first ``n`` points of the
     GPU series, and ``rounds[:, :m]``, each round's time and the speedups
     summed by :func:`log_efficiency`.
@@ -548,7 +550,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
                                                           cap2))  # fmt: skip
     admitted, start, finish, met, gpu_seconds = borrowed((admitted, start, finish, met,
                                                           gpu_seconds))  # fmt: skip
-    best_effort = borrowed(best_effort)
+    best_effort, logged_end = borrowed((best_effort, logged_end))
     n = left.shape[0]
     jobs_owned = (left.copy(), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n),
                   np.zeros(n), np.full(n, np.nan), np.zeros(n), np.zeros(n, np.bool_),
@@ -585,7 +587,7 @@ def replay(now, etimes, eptr, ejobs, left, deadline, model, total, slot, reprice
     # the recorder
     held_owned = (np.zeros(n, np.int64), np.zeros(n))
     held, since = borrowed(held_owned)
-    rec = (start, finish, gpu_seconds, met, admitted, held, since)
+    rec = (start, finish, gpu_seconds, met, admitted, held, since, logged_end)
     marks_owned = (np.empty(1024), np.empty(1024, np.int64))
     marks = borrowed(marks_owned)
     rounds_log = np.empty((2, 1024))
@@ -693,6 +695,7 @@ def handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, e
             fin = done_at[j] if done_at[j] == done_at[j] else real_end[j]
             set_gpus(j, now, np.int64(0), rec, marks, S)  # a literal 0 would compile it twice
             finish[j] = fin
+            rec[7][j] = end[j]
             met[j] = real_end[j] <= deadline[j]
     for i in range(S[NRUNNABLE]):
         placed[runnable[i]] = False

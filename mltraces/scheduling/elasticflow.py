@@ -155,16 +155,18 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
         cached[g] = setup.overhead.cost(g, total, cached=True)
     admitted = np.ones(n, np.bool_)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
-    met, gpu_seconds = np.zeros(n, np.bool_), np.zeros(n)
+    met, gpu_seconds, logged_end = np.zeros(n, np.bool_), np.zeros(n), np.full(n, np.nan)
     times, allocated, marks, rounds, n_rounds = efrounds.replay(
         0.0, etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
         np.array([j.deadline for j in jobs], np.float64), tables.model, total,
         float(setup.slot), reprice_all, setup.cluster.nodes, setup.cluster.gpus_per_node,
         plain, restart, cached, setup.overhead.period(setup.slot), *tables.arrays(), admitted,
         start, finish, met, gpu_seconds, np.array([j.best_effort for j in jobs], np.bool_),
+        logged_end,
     )  # fmt: skip
     rec.admitted, rec.start, rec.finish = admitted.tolist(), start.tolist(), finish.tolist()
     rec.met, rec.gpu_seconds = met.tolist(), gpu_seconds.tolist()
+    rec.logged_finish = logged_end.tolist()
     rec.times, rec.allocated = times[:marks].tolist(), allocated[:marks].tolist()
     rec.rounds = rounds[0, :n_rounds].tolist()
     rec.efficiency = (rounds[1, :n_rounds] / total).tolist()

@@ -45,6 +45,8 @@ class Recorder:
         self.allocated: list[int] = []
         self.rounds: list[float] = []
         self.efficiency: list[float] = []
+        #: the finish the artifact's job log records, where it is not ``finish``
+        self.logged_finish: list[float] | None = None
         self._speedups = speedups
         self._cluster_gpus = gpus
         self._holding: dict[int, int] = {}
@@ -130,6 +132,7 @@ class Recorder:
             seconds=seconds,
             rounds=self.rounds,
             efficiency=self.efficiency,
+            logged_finish=self.finish if self.logged_finish is None else self.logged_finish,
         )
 
 
@@ -153,6 +156,7 @@ class Outcome:
     cluster: str = ""
     rounds: list[float] = field(default_factory=list)
     efficiency: list[float] = field(default_factory=list)
+    logged_finish: list[float] | None = None
 
     @property
     def ratio(self) -> float:
@@ -187,6 +191,8 @@ class Outcome:
                 "deadline": np.where(np.isfinite(deadline) & ~best_effort, deadline, np.nan),
                 "deadline_met": np.array(self.met, bool) & ~best_effort,
                 "jct": finish - submit,
+                "logged_jct": np.array(self.finish if self.logged_finish is None
+                                       else self.logged_finish, float) - submit,
                 "queueing_delay": start - submit,
                 "gpu_seconds": np.array(self.gpu_seconds, float),
             }
@@ -262,7 +268,9 @@ class ScheduleResult:
         outcomes: One :class:`Outcome` per replay, in the order asked.
         jobs: Per-job table: trace, cluster, policy, job_id, num_gpu, submit_time,
             admitted, start_time, finish_time, best_effort, deadline, deadline_met,
-            jct, queueing_delay, gpu_seconds (times in the trace's seconds).
+            jct, logged_jct (the JCT the artifact's job log records: for ElasticFlow
+            up to its planned, slot-aligned end; jct elsewhere), queueing_delay,
+            gpu_seconds (times in the trace's seconds).
         summary: One row per replay: jobs, best_effort (jobs without a deadline),
             admitted, finished, deadline_met, ddl_satis_ratio (met / all jobs with
             a deadline, rejected ones included), mean/median
