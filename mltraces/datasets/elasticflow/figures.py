@@ -200,6 +200,25 @@ def _spec(name: str, title: str, data: Any, plot: Any, tables: tuple[str, ...],
                       paper=PAPER)
 
 
+def _generated() -> tuple[Any, ...]:
+    from mltraces.datasets.elasticflow import generated
+
+    tables = tuple(generated.INPUTS.split())
+    return (
+        _spec("elasticflow_fig9", "ElasticFlow Fig. 9: deadline satisfactory ratio of EDF, EDF + "
+              "admission control, EDF + elastic scaling and ElasticFlow on 64, 128 and 256 GPUs "
+              "(generated traces), our replay beside the published bars", generated.fig9_data,
+              generated.plot_fig9, tables, figure="Fig. 9"),
+        _spec("elasticflow_fig10", "ElasticFlow Fig. 10: cluster efficiency over time on the "
+              "generated 100-job trace, our replay", generated.fig10_data, generated.plot_fig10,
+              tables, figure="Fig. 10"),
+        _spec("elasticflow_fig11", "ElasticFlow Fig. 11: deadline satisfactory ratio and "
+              "best-effort JCT by share of best-effort jobs (generated traces), our replay "
+              "beside the published curves", generated.fig11_data, generated.plot_fig11, tables,
+              figure="Fig. 11"),
+    )
+
+
 FIGURES = (
     _spec("elasticflow_fig8b", "ElasticFlow Fig. 8(b): deadline satisfactory ratio of five "
           "schedulers on ITP clusters 1-10 and Philly, our replay beside the published bars",
@@ -207,4 +226,5 @@ FIGURES = (
     _spec("elasticflow_fig7a", "ElasticFlow Fig. 7(a)-style: GPUs allocated over the testbed "
           "trace, simulated on 16 x 8 GPUs", fig7a_data, plot_fig7a,
           tuple(FIG7A_INPUTS.split()), figure="Fig. 7(a), simulated"),
+    *_generated(),
 )
