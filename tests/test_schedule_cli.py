@@ -151,3 +151,38 @@ def test_a_cold_planner_cache_is_announced_before_elasticflow_replays(
     _announce_compilation([Gandiva(), ElasticFlow()], quiet=False)
     said = capsys.readouterr().err
     assert "Gandiva's round loop" in said and "ElasticFlow's planner" in said
+
+
+@pytest.mark.upstream
+def test_cli_replays_a_generated_trace_and_saves_it(http_mirror, capsys, tmp_path: Path) -> None:
+    """Fig. 10's trace: the artifact's generator output, byte for byte (its sha256 in
+    tests/test_generator.py), and EDF's ratio there as the artifact gives it."""
+    import hashlib
+
+    from test_generator import ARTIFACT_CSV_SHA256
+
+    from mltraces.scheduling.generator import TraceSpec
+
+    saved = tmp_path / "fig10.csv"
+    assert main(["schedule", "--generate", "num_jobs=100,lam=1500,min_ddl=1.5,seed=1",
+                 "--cluster", "n16g8", "--slot", "240", "--policy", "edf", "--summary",
+                 "--format", "json", "--save-trace", str(saved)]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["trace"] == "generated(num_jobs=100,lam=1500,seed=1,min_ddl=1.5)"
+    assert row["ddl_satis_ratio"] == 0.92 and row["cluster"] == "n16g8"
+    digest = hashlib.sha256(saved.read_bytes()).hexdigest()
+    assert digest == ARTIFACT_CSV_SHA256[TraceSpec(100, 1500, seed=1, min_ddl=1.5)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--generate", "num_jobs=10"], "give --cluster"),
+        (["--generate", "lam=3", "--cluster", "n1g8"], "num_jobs is required"),
+        (["--generate", "num_jobs=5", "--generate", "num_jobs=6", "--cluster", "n1g8",
+          "--save-trace", "x.csv"], "writes one generated trace; got 2"),
+    ],
+)
+def test_cli_generate_needs_its_settings(argv, message, capsys) -> None:
+    assert main(["schedule", *argv]) != 0
+    assert message in capsys.readouterr().err

@@ -2,7 +2,9 @@
 
 ``--trace`` names catalog traces (``itp/cluster10``, ``elasticflow/philly``,
 ``acme/kalos``; ``--list-traces`` shows them) or ``all``, the Fig. 8(b) setup:
-ITP clusters 1-10 and Philly, each on the cluster the artifact gives it. The
+ITP clusters 1-10 and Philly, each on the cluster the artifact gives it.
+``--generate`` draws a trace with ElasticFlow's generator instead (or as well)
+(:mod:`mltraces.scheduling.generator`; ``--save-trace`` writes it). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 value beside ours where there is one; ``--jobs`` prints every job and
 ``--utilisation`` the allocated-GPU step series; csv and json print the jobs
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
@@ -42,10 +45,21 @@ SUMMARY_VIEW = [
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--trace", default="all",
+        "--trace",
         help="trace ids, comma-separated (itp/cluster10, elasticflow/philly, itp/testbed, "
-        "acme/seren, ...), or all: the Fig. 8(b) setup (default)",
+        "acme/seren, ...), or all: the Fig. 8(b) setup (default, unless --generate is given)",
     )
+    parser.add_argument(
+        "--generate", action="append", metavar="KEY=VALUE,...",
+        help="replay a trace drawn by ElasticFlow's generator, e.g. "
+        "num_jobs=100,lam=1500,min_ddl=1.5,seed=1 (Fig. 10's); keys: num_jobs (required), "
+        "lam (mean seconds between arrivals), seed, min_ddl, max_ddl, best_effort (share), "
+        "deadline_seed (default seed+4; the artifact's are unseeded), max_gpus; needs "
+        "--cluster; repeat for more traces",
+    )
+    parser.add_argument("--save-trace", metavar="FILE",
+                        help="with one --generate: also write its trace, in the artifact's "
+                        "CSV format")
     parser.add_argument(
         "--cluster",
         help="cluster spec (n32g8, n64g8, n128g8, ...; see elasticflow.cluster_specs); default: "
@@ -85,11 +99,13 @@ def run(args: argparse.Namespace) -> int:
         return _list_traces(args)
     if args.workers is not None and args.workers < 1:
         raise SchedulingError(f"--workers must be at least 1, got {args.workers}")
-    fig8b = args.trace.strip() == "all"
+    generated = _generated(args)
+    spec = args.trace if args.trace is not None else (None if generated else "all")
+    fig8b = spec is not None and spec.strip() == "all"
     if fig8b and args.cluster:
         raise SchedulingError("--trace all replays each Fig. 8(b) trace on its own cluster: "
                               "drop --cluster, or name the traces")
-    labels, traces = _chosen(args.trace)
+    labels, traces = _chosen(spec) if spec is not None else ([], [])
     for trace in traces:
         inputs.resolve(trace)  # a misspelt trace fails before any download
     clusters = [_cluster(trace, args.cluster) for trace in traces]
@@ -98,11 +114,58 @@ def run(args: argparse.Namespace) -> int:
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
                              slot=args.slot)
                  for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
+        cases += _generated_cases(con, generated, args)
     finally:
         con.close()
     result = _replay(cases, args)
     write_text(_render(result, args), args.output)
     return 0
+
+
+def _generated(args: argparse.Namespace) -> list[Any]:
+    """The ``--generate`` settings, checked before anything is read."""
+    from mltraces.scheduling.errors import SchedulingError
+    from mltraces.scheduling.generator import TraceSpec
+
+    specs = [TraceSpec.parse(text) for text in args.generate or []]
+    if specs and not args.cluster:
+        raise SchedulingError("--generate draws a trace with no cluster of its own: give "
+                              "--cluster (ElasticFlow's Fig. 10 uses n16g8, Figs. 9 and 11 "
+                              "n8g8 ... n32g8) and usually --slot 240")
+    if args.save_trace and len(specs) != 1:
+        raise SchedulingError(f"--save-trace writes one generated trace; got {len(specs)} "
+                              "--generate options")
+    return specs
+
+
+def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace) -> list[Any]:
+    """One case per generated trace (its label: the settings), on ``--cluster``."""
+    from mltraces.scheduling import inputs
+    from mltraces.scheduling.api import Case
+    from mltraces.scheduling.generator import generate_trace
+
+    if not specs:
+        return []
+    profiles = inputs.load_profiles(con, args.gpu_type)
+    cluster = inputs.load_cluster(con, args.cluster)
+    cases = []
+    for spec in specs:
+        frame = generate_trace(profiles, spec)
+        if args.save_trace:
+            _save(Path(args.save_trace), frame.to_csv(index=False, lineterminator="\n"))
+        cases.append(Case.build(spec.label, frame, cluster, profiles, slot=args.slot))
+    return cases
+
+
+def _save(path: Path, text: str) -> None:
+    """The generated trace, written whole or not at all."""
+    from mltraces.atomic import write_text_atomic
+    from mltraces.scheduling.errors import SchedulingError
+
+    try:
+        write_text_atomic(path, text)
+    except OSError as error:
+        raise SchedulingError(f"cannot write --save-trace {path}: {error.strerror}") from None
 
 
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
@@ -213,9 +276,9 @@ def _without_deadlines(summary: Any, result: ScheduleResult) -> Any:
 
 
 def _readable(columns: list[str], rows: list[tuple]) -> str:
-    note = ("ratio: jobs that met their deadline / all jobs (declined ones count; - without "
-            "deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its code); "
-            "--summary for every column")
+    note = ("ratio: jobs that met their deadline / all jobs with one (declined ones count; "
+            "- without deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its "
+            "code); --summary for every column")
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 
