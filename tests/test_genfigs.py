@@ -29,6 +29,8 @@ def test_efficiency_steps_draw_what_the_artifacts_script_draws() -> None:
                                    5200 / 3600])
     assert drawn == [0.3, 0.3, 0.1, 0.1, 0.0]
     assert genfigs.efficiency_steps([0, 100], [0.1, 0.2]) == ([], [])
+    # Chronus's resource log: rounds of efficiency 0 are passed over, not kept
+    assert genfigs.efficiency_steps([1800, 4300], [0.0, 0.2], skip_zero=True) == ([0.0], [0.0])
 
 
 def test_fig11_measures_best_effort_jct_against_gandiva() -> None:

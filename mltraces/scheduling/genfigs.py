@@ -120,7 +120,8 @@ def fig11_table(result: ScheduleResult) -> Any:
 
 
 def efficiency_steps(times: Sequence[float], efficiency: Sequence[float], gap: float = 2400,
-                     since: float = -610) -> tuple[list[float], list[float]]:
+                     since: float = -610, skip_zero: bool = False
+                     ) -> tuple[list[float], list[float]]:
     """The curve the artifact's ``plot_fig10.py`` draws from a round log.
 
     It keeps a round only if it comes at least ``gap`` seconds after the last
@@ -128,14 +129,15 @@ def efficiency_steps(times: Sequence[float], efficiency: Sequence[float], gap: f
     draws each as a step (a point just before it at the previous value), drops
     to 0 at the end, and measures hours from the first round kept. Its points
     go through a dict keyed by hour, so the final drop replaces the last
-    value there: kept, as drawn.
+    value there: kept, as drawn. For Chronus's log the script also passes over
+    rounds of efficiency 0 (``skip_zero``).
     """
     xs: list[float] = []
     ys: list[float] = []
     last = since
     for t, e in zip(times, efficiency, strict=True):
         t = int(float(t))
-        if t - last < gap:
+        if t - last < gap or (skip_zero and e == 0):
             continue
         last = t
         if xs:

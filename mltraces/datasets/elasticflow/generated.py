@@ -142,8 +142,9 @@ def fig10_data(con: duckdb.DuckDBPyConnection, policies: Sequence[str] | None = 
                                   inputs.load_cluster(con, fig["cluster"]))
         frames = []
         for outcome in sweep([case], replay_list).outcomes:
-            hours, values = genfigs.efficiency_steps(outcome.rounds, outcome.efficiency,
-                                                     plot["gap_s"], plot["since_s"])
+            hours, values = genfigs.efficiency_steps(  # Chronus: as its resource log is read
+                outcome.rounds, outcome.efficiency, plot["gap_s"], plot["since_s"],
+                skip_zero=outcome.policy == "chronus")
             frames.append(pd.DataFrame({"policy": outcome.policy, "point": range(len(hours)),
                                         "hour": hours, "efficiency": values,
                                         "ratio": outcome.ratio}))
