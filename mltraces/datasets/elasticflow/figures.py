@@ -1,4 +1,4 @@
-"""ElasticFlow (ASPLOS'23) figures that need its scheduling evaluation: Fig. 8(b) and Fig. 7(a).
+"""ElasticFlow (ASPLOS'23) figures that need its scheduling evaluation: Figs. 7(a), 8(b), 9-11.
 
 Both come from :mod:`mltraces.scheduling` replaying the artifact's schedulers
 on the catalog's traces, so they are *our simulation* of the paper's setup:
@@ -10,6 +10,8 @@ on the catalog's traces, so they are *our simulation* of the paper's setup:
 - Fig. 7(a): GPUs allocated over the 48 hours of the 195-job testbed trace. The
   paper measured this on its 16 x 8-GPU testbed; we replay the same trace on
   ``n16g8`` in the simulator (a Fig. 7(a)-style figure, not the testbed run).
+- Figs. 9, 10 and 11 on the generator's traces: :mod:`.generated`
+  (``fig9_data``, ``fig10_data``, ``fig11_data`` are re-exported here).
 
 Replays are cached beside the catalog Parquet they read, keyed by those files
 and the scheduler's source, so a warm figure run does not replay again.
@@ -21,6 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.datasets.elasticflow import generated
+from mltraces.datasets.elasticflow.generated import fig9_data as fig9_data  # re-exported
+from mltraces.datasets.elasticflow.generated import fig10_data as fig10_data
+from mltraces.datasets.elasticflow.generated import fig11_data as fig11_data
 from mltraces.figures import store, style
 from mltraces.schema import sql_literal
 
@@ -201,8 +207,6 @@ def _spec(name: str, title: str, data: Any, plot: Any, tables: tuple[str, ...],
 
 
 def _generated() -> tuple[Any, ...]:
-    from mltraces.datasets.elasticflow import generated
-
     tables = tuple(generated.INPUTS.split())
     return (
         _spec("elasticflow_fig9", "ElasticFlow Fig. 9: deadline satisfactory ratio of EDF, EDF + "
