@@ -28,8 +28,7 @@ from dataclasses import dataclass
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.placement import NodeSets
+from mltraces.scheduling.paidrounds import PaidRounds
 from mltraces.scheduling.profiles import plain_cap
 from mltraces.scheduling.results import Recorder
 from mltraces.scheduling.timeline import align
@@ -135,15 +134,11 @@ class EDFAdmission:
         return _Run(setup).run()
 
 
-class _Run:
-    """The artifact's round, with its lists: ``running`` and ``pending`` in insertion
-    order, ``runnable`` in the order its last in-place sort and appends left it."""
+class _Run(PaidRounds):
+    """The artifact's round (lists and placement: :class:`.paidrounds.PaidRounds`)."""
 
     def __init__(self, setup: Setup) -> None:
-        self.setup = setup
-        self.jobs = setup.jobs
-        self.total, self.slot = setup.gpus, setup.slot
-        self.rec = setup.recorder()
+        super().__init__(setup)
         curves = [setup.curve(j) for j in self.jobs]
         self.speed = [dict(c.speed) for c in curves]
         self.columns = [c.columns for c in curves]
@@ -153,19 +148,8 @@ class _Run:
         self.left = [float(j.iterations) for j in self.jobs]
         self.gpus = [0] * n
         self.end = [0.0] * n
-        self.overhead = [0.0] * n
-        self.cached = [False] * n
+        self.run_until = self.end  # EDF counts a job's run up to its planned end
         self.plans: list[Plan | None] = [None] * n
-        self.is_running = [False] * n
-        self.running: list[int] = []
-        self.pending: list[int] = []
-        self.runnable: list[int] = []
-        self.events = EventQueue()
-        for job in self.jobs:
-            self.events.add_start(job.index, job.submit_time)
-        self.seen: set[tuple[int, int]] = set()
-        self.rounds = 0
-        self.restart_every = setup.overhead.period(setup.slot)
 
     # -- the loop ----------------------------------------------------------------------
     def run(self) -> Recorder:
@@ -190,36 +174,14 @@ class _Run:
                 placed = [j for j in self.runnable if self.gpus[j] > 0]
             else:
                 placed = self.replan(event_time)
-            self.place(placed, event_time)
+            self.lay_out(placed, event_time)
             if events:
                 events.pop_first()
             if not events:
                 step = 10.0
                 continue
-            self.charge_overhead()
-            events.merge_slot(now, self.slot)
-            nxt = events.first_time()
-            step, now = float(int(nxt - now)), nxt
+            step, now = self.close_round(now)
         return self.rec
-
-    def progress(self, now: float, step: float) -> None:
-        """Advance every job holding GPUs by ``step`` seconds less its overhead; a job
-        ahead of its plan ends at this event."""
-        for j in self.runnable:
-            g = self.gpus[j]
-            if not g:
-                continue
-            run = step - (now - self.end[j]) if now > self.end[j] else step
-            run = 0.0 if run < self.overhead[j] else run - self.overhead[j]
-            rate = self.speed[j][g]
-            done = run * rate
-            if self.left[j] <= done and self.end[j] > now:
-                finish = now - step + math.ceil(self.left[j] / rate)
-                done = (self.end[j] - now + step) * rate
-                self.events.move_end(j, self.end[j], now)
-                self.end[j] = finish
-            self.left[j] -= done
-            self.overhead[j] = 0.0
 
     def finish(self, ends: list[int], now: float) -> None:
         for j in ends:
@@ -290,43 +252,3 @@ class _Run:
     def apply_end(self, j: int) -> None:
         old, self.end[j] = self.end[j], self.plans[j].end
         self.events.move_end(j, old, self.end[j])
-
-    def start(self, j: int, now: float) -> None:
-        self.pending.remove(j)
-        self.running.append(j)
-        self.is_running[j] = True
-        self.rec.started(j, now)
-
-    # -- where jobs sit, and what that costs ----------------------------------------------
-    def place(self, placed: list[int], now: float) -> None:
-        """Lay the jobs holding GPUs on nodes (fresh every round) and note which GPU sets
-        are cached since the last periodic restart; log the round."""
-        nodes = NodeSets(self.setup.cluster.nodes, self.setup.cluster.gpus_per_node)
-        for j in placed:
-            if not nodes.place(j, self.gpus[j]):
-                raise SchedulingError(f"no room on the nodes for job {self.jobs[j].job_id!r} "
-                                      f"on {self.gpus[j]} GPUs (the artifact asserts here)")
-        for j in placed:
-            key = (nodes.first_rank(j, self.gpus), self.gpus[j])
-            self.cached[j] = key in self.seen
-            self.seen.add(key)
-        for j in self.runnable:
-            self.rec.set_gpus(j, now, self.gpus[j] if self.is_running[j] else 0)
-        self.rec.round(now)
-
-    def charge_overhead(self) -> None:
-        every = self.restart_every
-        restart = every > 0 and self.rounds > 0 and self.rounds % every == 0
-        self.rounds += 1
-        if restart:
-            self.seen.clear()
-        cost = self.setup.overhead.cost
-        for j in self.running:
-            if self.gpus[j] > 0:
-                self.overhead[j] = cost(self.gpus[j], self.total, restart=restart,
-                                        cached=self.cached[j])
-                old = self.end[j]
-                self.end[j] += self.overhead[j]
-                self.events.move_end(j, old, self.end[j])
-            else:
-                self.overhead[j] = 0.0

@@ -32,9 +32,7 @@ import numpy as np
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.elasticflow import model_tables
-from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.placement import NodeSets
+from mltraces.scheduling.paidrounds import PaidRounds
 from mltraces.scheduling.results import Recorder
 
 
@@ -47,20 +45,17 @@ class EDFElastic:
         return _Run(setup).run()
 
 
-class _Run:
-    """The artifact's ``ef`` round, with its lists: ``running`` in start order,
-    ``pending`` in arrival order, ``runnable`` in the order the last planning and
-    scale-up left it."""
+class _Run(PaidRounds):
+    """The artifact's ``ef`` round (lists and placement: :class:`.paidrounds.PaidRounds`);
+    ``runnable`` is in the order the last planning and scale-up left it."""
 
     def __init__(self, setup: Setup) -> None:
         from mltraces.scheduling import efcore  # numba loads only when this policy runs
 
+        super().__init__(setup)
         self.efcore = efcore
-        self.setup = setup
-        self.jobs = setup.jobs
-        self.total, self.slot = setup.gpus, float(setup.slot)
-        self.rec = setup.recorder()
-        tables, self.speeds = model_tables(setup)
+        self.slot = float(setup.slot)
+        tables, self.speed = model_tables(setup)
         self.model = tables.model
         self.tables = tables.arrays()
         n = len(self.jobs)
@@ -69,18 +64,7 @@ class _Run:
         self.gpus = np.zeros(n, np.int64)
         self.end = np.zeros(n)
         self.real_end = np.zeros(n)
-        self.overhead = np.zeros(n)
-        self.cached = [False] * n
-        self.is_running = [False] * n
-        self.running: list[int] = []
-        self.pending: list[int] = []
-        self.runnable: list[int] = []
-        self.events = EventQueue()
-        for job in self.jobs:
-            self.events.add_start(job.index, job.submit_time)
-        self.seen: set[tuple[int, int]] = set()
-        self.rounds = 0
-        self.restart_every = setup.overhead.period(setup.slot)
+        self.run_until = self.real_end  # ElasticFlow counts it up to its unaligned end
 
     def run(self) -> Recorder:
         events = self.events
@@ -107,32 +91,10 @@ class _Run:
             self.place(now)
             if not events:
                 break
-            self.charge_overhead()
-            events.merge_slot(now, self.slot)
-            nxt = events.first_time()
-            step, now = float(int(nxt - now)), nxt
+            step, now = self.close_round(now)
         return self.rec
 
     # -- the steps of a round ------------------------------------------------------------
-    def progress(self, now: float, step: float) -> None:
-        """Advance every job holding GPUs by ``step`` seconds (after its planned end only
-        until then) less its overhead; a job ahead of its plan ends at this event."""
-        for j in self.runnable:
-            g = int(self.gpus[j])
-            if not g:
-                continue
-            run = step - (now - self.real_end[j] if now > self.real_end[j] else 0.0)
-            run = 0.0 if run < self.overhead[j] else run - self.overhead[j]
-            rate = self.speeds[j][g]
-            done = run * rate
-            if self.left[j] <= done and self.end[j] > now:
-                finish = now - step + math.ceil(self.left[j] / rate)
-                done = (self.end[j] - now + step) * rate
-                self.events.move_end(j, self.end[j], now)
-                self.end[j] = finish
-            self.left[j] -= done
-            self.overhead[j] = 0.0
-
     def finish(self, ends: list[int], now: float) -> None:
         """Every job in the event ends, at its planned end; on time if that meets its deadline."""
         for j in ends:
@@ -195,47 +157,9 @@ class _Run:
         self.runnable = index[order].tolist()
         return {int(j): float(next_change[p]) for p, j in enumerate(index)}
 
-    def start(self, j: int, now: float) -> None:
-        self.pending.remove(j)
-        self.running.append(j)
-        self.is_running[j] = True
-        self.rec.started(j, now)
-
-    # -- where jobs sit, and what that costs ----------------------------------------------
     def place(self, now: float) -> None:
-        """Lay the running jobs on nodes in start order, those of a node or more first, the
-        smaller ones by size; note the GPU sets cached since the last restart; log."""
+        """Running jobs in start order, those of a node or more first, smaller ones by size."""
         per_node = self.setup.cluster.gpus_per_node
-        nodes = NodeSets(self.setup.cluster.nodes, per_node)
         held = [j for j in self.running if self.gpus[j] > 0]
-        order = sorted(held, key=lambda j: -math.inf if self.gpus[j] >= per_node
-                       else -int(self.gpus[j]))
-        gpus = self.gpus.tolist()
-        for j in order:
-            if not nodes.place(j, gpus[j]):
-                raise SchedulingError(f"no room on the nodes for job {self.jobs[j].job_id!r} "
-                                      f"on {gpus[j]} GPUs (the artifact asserts here)")
-        for j in order:
-            key = (nodes.first_rank(j, gpus), gpus[j])
-            self.cached[j] = key in self.seen
-            self.seen.add(key)
-        for j in self.runnable:
-            self.rec.set_gpus(j, now, gpus[j] if self.is_running[j] else 0)
-        self.rec.round(now)
-
-    def charge_overhead(self) -> None:
-        every = self.restart_every
-        restart = every > 0 and self.rounds > 0 and self.rounds % every == 0
-        self.rounds += 1
-        if restart:
-            self.seen.clear()
-        cost = self.setup.overhead.cost
-        for j in self.running:
-            g = int(self.gpus[j])
-            if g > 0:
-                self.overhead[j] = cost(g, self.total, restart=restart, cached=self.cached[j])
-                old = float(self.end[j])
-                self.end[j] = old + self.overhead[j]
-                self.events.move_end(j, old, float(self.end[j]))
-            else:
-                self.overhead[j] = 0.0
+        self.lay_out(sorted(held, key=lambda j: -math.inf if self.gpus[j] >= per_node
+                            else -int(self.gpus[j])), now)
