@@ -296,12 +296,13 @@ def main(argv: list[str] | None = None) -> None:
         rows += fig9(args, python, scheduler, profiles)
     if "11" in figures:
         rows += fig11(args, python, scheduler, profiles)
-    table = pd.DataFrame(rows)
-    out = WORK / "bench_generated.csv"
-    table.to_csv(out, index=False)
-    with pd.option_context("display.width", 200, "display.max_rows", 500):
-        print(f"\nall replays ({out}):")
-        print(table.to_string(index=False))
+    if rows:
+        table = pd.DataFrame(rows)
+        out = WORK / "bench_generated.csv"
+        table.to_csv(out, index=False)
+        with pd.option_context("display.width", 200, "display.max_rows", 500):
+            print(f"\nall replays ({out}):")
+            print(table.to_string(index=False))
     if not args.no_cost:
         print()
         cost(profiles, args.workers)
