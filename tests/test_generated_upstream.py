@@ -144,6 +144,8 @@ FIG9 = {
                        "4c92c76f71b22a206fe987dbd80c363bb0aab2750ca9b396d961884d13dd7897"),
     ("edf-admission", "n16g8"): (0.396, 1355,
                                  "0965d0eede032366139cbb33b88b993341c2d97080fd1f9a9d5c543cdbeb4e2e"),
+    ("edf-elastic", "n16g8"): (0.665, 4663,
+                               "f599150e7f1c68cbc291f07fb63c11939424c36dc8d0d9384ef22b8cecda4452"),
     ("elasticflow", "n16g8"): (0.935, 1838,
                                "354c4ba8e39b2dab654fd078321bc58d240261d7f5c196ed3ec0872a40ce4111"),
     ("edf", "n32g8"): (0.244, 1928,
