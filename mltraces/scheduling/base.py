@@ -57,6 +57,26 @@ class Setup:
     def gpus(self) -> int:
         return self.cluster.gpus
 
+    def speedups(self) -> list[dict[int, float]] | None:
+        """Per job: GPU count → throughput there ÷ throughput on one GPU (None without
+        profiles for every job). Jobs of one (model, batch size) share a table."""
+        if self.profiles is None or not all(job.model for job in self.jobs):
+            return None
+        tables: dict[tuple[str, int], dict[int, float]] = {}
+        out = []
+        for job in self.jobs:
+            key = (job.model, job.batch_size)
+            if key not in tables:
+                speed = self.curve(job).speed
+                one = speed.get(1, math.nan)
+                tables[key] = {n: s / one for n, s in speed.items()}
+            out.append(tables[key])
+        return out
+
+    def recorder(self) -> Recorder:
+        """A :class:`Recorder` for these jobs that can log the rounds' cluster efficiency."""
+        return Recorder(self.jobs, self.speedups(), self.gpus)
+
     def curve(self, job: Job) -> Curve:
         """The job's throughput curve; a clear error for duration-only jobs."""
         if self.profiles is None or not job.model:

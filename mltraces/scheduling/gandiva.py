@@ -41,7 +41,7 @@ class Gandiva:
     def simulate(self, setup: Setup) -> Recorder:
         from mltraces.scheduling import gandivacore  # loaded only when Gandiva runs
 
-        jobs, rec = setup.jobs, Recorder(setup.jobs)
+        jobs, rec = setup.jobs, setup.recorder()
         kind = np.full(len(jobs), -1, np.int64)
         for job in jobs:
             if job.num_gpu in SET_SIZES and job.num_gpu <= setup.gpus:
@@ -62,15 +62,22 @@ class Gandiva:
         start = np.full(len(jobs), np.nan)
         finish = np.full(len(jobs), np.nan)
         gpu_seconds = np.zeros(len(jobs))
-        times, allocated, n_marks = gandivacore.replay(
+        speedups = setup.speedups()
+        weight = np.array([speedups[j.index].get(j.num_gpu, np.nan) if speedups else np.nan
+                           for j in jobs], float)
+        times, allocated, n_marks, rounds, n_rounds = gandivacore.replay(
             kind, sizes, span, capacity, duration,
             plain, restart, etime, eptr, ejobs, setup.cluster.nodes, per_node, setup.gpus,
-            float(setup.slot), setup.overhead.restart_every, start, finish, gpu_seconds,
+            float(setup.slot), setup.overhead.period(setup.slot), start, finish, gpu_seconds,
+            weight,
         )
         rec.start, rec.finish = start.tolist(), finish.tolist()
         rec.met = (finish <= np.array([j.deadline for j in jobs], float)).tolist()
         rec.gpu_seconds = gpu_seconds.tolist()
         rec.times, rec.allocated = times[:n_marks].tolist(), allocated[:n_marks].tolist()
+        if speedups is not None:
+            rec.rounds = rounds[0, :n_rounds].tolist()
+            rec.efficiency = (rounds[1, :n_rounds] / setup.gpus).tolist()
         return rec
 
 

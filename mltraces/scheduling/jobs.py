@@ -17,11 +17,17 @@ without deadlines, jobs whose deadline is infinite. Accepted inputs:
   table's mapping (``table=`` names it; by default the mapping whose columns the
   frame has, the one that reads the most of them);
 * an already-normalised frame (the columns below).
+
+A ``best_effort`` column (the artifact's generated traces, ElasticFlow Fig. 11)
+marks jobs without a deadline: as in the artifact, their deadline becomes
+``sys.maxsize`` (:data:`BEST_EFFORT_DEADLINE`, so they sort after every real
+deadline), and the deadline satisfactory ratio counts only the other jobs.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +48,15 @@ COLUMNS = {
     "iterations": "work in iterations (NaN for duration-only jobs)",
     "duration": "run time in seconds at num_gpu GPUs (NaN when unknown)",
     "deadline": "absolute deadline, seconds (inf: none)",
+    "best_effort": "True for a best-effort job: no deadline, left out of the deadline ratio",
 }
 #: the common columns of mltraces.jobs a replay reads
 COMMON = ("job_id", "submit_s", "run_s", "num_gpu", "model", "batch_size", "iterations",
           "deadline_s")
+#: a column a replay reads beside the common ones when a trace has it (generated traces)
+BEST_EFFORT = "best_effort"
+#: the deadline a best-effort job is replayed with (the artifact's ``sys.maxsize``)
+BEST_EFFORT_DEADLINE = sys.maxsize
 
 @dataclass(frozen=True)
 class Job:
@@ -60,6 +71,7 @@ class Job:
     iterations: float
     duration: float
     deadline: float
+    best_effort: bool = False
 
 
 class Jobs:
@@ -109,7 +121,8 @@ class Jobs:
                     f["num_gpu"].astype(int).tolist(),
                     f["iterations"].astype(float).tolist(),
                     f["duration"].astype(float).tolist(),
-                    _numbers(f["deadline"]),
+                    _deadlines(f),
+                    f["best_effort"].astype(bool).tolist(),
                     strict=True,
                 )
             )
@@ -125,7 +138,15 @@ def _numbers(series: pd.Series) -> list[float]:
     return [int(v) if math.isfinite(v) and v == int(v) else v for v in values]
 
 
+def _deadlines(frame: pd.DataFrame) -> list[float]:
+    """The replayed deadlines: best-effort jobs get :data:`BEST_EFFORT_DEADLINE`."""
+    return [BEST_EFFORT_DEADLINE if best else deadline for deadline, best in
+            zip(_numbers(frame["deadline"]), frame["best_effort"].tolist(), strict=True)]
+
+
 def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
+    if "best_effort" not in frame:
+        frame = frame.assign(best_effort=False)
     frame = frame[list(COLUMNS)].copy()
     bad = frame["num_gpu"].isna() | (frame["num_gpu"] < 1) | frame["submit_time"].isna()
     if bad.any():
@@ -141,6 +162,8 @@ def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
             "needs its work (num_iteration/iteration or duration)"
         )
     frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
+    frame["best_effort"] = _flags(frame["best_effort"])
+    frame.loc[frame["best_effort"], "deadline"] = math.inf
     frame = frame.sort_values("submit_time", kind="mergesort").reset_index(drop=True)
     return Jobs(frame, origin)
 
@@ -154,7 +177,7 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
     running when the trace ends). A fractional GPU request (shared GPUs) takes whole
     GPUs: ``ceil(num_gpu)``. ``clock`` traces count seconds from their first
     submission (kept in ``Jobs.origin``); relative traces keep their own seconds, as
-    the reference replays them.
+    the reference replays them. A :data:`BEST_EFFORT` column, if present, is kept.
     """
     missing = [c for c in COMMON if c not in frame]
     if missing:
@@ -182,6 +205,7 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
             "iterations": frame["iterations"].astype(float),
             "duration": frame["run_s"].astype(float),
             "deadline": deadline,
+            "best_effort": frame.get(BEST_EFFORT, False),
         }
     )[keep]
     if out.empty:
@@ -190,8 +214,22 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
     return _finish(out, origin)
 
 
+def _flags(column: pd.Series) -> pd.Series:
+    """A 0/1 (or boolean) best-effort column as booleans; anything else is an error."""
+    values = column.fillna(0)
+    bad = ~values.isin([0, 1, True, False])
+    if bad.any():
+        row = values.index[bad][0]
+        value = values[row].item() if hasattr(values[row], "item") else values[row]
+        raise SchedulingError(f"best_effort must be 0 or 1; row {row} has {value!r}")
+    return values.astype(bool)
+
+
 def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame, bool]:
-    """``frame`` (a mapped table's columns) in the common columns, and whether it has a clock."""
+    """``frame`` (a mapped table's columns) in the common columns, and whether it has a clock.
+
+    A :data:`BEST_EFFORT` column that no mapping reads is passed through beside them.
+    """
     import duckdb
 
     from mltraces.jobmap import job_table, select_sql
@@ -201,8 +239,9 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("_frame", frame)
-        query = select_sql(entry, "_frame", list(frame.columns), absolute=True)
-        columns = ", ".join(COMMON)
+        extra = [BEST_EFFORT] if BEST_EFFORT in frame else []
+        query = select_sql(entry, "_frame", list(frame.columns), extra=extra, absolute=True)
+        columns = ", ".join([*COMMON, *extra])
         found = con.sql(f"SELECT {columns} FROM ({query})").to_arrow_table().to_pandas()
     except duckdb.Error as error:
         raise SchedulingError(f"cannot read the jobs as {entry.table} (its mapping, "
@@ -246,7 +285,7 @@ def as_jobs(jobs: Jobs | pd.DataFrame | Any, table: str | None = None, **options
             f"got {type(jobs).__name__}"
         )
     columns = set(jobs.columns)
-    if table is None and columns >= set(COLUMNS):
+    if table is None and columns >= set(COLUMNS) - {BEST_EFFORT}:
         return _finish(jobs)
     if table is None and columns >= set(COMMON):
         return from_common(jobs, **options)

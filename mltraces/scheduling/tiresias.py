@@ -53,7 +53,7 @@ class _TiresiasRun:
         self.setup = setup
         self.jobs = setup.jobs
         self.limits = thresholds
-        self.rec = Recorder(self.jobs)
+        self.rec = setup.recorder()
         n = len(self.jobs)
         self.cluster_gpus = setup.gpus
         self.status = [0] * n
@@ -64,7 +64,7 @@ class _TiresiasRun:
         self.gpus = [j.num_gpu for j in self.jobs]
         self.duration = [j.duration for j in self.jobs]
         self.start_cost, self.restart_cost = self._costs(setup)
-        self.is_restart = setup.overhead.is_restart
+        self.restart_every = setup.overhead.period(setup.slot)
         self.order = [0] * n  # position in the runnable order: GPUs descending, then arrival
         self.runnable: list[int] = []
         self.running: list[int] = []  # the running jobs, in runnable order
@@ -115,6 +115,7 @@ class _TiresiasRun:
                 self.admit(starts)
             self.account(now)
             self.schedule(now)
+            self.rec.round(now)
             end_time, end_jobs, demotion = self.next_end(now, slot)
             jump = max(demotion, now + slot)
             if arrivals:
@@ -180,7 +181,8 @@ class _TiresiasRun:
         runnable jobs' GPUs add up to no more than the cluster, all of them fit
         whatever the order: only the waiting ones need a visit.
         """
-        restart = self.is_restart(self.rounds)
+        every = self.restart_every
+        restart = every > 0 and self.rounds > 0 and self.rounds % every == 0
         self.rounds += 1
         if self.demand > self.cluster_gpus:
             self.first_fit(now, restart)
