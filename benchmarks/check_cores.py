@@ -1,5 +1,5 @@
-"""Per-job output of the compiled cores (ElasticFlow, Gandiva) on every check case, recorded
-and compared bit for bit.
+"""Per-job output of the compiled cores (ElasticFlow, Gandiva, and the policies built around
+ElasticFlow's planner) on every check case, recorded and compared bit for bit.
 
 The check cases are every setup the tests, the figures and ``bench_schedule.py``
 replay ElasticFlow or Gandiva on, and a few synthetic ones that reach the
@@ -11,18 +11,25 @@ bursts, over-full node sets):
   synthetic traces from ``tests/test_scheduling.py`` (32 cases);
 * Gandiva: the same eleven and the testbed trace, ITP clusters 01, 02 and 10
   again on a congested 16 × 8 GPUs (long queues, over-full node sets; the
-  other clusters take minutes there), and three synthetic traces (18 cases).
+  other clusters take minutes there), and three synthetic traces (18 cases);
+* ``generated``: ElasticFlow's generated traces (Figs. 9-11, 240 s slots) with the
+  deadline seed 1: Fig. 9's on 64, 128 and 256 GPUs under EDF, EDF + admission
+  control, EDF + elastic scaling (which call the planner from Python) and
+  ElasticFlow; Fig. 10's under its five replayed policies; Fig. 11's nine
+  best-effort shares under its five (62 cases).
 
-Each case's job table and GPU series are written as Parquet, so two records (say,
-one from the base commit and one from a change, or one compiled and one run
-with ``MLTRACES_INTERPRETED=1``) compare exactly, NaN for NaN::
+Each case's job table (with ``logged_jct``), GPU series and round log (each
+round's time and cluster efficiency) are written as Parquet, so two records
+(say, one from the base commit and one from a change, or one compiled and one
+run with ``MLTRACES_INTERPRETED=1``) compare exactly, NaN for NaN::
 
-    python benchmarks/check_cores.py record /tmp/cores-base [--only elasticflow]
-        [--skip cluster04,cluster07] [--workers 2]
+    python benchmarks/check_cores.py record /tmp/cores-base
+        [--only elasticflow,gandiva,generated] [--skip cluster04,cluster07] [--workers 2]
     python benchmarks/check_cores.py compare /tmp/cores-base /tmp/cores-new
 
 Reads the real files through the catalog (``MLTRACES_MIRROR=../shared/upstream``
-works offline).
+works offline). The tests' synthetic traces come from the ``tests/`` folder of
+the checkout whose ``mltraces`` is imported.
 """
 
 from __future__ import annotations
@@ -35,12 +42,14 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+import mltraces
+
+REPO = Path(mltraces.__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 CONGESTED = "n16g8"  # ITP clusters again on 128 GPUs: long queues, busy node sets
 CONGESTED_TRACES = ("cluster01", "cluster02", "cluster10")
+SEED = 1  # the generated traces' deadline seed (the artifact's are unseeded)
 
 
 def synthetic_cases() -> dict[str, tuple]:
@@ -58,7 +67,6 @@ def synthetic_cases() -> dict[str, tuple]:
 
 def real_cases() -> tuple[list, list]:
     """(the Fig. 8(b) cases and the testbed, the ITP clusters on the congested cluster)."""
-    import mltraces
     from mltraces.scheduling import inputs
 
     con = mltraces.connect([*inputs.fig8b_tables(), "itp.testbed_jobs"])
@@ -69,13 +77,39 @@ def real_cases() -> tuple[list, list]:
     return fig8b, congested
 
 
+def generated_cases() -> list[tuple[str, object, str]]:
+    """(name, case, policy) for the Figs. 9-11 traces of deadline seed :data:`SEED`."""
+    from mltraces.scheduling import genfigs, inputs
+
+    con = mltraces.connect(["elasticflow.cluster_specs", "elasticflow.throughputs"])
+    profiles = inputs.load_profiles(con, "A100")
+    fig9 = genfigs.setup("fig9")
+    clusters = {name: inputs.load_cluster(con, name) for name in fig9["clusters"]}
+    out = []
+    for case in genfigs.fig9_cases(profiles, clusters, (SEED,)):
+        for policy in genfigs.replayed(fig9["policies"]):
+            out.append((f"fig9-{case.cluster.name}-{policy}", case, policy))
+    fig10 = genfigs.fig10_case(profiles, inputs.load_cluster(con, genfigs.setup("fig10")[
+        "cluster"]))  # fmt: skip
+    for policy in genfigs.replayed(genfigs.setup("fig10")["policies"]):
+        out.append((f"fig10-{policy}", fig10, policy))
+    fig11 = genfigs.setup("fig11")
+    for case in genfigs.fig11_cases(profiles, inputs.load_cluster(con, fig11["cluster"]),
+                                    (SEED,)):
+        share = case.trace.split(",")[0].split("=")[1]
+        for policy in genfigs.replayed(fig11["policies"]):
+            out.append((f"fig11-{share}-{policy}", case, policy))
+    return out
+
+
 def check_cases(only: set[str]) -> list[tuple[str, object, object]]:
-    """(name, case, policy) for every check case of the policies in ``only``."""
+    """(name, case, policy) for every check case of the groups in ``only``."""
     from mltraces.scheduling import Case, ElasticFlow, Gandiva
 
-    fig8b, congested = real_cases()
-    synthetic = {label: Case.build(label, *spec) for label, spec in synthetic_cases().items()}
     out: list[tuple[str, object, object]] = []
+    if only & {"elasticflow", "gandiva"}:
+        fig8b, congested = real_cases()
+        synthetic = {label: Case.build(label, *spec) for label, spec in synthetic_cases().items()}
     if "elasticflow" in only:
         for mode in ("all", "chosen"):
             for case in [*fig8b, *(synthetic[k] for k in ("mixed40", "burst80", "idle60",
@@ -85,17 +119,20 @@ def check_cases(only: set[str]) -> list[tuple[str, object, object]]:
         for case in [*fig8b, *congested, *(synthetic[k] for k in ("mixed40", "idle60",
                                                                    "crowded"))]:  # fmt: skip
             out.append((f"gandiva-{case.trace}", case, Gandiva()))
+    if "generated" in only:
+        out.extend(generated_cases())
     return out
 
 
 def replay(name: str, case, policy, folder: Path) -> tuple[str, float, float]:
-    """Run one case, write its jobs and GPU series; its name, replay seconds and CPU
-    seconds (the fairer number on a shared machine)."""
+    """Run one case, write its jobs, GPU series and round log; its name, replay seconds
+    and CPU seconds (the fairer number on a shared machine)."""
     from mltraces.scheduling import run_case
 
     outcome = run_case(case, policy)
     outcome.job_frame().to_parquet(folder / f"{name}.jobs.parquet")
     outcome.utilisation_frame().to_parquet(folder / f"{name}.gpus.parquet")
+    outcome.efficiency_frame().to_parquet(folder / f"{name}.rounds.parquet")
     return name, outcome.seconds, outcome.cpu_seconds
 
 
@@ -137,7 +174,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record")
     rec.add_argument("folder", type=Path)
-    rec.add_argument("--only", default="elasticflow,gandiva")
+    rec.add_argument("--only", default="elasticflow,gandiva,generated")
     rec.add_argument("--skip", default="", help="comma-separated substrings of case names")
     rec.add_argument("--workers", type=int, default=2)
     cmp_ = sub.add_parser("compare")

@@ -57,7 +57,7 @@ class _TiresiasRun:
         self.gpus = [j.num_gpu for j in self.jobs]
         self.duration = [j.duration for j in self.jobs]
         self.start_cost, self.restart_cost = self._costs(setup)
-        self.is_restart = setup.overhead.is_restart
+        self.is_restart = lambda rounds: setup.overhead.is_restart(rounds, setup.slot)
         self.order = [0] * n  # position in the runnable order: GPUs descending, then arrival
         self.runnable: list[int] = []
         self.running: list[int] = []  # the running jobs, in runnable order

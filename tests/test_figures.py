@@ -435,6 +435,9 @@ SIMULATION_ARGS = {
     # the scheduling replays, on a part of the figure (the whole Fig. 8(b) takes ~10 min)
     "elasticflow_fig8b": {"labels": ("cluster10",), "policies": ("edf", "elasticflow")},
     "elasticflow_fig7a": {"policies": ("edf", "tiresias")},
+    "elasticflow_fig9": {"seeds": (1,), "policies": ("edf", "edf-admission")},
+    "elasticflow_fig10": {"policies": ("edf", "tiresias", "chronus")},
+    "elasticflow_fig11": {"seeds": (1,), "policies": ("edf", "gandiva"), "shares": (0.5,)},
 }
 
 
@@ -720,8 +723,9 @@ def test_uncacheable_queries_run_directly() -> None:
 COMMITTED = Path(__file__).resolve().parents[1] / "figures"
 BYTE_STABLE = ["zeus_fig1", "elasticflow_fig7b", "acme_fig4",
                # and one of each kind added since: a replayed Zeus evaluation figure, the
-               # Okabe–Ito cluster lines, the one-panel-per-policy allocation plot
-               "zeus_converged", "itp_duration_cdf", "elasticflow_fig7a"]
+               # Okabe–Ito cluster lines, the one-panel-per-policy allocation plot, a
+               # figure of ElasticFlow's generated traces
+               "zeus_converged", "itp_duration_cdf", "elasticflow_fig7a", "elasticflow_fig10"]
 
 
 @pytest.mark.upstream

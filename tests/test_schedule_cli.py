@@ -131,7 +131,7 @@ def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> Non
     """A core whose extension was not built runs about 100 times slower: the CLI says so in
     one line, naming why, and says nothing when the cores run compiled."""
     from mltraces.commands.schedule import _announce_interpreted
-    from mltraces.scheduling import EDF, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import EDF, EDFElastic, ElasticFlow, Gandiva, native
 
     monkeypatch.setattr(native, "build", lambda: native.Build(True))
     _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)
@@ -141,6 +141,8 @@ def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> Non
     assert capsys.readouterr().err == ""  # no policy on a core
     _announce_interpreted([ElasticFlow()], quiet=True)
     assert capsys.readouterr().err == ""
+    _announce_interpreted([EDFElastic()], quiet=False)  # ElasticFlow's planner too
+    assert capsys.readouterr().err.startswith("ElasticFlow's planner runs as plain Python")
     _announce_interpreted([Gandiva(), ElasticFlow()], quiet=False)
     said = capsys.readouterr().err.splitlines()
     assert said == [
@@ -181,3 +183,38 @@ def test_capacity_from_a_table_is_summed_over_the_replayed_clusters(real_catalog
     assert inputs.default_cluster(con, "itp/raw/cluster10") == f"n{-(-widest['cluster10'] // 4)}g4"
     total = sum(widest.values())
     assert inputs.default_cluster(con, "itp/raw") == f"n{-(-total // 4)}g4"
+
+
+@pytest.mark.upstream
+def test_cli_replays_a_generated_trace_and_saves_it(http_mirror, capsys, tmp_path: Path) -> None:
+    """Fig. 10's trace: the artifact's generator output, byte for byte (its sha256 in
+    tests/test_generator.py), and EDF's ratio there as the artifact gives it."""
+    import hashlib
+
+    from test_generator import ARTIFACT_CSV_SHA256
+
+    from mltraces.scheduling.generator import TraceSpec
+
+    saved = tmp_path / "fig10.csv"
+    assert main(["schedule", "--generate", "num_jobs=100,lam=1500,min_ddl=1.5,seed=1",
+                 "--cluster", "n16g8", "--slot", "240", "--policy", "edf", "--summary",
+                 "--format", "json", "--save-trace", str(saved)]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["trace"] == "generated(num_jobs=100,lam=1500,seed=1,min_ddl=1.5)"
+    assert row["ddl_satis_ratio"] == 0.92 and row["cluster"] == "n16g8"
+    digest = hashlib.sha256(saved.read_bytes()).hexdigest()
+    assert digest == ARTIFACT_CSV_SHA256[TraceSpec(100, 1500, seed=1, min_ddl=1.5)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--generate", "num_jobs=10"], "give --cluster"),
+        (["--generate", "lam=3", "--cluster", "n1g8"], "num_jobs is required"),
+        (["--generate", "num_jobs=5", "--generate", "num_jobs=6", "--cluster", "n1g8",
+          "--save-trace", "x.csv"], "writes one generated trace; got 2"),
+    ],
+)
+def test_cli_generate_needs_its_settings(argv, message, capsys) -> None:
+    assert main(["schedule", *argv]) != 0
+    assert message in capsys.readouterr().err

@@ -112,6 +112,30 @@ def test_edf_end_is_the_ceiling_of_the_plan() -> None:
     assert out.loc["A", "finish_time"] == 101 and out.loc["A", "deadline_met"]
 
 
+def test_edf_admission_declines_the_arrival_that_would_make_a_job_late() -> None:
+    # one event, three arrivals, admitted one at a time: B (earlier deadline) still lets
+    # A make its deadline, C would push A past it
+    jobs = itp([("A", 0, 800, 250, 8), ("B", 0, 800, 150, 8), ("C", 0, 800, 160, 8)])
+    result = schedule(jobs, "n1g8", profiles(), "edf-admission,edf", overhead=NO_OVERHEAD)
+    out = result.jobs.set_index(["policy", "job_id"])
+    admission = out.loc["edf-admission"]
+    assert admission["admitted"].tolist() == [True, True, False]
+    assert admission.loc["B", "finish_time"] == 100 and admission.loc["A", "finish_time"] == 200
+    assert result.ratios().loc["trace"].to_dict() == {"edf-admission": 2 / 3, "edf": 1 / 3}
+    assert get_policy("edf-accessctrl").name == "edf-admission"  # the artifact's name
+
+
+def test_edf_elastic_admits_every_arrival_and_judges_the_planned_end() -> None:
+    jobs = itp([("late", 0, 8000, 500, 8), ("fine", 1000, 80, 2000, 1)])
+    result = schedule(jobs, "n1g8", profiles(), "ef,elasticflow", overhead=NO_OVERHEAD)
+    out = result.jobs.set_index(["policy", "job_id"])
+    elastic = out.loc["edf-elastic"]
+    assert elastic["admitted"].all() and not elastic.loc["late", "deadline_met"]
+    assert elastic.loc["late", "finish_time"] == 1000  # 1,000 s on 8 GPUs
+    assert elastic.loc["fine", "deadline_met"]
+    assert not out.loc[("elasticflow", "late"), "admitted"]
+
+
 # -- ElasticFlow --------------------------------------------------------------------------
 def test_elasticflow_declines_an_infeasible_arrival_and_counts_it() -> None:
     jobs = itp(
@@ -591,6 +615,9 @@ def test_overhead_prices_match_the_artifact() -> None:
     assert cost(1, 256) == 7 + 2
     assert cost(1, 256, restart=True) == 7 + 27 + 20 + 2
     assert Overhead().is_restart(60) and not Overhead().is_restart(0)
+    # the artifact restarts every --scheduling_slot rounds: 240 rounds at 240 s slots
+    assert Overhead().period(240) == 240 and Overhead(restart_every=60).period(240) == 60
+    assert Overhead().is_restart(240, slot=240) and not Overhead().is_restart(60, slot=240)
 
 
 def test_fig8b_setup_is_data() -> None:
@@ -767,3 +794,21 @@ def test_a_job_without_a_usable_run_time_is_named_instead_of_replayed(
     jobs.loc[1, "duration"] = duration
     with pytest.raises(SchedulingError, match=message):
         schedule(jobs, "n1g8", profiles(), policy)
+
+
+def test_a_job_past_its_deadline_takes_what_is_free_now() -> None:
+    """The artifact plans a job whose deadline has passed forward from now with whatever
+    fits; the first, empty period holds nothing, or the next job finds those GPUs taken
+    (with both jobs late, B got 0 GPUs now and 4 only after A)."""
+    from mltraces.scheduling import efcore
+    from mltraces.scheduling.elasticflow import model_tables
+
+    jobs = itp([("A", 0, 800, 0, 4), ("B", 0, 800, 10, 4)])
+    setup = Case.build("t", jobs, "n1g8", profiles({1: 1.0, 2: 2.0, 4: 4.0})).setup()
+    tables, _ = model_tables(setup)
+    planner = efcore.Planner(2, *tables.arrays())
+    efcore.estimate(100.0, 8, 60.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]),
+                    tables.model, False, planner)
+    ptr, _, ag, _, real_end, _, _ = planner.estimated(2)
+    assert [ag[ptr[0]], ag[ptr[1]]] == [4, 4]
+    assert real_end.tolist() == [300.0, 300.0]

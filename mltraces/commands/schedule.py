@@ -4,7 +4,9 @@
 table's ``replay`` names, see :mod:`mltraces.jobmap`) or ``all``, the Fig. 8(b)
 setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it.
 A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
-own capacity (declared in its mapping). The
+own capacity (declared in its mapping). ``--generate`` draws a trace with
+ElasticFlow's generator instead (or as well) (:mod:`mltraces.scheduling.generator`;
+``--save-trace`` writes it). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 value beside ours where there is one; ``--jobs`` prints every job and
 ``--utilisation`` the allocated-GPU step series; csv and json print the jobs
@@ -27,6 +29,7 @@ from mltraces.commands.output import (
 )
 
 if TYPE_CHECKING:
+    from mltraces.outputs import Output
     from mltraces.scheduling import ScheduleResult
 
 #: The readable summary: (column, heading, scale).
@@ -49,10 +52,21 @@ SUMMARY_VIEW = [
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--trace", default="all",
+        "--trace",
         help="trace ids SOURCE/NAME, comma-separated (--list-traces shows them), or all: the "
-        "Fig. 8(b) setup (default)",
+        "Fig. 8(b) setup (default, unless --generate is given)",
     )
+    parser.add_argument(
+        "--generate", action="append", metavar="KEY=VALUE,...",
+        help="replay a trace drawn by ElasticFlow's generator, e.g. "
+        "num_jobs=100,lam=1500,min_ddl=1.5,seed=1 (Fig. 10's); keys: num_jobs (required), "
+        "lam (mean seconds between arrivals), seed, min_ddl, max_ddl, best_effort (share), "
+        "deadline_seed (default seed+4; the artifact's are unseeded), max_gpus; needs "
+        "--cluster; repeat for more traces",
+    )
+    parser.add_argument("--save-trace", metavar="FILE",
+                        help="with one --generate: also write its trace, in the artifact's "
+                        "CSV format")
     parser.add_argument(
         "--cluster",
         help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
@@ -95,26 +109,70 @@ def run(args: argparse.Namespace) -> int:
         return _list_traces(args, output)
     if args.workers is not None and args.workers < 1:
         raise SchedulingError(f"--workers must be at least 1, got {args.workers}")
-    fig8b = args.trace.strip() == "all"
+    generated = _generated(args)
+    saved = checked_output(args.save_trace)  # checked before the replays too
+    spec = args.trace if args.trace is not None else (None if generated else "all")
+    fig8b = spec is not None and spec.strip() == "all"
     if fig8b and args.cluster:
         raise SchedulingError("--trace all replays each Fig. 8(b) trace on its own cluster: "
                               "drop --cluster, or name the traces")
-    labels, traces = _chosen(args.trace)
+    labels, traces = _chosen(spec) if spec is not None else ([], [])
     # a misspelt trace, or one with no cluster to run on, fails before any download
     chosen = [_cluster(trace, args.cluster) for trace in traces]
-    specs = any(cluster is not None for cluster in chosen)  # names: the artifact's files first
-    con = open_catalog(args, inputs.tables_for(traces, specs=specs))
+    # cluster names: the artifact's files first; generated traces need the profiles too
+    specs = bool(generated) or any(cluster is not None for cluster in chosen)
+    con = open_catalog(args, inputs.tables_for(traces, throughputs=True if generated else None,
+                                               specs=specs))
     try:
         clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
                              slot=args.slot)
                  for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
+        cases += _generated_cases(con, generated, args, saved)
     finally:
         con.close()
     result = _replay(cases, args)
     write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
     return 0
+
+
+def _generated(args: argparse.Namespace) -> list[Any]:
+    """The ``--generate`` settings, checked before anything is read."""
+    from mltraces.scheduling.errors import SchedulingError
+    from mltraces.scheduling.generator import TraceSpec
+
+    specs = [TraceSpec.parse(text) for text in args.generate or []]
+    if specs and not args.cluster:
+        raise SchedulingError("--generate draws a trace with no cluster of its own: give "
+                              "--cluster (ElasticFlow's Fig. 10 uses n16g8, Figs. 9 and 11 "
+                              "n8g8 ... n32g8) and usually --slot 240")
+    if args.save_trace and len(specs) != 1:
+        raise SchedulingError(f"--save-trace writes one generated trace; got {len(specs)} "
+                              "--generate options")
+    return specs
+
+
+def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
+                     saved: Output | None) -> list[Any]:
+    """One case per generated trace (its label: the settings), on ``--cluster``; the one
+    trace also written to ``saved`` (``--save-trace``), whole or not at all."""
+    from mltraces.scheduling import inputs
+    from mltraces.scheduling.api import Case
+    from mltraces.scheduling.generator import generate_trace
+
+    if not specs:
+        return []
+    profiles = inputs.load_profiles(con, args.gpu_type)
+    cluster = inputs.load_cluster(con, args.cluster)
+    cases = []
+    for spec in specs:
+        frame = generate_trace(profiles, spec)
+        if saved is not None:
+            saved.write_text(frame.to_csv(index=False, lineterminator="\n"))
+            saved.done(getattr(args, "quiet", False))
+        cases.append(Case.build(spec.label, frame, cluster, profiles, slot=args.slot))
+    return cases
 
 
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
@@ -191,11 +249,12 @@ def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
 
     The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import ElasticFlow, Gandiva, native
+    from mltraces.scheduling import EDFElastic, ElasticFlow, Gandiva, native
 
     if quiet:
         return
-    for kind, what in ((ElasticFlow, "ElasticFlow's planner"), (Gandiva, "Gandiva's rounds")):
+    for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
+                       (Gandiva, "Gandiva's rounds")):
         said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
         if said:
             print(said, file=sys.stderr)
@@ -237,9 +296,9 @@ def _without_deadlines(summary: Any, result: ScheduleResult) -> Any:
 
 
 def _readable(columns: list[str], rows: list[tuple]) -> str:
-    note = ("ratio: jobs that met their deadline / all jobs (declined ones count; - without "
-            "deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its code); "
-            "--summary for every column")
+    note = ("ratio: jobs that met their deadline / all jobs with one (declined ones count; "
+            "- without deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its "
+            "code); --summary for every column")
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 

@@ -14,6 +14,8 @@ gandiva        node sets with time slicing, rigid                   ``gandiva``
 tiresias       2D-LAS on GPU-time, preemptive, rigid                ``dlas-gpu``
 themis         finish-time fairness in 60 s leases, rigid           ``themis``
 elasticflow    admission control + elastic scaling                  ``ef-accessctrl``
+edf-admission  EDF + admission control (Fig. 9)                     ``edf-accessctrl``
+edf-elastic    EDF + elastic scaling: ElasticFlow, no admission     ``ef``
 fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
 =============  ===================================================  ==========================
 
@@ -43,12 +45,16 @@ Public API::
     fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
     FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
-    EDF(), Gandiva(shift_invariant=False), Tiresias(thresholds=(3250, 7200)), Themis(),
+    EDF(), EDFAdmission(), EDFElastic(), Gandiva(shift_invariant=False),
+    Tiresias(thresholds=(3250, 7200)), Themis(),
     ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
     Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, JobRecords, Overhead
+    generate_trace(profiles, TraceSpec(num_jobs, lam, seed=0, min_ddl=0.5, max_ddl=1.5,
+                   best_effort=0.0, deadline_seed=None)) -> the artifact's generated
+                   trace format (ElasticFlow Figs. 9-11; :mod:`.generator`)
 
 Inputs stay plain: job tables as pandas/pyarrow in the ITP, artifact (Philly)
 or AcmeTrace format (:mod:`.jobs`), the artifact's throughput folder and
@@ -78,6 +84,8 @@ from mltraces.scheduling.api import (
 from mltraces.scheduling.base import Policy, Setup
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.edf import EDF
+from mltraces.scheduling.edfadmit import EDFAdmission
+from mltraces.scheduling.efnoadmit import EDFElastic
 from mltraces.scheduling.elasticflow import ElasticFlow
 from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
 from mltraces.scheduling.errors import SchedulingError
@@ -90,6 +98,7 @@ from mltraces.scheduling.fig8b import (
     published_frame,
 )
 from mltraces.scheduling.gandiva import Gandiva
+from mltraces.scheduling.generator import TraceSpec, generate_trace
 from mltraces.scheduling.jobs import COLUMNS, Job, JobRecords, Jobs, as_jobs, read_jobs_csv
 from mltraces.scheduling.overhead import Overhead
 from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
@@ -114,6 +123,8 @@ __all__ = [
     "Case",
     "ClusterSpec",
     "Curve",
+    "EDFAdmission",
+    "EDFElastic",
     "ElasticFlow",
     "Gandiva",
     "Job",
@@ -129,9 +140,11 @@ __all__ = [
     "Setup",
     "Themis",
     "Tiresias",
+    "TraceSpec",
     "View",
     "as_jobs",
     "fig8b_cases",
+    "generate_trace",
     "get_policy",
     "load_profiles",
     "process_pool",

@@ -13,6 +13,8 @@ from typing import Any
 from mltraces.scheduling.base import Policy, Setup
 from mltraces.scheduling.cluster import ClusterSpec, as_cluster
 from mltraces.scheduling.edf import EDF
+from mltraces.scheduling.edfadmit import EDFAdmission
+from mltraces.scheduling.efnoadmit import EDFElastic
 from mltraces.scheduling.elasticflow import ElasticFlow
 from mltraces.scheduling.engine import FIFO, SJF
 from mltraces.scheduling.errors import SchedulingError
@@ -32,11 +34,14 @@ POLICIES: dict[str, type] = {
     "tiresias": Tiresias,
     "themis": Themis,
     "elasticflow": ElasticFlow,
+    "edf-admission": EDFAdmission,
+    "edf-elastic": EDFElastic,
     "fifo": FIFO,
     "sjf": SJF,
 }
 #: the artifact's ``--schedule`` names
-ALIASES = {"dlas-gpu": "tiresias", "ef-accessctrl": "elasticflow"}
+ALIASES = {"dlas-gpu": "tiresias", "ef-accessctrl": "elasticflow",
+           "edf-accessctrl": "edf-admission", "ef": "edf-elastic"}
 
 
 def get_policy(policy: str | Policy) -> Policy:
@@ -147,7 +152,8 @@ def schedule(
 def expected_cost(case: Case, policy: str | Policy) -> float:
     """A rough relative cost of one replay, to start the slow ones first."""
     name = policy if isinstance(policy, str) else policy.name
-    return len(case.jobs) * (20.0 if name in ("elasticflow", "ef-accessctrl") else 1.0)
+    elastic = ("elasticflow", "ef-accessctrl", "edf-elastic", "ef")
+    return len(case.jobs) * (20.0 if name in elastic else 1.0)
 
 
 def sweep(

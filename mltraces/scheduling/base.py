@@ -85,6 +85,27 @@ class Setup:
                 f"is {_size(limit)} (set MLTRACES_MAX_REPLAY_MEMORY to allow more)"
             )
 
+    def speedups(self) -> list[dict[int, float]] | None:
+        """Per job: GPU count → throughput there ÷ throughput on one GPU (None without
+        profiles for every job). Jobs of one (model, batch size) share a table."""
+        models = JobRecords.of(self.jobs).model  # a column: no million Job objects for this
+        if self.profiles is None or not (models != "").all():
+            return None
+        tables: dict[tuple[str, int], dict[int, float]] = {}
+        out = []
+        for job in self.jobs:
+            key = (job.model, job.batch_size)
+            if key not in tables:
+                speed = self.curve(job).speed
+                one = speed.get(1, math.nan)
+                tables[key] = {n: s / one for n, s in speed.items()}
+            out.append(tables[key])
+        return out
+
+    def recorder(self) -> Recorder:
+        """A :class:`Recorder` for these jobs that can log the rounds' cluster efficiency."""
+        return Recorder(self.jobs, self.speedups(), self.gpus)
+
     def curve(self, job: Job) -> Curve:
         """The job's throughput curve; a clear error for duration-only jobs."""
         return self._curve(job.job_id, job.model, job.batch_size)

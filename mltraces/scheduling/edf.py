@@ -136,7 +136,7 @@ class _EdfRun:
         self.jobs = setup.jobs
         self.models = job_models(setup, plain_cap)
         self.params = [(m.rates, m.fit, m.cap) for m in self.models]  # as the planner reads them
-        self.rec = Recorder(self.jobs)
+        self.rec = setup.recorder()
         n = len(self.jobs)
         self.deadline = [j.deadline for j in self.jobs]
         self.left = [float(j.iterations) for j in self.jobs]
@@ -162,6 +162,7 @@ class _EdfRun:
             if event.starts:
                 self.admit(event.starts)
             self.apply(self.plan(now), now)
+            self.rec.round(now)
             events.pop_first()
             if not events:
                 break

@@ -6,11 +6,13 @@
 cdef class Planner:
     cdef object tables, current, offers, prices, work, merged
     cdef double[:] times, nt, at, end, real_end, up_end, up_real, idle, at_all
+    cdef double[:] next_change, step_end
     cdef long long[:] free, nf, aval, ag, ptr, ag_all, order, gpus, next_level, fill
+    cdef long long[:] step_job
     cdef unsigned char[:] aset, started, stale
     cdef double[:, :] tt
     cdef long long[:, :] tf
-    cdef long long timeline, rows, width
+    cdef long long timeline, rows, width, nsteps
 
 cdef double* fptr(double[:] a) noexcept
 cdef long long bisect_left(double* a, long long n, double x) noexcept

@@ -896,7 +896,9 @@ class Planner:
 
     :func:`estimate` writes its plans here (``times``/``free`` … ``timeline``,
     ``ptr``, ``at_all``, ``ag_all``, ``end``, ``real_end``) and :func:`scale_up`
-    its result (``order``, ``gpus``, ``up_end``, ``up_real``, ``started``). A scale-up's
+    its result (``order``, ``gpus``, ``up_end``, ``up_real``, ``started``,
+    ``next_change``, ``step_job``/``step_end`` … ``nsteps``); Python reads them with
+    :meth:`estimated` and :meth:`scaled` (the attributes are C-only when compiled). A scale-up's
     rows are ``width`` wide for ``rows`` jobs (see :func:`reserve`): the cluster
     timeline's two rows ``tt``/``tf`` (row ``cur`` after the last step, the other
     before it, for :func:`keep`), then per job its allocation (:class:`Current`) and
@@ -919,6 +921,8 @@ class Planner:
         self.order, self.gpus = np.empty(n, np.int64), np.empty(n, np.int64)
         self.up_end, self.up_real = np.empty(n), np.empty(n)
         self.started = np.empty(n, np.bool_)
+        self.next_change = np.empty(n)
+        self.step_job, self.step_end, self.nsteps = np.empty(0, np.int64), np.empty(0), 0
         self.next_level, self.fill = np.empty(n, np.int64), np.empty(n, np.int64)
         self.stale, self.idle = np.empty(n, np.bool_), np.empty(n)
         self.prices = Prices(np.empty(n), np.empty(n, np.bool_), np.empty(n),
@@ -932,6 +936,26 @@ class Planner:
                              np.empty(n), np.empty(n, np.bool_))  # fmt: skip
         self.tt, self.tf = np.empty((2, 0)), np.empty((2, 0), np.int64)
         self.work, self.merged = scratch(0)
+
+    def estimated(self, m: i64) -> tuple:
+        """What :func:`estimate` left for its ``m`` jobs, as numpy copies (for callers in
+        Python): ``(ptr, at, ag, end, real_end, times, free)``, job ``i``'s allocation
+        ``at[ptr[i]:ptr[i+1]]`` and the timeline the plans leave."""
+        ptr = np.array(self.ptr[: m + 1])
+        used = ptr[m]
+        n = self.timeline
+        return (ptr, np.array(self.at_all[:used]), np.array(self.ag_all[:used]),
+                np.array(self.end[:m]), np.array(self.real_end[:m]), np.array(self.times[:n]),
+                np.array(self.free[:n]))
+
+    def scaled(self, m: i64) -> tuple:
+        """What :func:`scale_up` left for its ``m`` jobs, as numpy copies (for callers in
+        Python): ``(order, gpus, end, real_end, started, next_change, step_job, step_end)``."""
+        k = self.nsteps
+        return (np.array(self.order[:m]), np.array(self.gpus[:m]), np.array(self.up_end[:m]),
+                np.array(self.up_real[:m]), np.array(self.started[:m]).astype(bool),
+                np.array(self.next_change[:m]), np.array(self.step_job[:k]),
+                np.array(self.step_end[:k]))
 
 
 @cython.cfunc
@@ -1207,8 +1231,11 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
 
     Leaves in ``planner`` (the first ``m`` entries) the runnable list's new order
     (positions, ``order``), the new counts and ends (``gpus``, ``up_end``,
-    ``up_real``) and which jobs got their first GPUs here (``started``); returns
-    the earliest allocation change after now.
+    ``up_real``), which jobs got their first GPUs here (``started``) and each job's
+    own next allocation change after now (``next_change``, INF: none); and the
+    scaling steps in the order taken (``nsteps`` of them: the job's position
+    ``step_job`` and its end after the step ``step_end``), which the artifact's
+    ``ef`` moves ends by one at a time. Returns the earliest allocation change after now.
     """
     tables: Tables = planner.tables
     levels2: i64[:, :] = tables.levels2
@@ -1231,6 +1258,13 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     started: u8[:] = planner.started
     next_level: i64[:] = planner.next_level
     stale: u8[:] = planner.stale
+    next_change: f64[:] = planner.next_change
+    if planner.step_job.shape[0] < total + m:  # a step adds a GPU or fills an idle job
+        planner.step_job = np.empty(total + m, np.int64)
+        planner.step_end = np.empty(total + m)
+    step_job: i64[:] = planner.step_job
+    step_end: f64[:] = planner.step_end
+    nsteps: i64 = 0
     prices: Prices = planner.prices
     marginal: f64[:] = prices.marginal
     reuse: u8[:] = prices.reuse
@@ -1307,6 +1341,9 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
             end[p], real_end[p] = oend[p], oreal[p]
+            step_job[nsteps] = p
+            step_end[nsteps] = end[p]
+            nsteps += 1
             started[p] = True
         idle: f64[:] = planner.idle
         for p in range(m):
@@ -1342,6 +1379,9 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = next_level[p]
             end[p], real_end[p] = oend[p], oreal[p]
+            step_job[nsteps] = p
+            step_end[nsteps] = end[p]
+            nsteps += 1
             started[p] = True
             spare -= step
             grew = True
@@ -1366,10 +1406,16 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
                 stale[p] = step > 0 and not (reuse[p] and step <= spare)
         priced = True
     first_change: f64 = INF
+    own: f64
     cat = current.cat
     for p in range(m):
+        own = INF
         for k in range(cna[p]):
             t = cat[p, k]
-            if t > now and t < first_change:
-                first_change = t
+            if t > now and t < own:
+                own = t
+        next_change[p] = own
+        if own < first_change:
+            first_change = own
+    planner.nsteps = nsteps
     return first_change

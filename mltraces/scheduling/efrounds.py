@@ -62,7 +62,7 @@ RUNNING = cython.declare(i64, 2)
 DONE = cython.declare(i64, 3)
 DECLINED = cython.declare(i64, 4)
 # slots of S: live events, free event ids, free list nodes, running jobs, runnable jobs,
-# pending jobs, GPU-series points, GPUs held in total
+# pending jobs, GPU-series points, GPUs held in total, logged rounds
 NE = cython.declare(i64, 0)
 EFREE = cython.declare(i64, 1)
 NFREE = cython.declare(i64, 2)
@@ -71,6 +71,7 @@ NRUNNABLE = cython.declare(i64, 4)
 NPEND = cython.declare(i64, 5)
 NMARK = cython.declare(i64, 6)
 HELD = cython.declare(i64, 7)
+NROUND = cython.declare(i64, 8)
 #: placement size classes, the reference's, largest first
 SIZES_DESC = cython.declare(i64[:], np.array([256, 128, 88, 72, 64, 56, 48, 40, 32, 24, 16, 12,
                                               8, 4, 2, 1], np.int64))
@@ -108,7 +109,8 @@ class Nodes:
 @cython.cclass
 class Record:
     """What the :class:`.results.Recorder` keeps per job: ``start``, ``finish``,
-    ``gpu_seconds``, ``met``, ``admitted``, and the GPUs ``held`` ``since`` when."""
+    ``gpu_seconds``, ``met``, ``admitted``, the GPUs ``held`` ``since`` when, and the
+    planned end the artifact's job log records (``logged_end``)."""
 
     start: f64[:]
     finish: f64[:]
@@ -117,10 +119,13 @@ class Record:
     admitted: u8[:]
     held: i64[:]
     since: f64[:]
+    logged_end: f64[:]
 
-    def __init__(self, start, finish, gpu_seconds, met, admitted, held, since) -> None:
+    def __init__(self, start, finish, gpu_seconds, met, admitted, held, since,
+                 logged_end) -> None:
         self.start, self.finish, self.gpu_seconds = start, finish, gpu_seconds
         self.met, self.admitted, self.held, self.since = met, admitted, held, since
+        self.logged_end = logged_end
 
 
 @cython.cclass
@@ -136,6 +141,20 @@ class Marks:
     def __init__(self, times, allocated) -> None:
         self.times_owner, self.allocated_owner = times, allocated
         self.times, self.allocated = times, allocated
+
+
+@cython.cclass
+class Rounds:
+    """The round log: ``log[0, k]`` the time of round ``k``, ``log[1, k]`` the speedups of
+    the jobs holding GPUs after it summed (``S[NROUND]`` rounds), and the array that owns
+    it (returned at the end)."""
+
+    log: f64[:, :]
+    owner: object
+
+    def __init__(self, log) -> None:
+        self.owner = log
+        self.log = log
 
 
 @cython.cclass
@@ -853,17 +872,47 @@ def charge_overhead(restart: cython.bint, runnable: i64[:], gpus: i64[:], cached
             end[j] += cost
 
 
+@cython.cfunc
+def log_efficiency(now: f64, runnable: i64[:], gpus: i64[:], model: i64[:], speed2: f64[:, :],
+                   rounds: Rounds, S: i64[:]) -> Rounds:
+    """Log the round: ``now`` and Σ speedup (throughput on its GPUs ÷ on one) of the jobs
+    holding GPUs, the artifact's cluster efficiency before ÷ GPUs. Returns the log, a
+    larger one when it was full (amortised: it doubles)."""
+    i: i64
+    j: i64
+    total: f64 = 0.0
+    for i in range(S[NRUNNABLE]):
+        j = runnable[i]
+        if gpus[j]:
+            total += efcore.rate(speed2, model[j], gpus[j]) / efcore.rate(speed2, model[j], 1)
+    n: i64 = S[NROUND]
+    if n == rounds.log.shape[1]:
+        grown = np.empty((2, 2 * n + 64))
+        grown[:, :n] = rounds.owner[:, :n]
+        rounds = Rounds(grown)
+    rounds.log[0, n] = now
+    rounds.log[1, n] = total
+    S[NROUND] = n + 1
+    return rounds
+
+
 # -- the run -------------------------------------------------------------------------------
 def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:],
            deadline: f64[:], model: i64[:], total: i64, slot: f64, reprice_all: cython.bint,
            nodes_total: i64, per_node: i64, per_switch: i64, cost_plain: f64[:],
            cost_restart: f64[:], cost_cached: f64[:], restart_every: i64, speed2: f64[:, :],
            levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:],
-           admitted: u8[:], start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:]):
+           admitted: u8[:], start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:],
+           best_effort: u8[:], logged_end: f64[:]):
     """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
 
     Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
-    in index order). Returns ``(times, allocated, n)``: the first ``n`` points.
+    in index order); a declined event's ``best_effort`` arrivals wait instead.
+    ``logged_end`` gets each finished job's planned end (slot-aligned, with the
+    overheads since), the end the artifact's job log records.
+    Returns ``(times, allocated, n, rounds, m)``: the first ``n`` points of the
+    GPU series, and ``rounds[:, :m]``, each round's time and the speedups summed
+    by :func:`log_efficiency`.
     """
     i: i64
     k: i64
@@ -888,7 +937,7 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
     starts: i64[:] = np.empty(n, np.int64)
     ends: i64[:] = np.empty(n + 16, np.int64)
     old_end: f64[:] = np.zeros(n)
-    S: i64[:] = np.zeros(8, np.int64)
+    S: i64[:] = np.zeros(9, np.int64)
     # events
     cap_e: i64 = etimes.shape[0] + 64
     ev = Events(np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
@@ -912,8 +961,10 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
                 nodes.nn[ev.st[e]] = x
             ev.st[e] = x
     # the recorder
-    rec = Record(start, finish, gpu_seconds, met, admitted, np.zeros(n, np.int64), np.zeros(n))
+    rec = Record(start, finish, gpu_seconds, met, admitted, np.zeros(n, np.int64), np.zeros(n),
+                 logged_end)
     marks = Marks(np.empty(1024), np.empty(1024, np.int64))
+    rounds_log = Rounds(np.empty((2, 1024)))
     # placement (rebuilt every round) and the cached GPU sets
     pool: i64 = max(nodes_total, 1)
     pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
@@ -940,7 +991,7 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
     nxt: f64
     restart: cython.bint
     if S[NE] == 0:
-        return marks.times_owner, marks.allocated_owner, 0
+        return marks.times_owner, marks.allocated_owner, 0, rounds_log.owner, 0
     now = first_time(ev, S)
     while S[NE] or S[NPEND] or S[NRUN]:
         # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
@@ -969,13 +1020,14 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
                 continue
             handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end,
                    real_end, done_at, old_end, left, deadline, model, total, slot, planner,
-                   buf, ev, nodes, S, rec, marks, pl, PS)
+                   buf, ev, nodes, S, rec, marks, pl, PS, best_effort)
         start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
         first_change = scale_up(now, total, slot, reprice_all, planner, buf, runnable, pending,
                                 status, gpus, end, real_end, left, deadline, model, ev, nodes,
                                 S, start)
         place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, per_node, starts,
               buf.keys, buf.spare, rec, marks, S)
+        rounds_log = log_efficiency(now, runnable, gpus, model, speed2, rounds_log, S)
         if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
             event_at(first_change, ev, S)
         if S[NE] == 0:
@@ -991,7 +1043,7 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
         nxt = first_time(ev, S)
         step = nxt - now
         now = nxt
-    return marks.times_owner, marks.allocated_owner, S[NMARK]
+    return marks.times_owner, marks.allocated_owner, S[NMARK], rounds_log.owner, S[NROUND]
 
 
 @cython.cfunc
@@ -1029,15 +1081,29 @@ def release_in_order(m: i64, buf: Buffers, pl: Placement, PS: i64[:]) -> cython.
 
 
 @cython.cfunc
+@cython.inline
+def enqueue(j: i64, old_end: f64[:], status: i64[:], pending: i64[:], runnable: i64[:],
+            S: i64[:]) -> cython.void:
+    """An admitted arrival waits, runnable, for the plans to give it GPUs."""
+    old_end[j] = 0.0
+    status[j] = PENDING
+    pending[S[NPEND]] = j
+    S[NPEND] += 1
+    runnable[S[NRUNNABLE]] = j
+    S[NRUNNABLE] += 1
+
+
+@cython.cfunc
 def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i64[:],
            pending: i64[:], status: i64[:], placed: u8[:], gpus: i64[:], end: f64[:],
            real_end: f64[:], done_at: f64[:], old_end: f64[:], left: f64[:], deadline: f64[:],
            model: i64[:], total: i64, slot: f64, planner: efcore.Planner, buf: Buffers,
            ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks, pl: Placement,
-           PS: i64[:]) -> cython.void:
-    """End jobs, admit or decline arrivals, and re-plan every runnable job (the plans are
-    left in ``planner``). Ending jobs leave their node groups first, then the runnable
-    jobs in deadline order, as the reference releases them (see :func:`free_node`)."""
+           PS: i64[:], best_effort: u8[:]) -> cython.void:
+    """End jobs, admit or decline arrivals (best-effort ones wait when their event is
+    declined), and re-plan every runnable job (the plans are left in ``planner``). Ending
+    jobs leave their node groups first, then the runnable jobs in deadline order, as the
+    reference releases them (see :func:`free_node`)."""
     i: i64
     j: i64
     p: i64
@@ -1058,6 +1124,7 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
             fin = done_at[j] if done_at[j] == done_at[j] else real_end[j]
             set_gpus(j, now, 0, rec, marks, S)
             finish[j] = fin
+            rec.logged_end[j] = end[j]
             met[j] = real_end[j] <= deadline[j]
     for i in range(S[NRUNNABLE]):
         placed[runnable[i]] = False
@@ -1072,17 +1139,15 @@ def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i
                                buf)
         if ok:
             for i in range(ns):
-                j = starts[i]
-                old_end[j] = 0.0
-                status[j] = PENDING
-                pending[S[NPEND]] = j
-                S[NPEND] += 1
-                runnable[S[NRUNNABLE]] = j
-                S[NRUNNABLE] += 1
-        else:
+                enqueue(starts[i], old_end, status, pending, runnable, S)
+        else:  # every arrival is declined, but best-effort ones wait (they have no deadline)
             for i in range(ns):
-                status[starts[i]] = DECLINED
-                admitted[starts[i]] = False
+                j = starts[i]
+                if best_effort[j]:
+                    enqueue(j, old_end, status, pending, runnable, S)
+                else:
+                    status[j] = DECLINED
+                    admitted[j] = False
             by_deadline(runnable, S[NRUNNABLE], deadline, buf)
             estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
                               planner, buf)

@@ -147,7 +147,7 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
     from mltraces.scheduling import efrounds  # the compiled rounds load only when needed
 
     tables, _ = model_tables(setup)
-    rec = Recorder(jobs)
+    rec = setup.recorder()
     submit = np.array([j.submit_time for j in jobs], float)
     etimes, eptr, ejobs = arrival_groups(submit, np.arange(n))
     plain, restart, cached = (np.zeros(total + 1) for _ in range(3))
@@ -157,15 +157,19 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
         cached[g] = setup.overhead.cost(g, total, cached=True)
     admitted = np.ones(n, np.bool_)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
-    met, gpu_seconds = np.zeros(n, np.bool_), np.zeros(n)
-    times, allocated, marks = efrounds.replay(
+    met, gpu_seconds, logged_end = np.zeros(n, np.bool_), np.zeros(n), np.full(n, np.nan)
+    times, allocated, marks, rounds, n_rounds = efrounds.replay(
         0.0, etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
         np.array([j.deadline for j in jobs], np.float64), tables.model, total,
         float(setup.slot), reprice_all, setup.cluster.nodes, setup.cluster.gpus_per_node,
-        setup.cluster.nodes_per_switch, plain, restart, cached, setup.overhead.restart_every,
+        setup.cluster.nodes_per_switch, plain, restart, cached, setup.overhead.period(setup.slot),
         *tables.arrays(), admitted, start, finish, met, gpu_seconds,
+        np.array(jobs.best_effort, np.bool_), logged_end,  # a copy: the column is read-only
     )  # fmt: skip
     rec.admitted, rec.start, rec.finish = admitted.tolist(), start.tolist(), finish.tolist()
     rec.met, rec.gpu_seconds = met.tolist(), gpu_seconds.tolist()
+    rec.logged_finish = logged_end.tolist()
     rec.times, rec.allocated = times[:marks].tolist(), allocated[:marks].tolist()
+    rec.rounds = rounds[0, :n_rounds].tolist()
+    rec.efficiency = (rounds[1, :n_rounds] / total).tolist()
     return rec

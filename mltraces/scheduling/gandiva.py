@@ -68,7 +68,7 @@ class Gandiva:
 
         setup.check_memory("gandiva", 8.0 * (len(SET_SIZES) + 6) * setup.cluster.nodes,
                            "its node sets grow with the nodes")
-        jobs, rec = setup.jobs, Recorder(setup.jobs)
+        jobs, rec = setup.jobs, setup.recorder()
         sizes = np.array(SET_SIZES, np.int64)
         kind = np.searchsorted(sizes, jobs.num_gpu).astype(np.int64)
         known = (kind < len(sizes)) & (jobs.num_gpu <= setup.gpus)
@@ -91,10 +91,14 @@ class Gandiva:
         start = np.full(len(jobs), np.nan)
         finish = np.full(len(jobs), np.nan)
         gpu_seconds = np.zeros(len(jobs))
-        times, allocated, n_marks = gandivacore.replay(
+        speedups = setup.speedups()
+        weight = np.array([speedups[j.index].get(j.num_gpu, np.nan) if speedups else np.nan
+                           for j in jobs], float)
+        times, allocated, n_marks, rounds, n_rounds = gandivacore.replay(
             kind, sizes, span, capacity, duration,
             plain, restart, etime, eptr, ejobs, setup.cluster.nodes, per_node, setup.gpus,
-            float(setup.slot), setup.overhead.restart_every, start, finish, gpu_seconds,
+            float(setup.slot), setup.overhead.period(setup.slot), start, finish, gpu_seconds,
+            weight,
         )
         start -= phase
         finish -= phase
@@ -103,6 +107,9 @@ class Gandiva:
         rec.gpu_seconds = gpu_seconds.tolist()
         rec.times = (times[:n_marks] - phase).tolist()
         rec.allocated = allocated[:n_marks].tolist()
+        if speedups is not None:
+            rec.rounds = (rounds[0, :n_rounds] - phase).tolist()
+            rec.efficiency = (rounds[1, :n_rounds] / setup.gpus).tolist()
         return rec
 
 

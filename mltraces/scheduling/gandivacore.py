@@ -534,16 +534,51 @@ def credit_quiet_rounds(gained: f64, sizes: i64[:], order: i64[:, :], nsets: i64
                 j = nxt[j]
 
 
+@cython.cfunc
+def in_turn_weight(weight: f64[:], sizes: i64[:], order: i64[:, :], nsets: i64[:],
+                   capacity: i64[:], head: i64[:], count: i64[:], nxt: i64[:]) -> f64:
+    """Σ ``weight`` over the jobs in their set's turn (the artifact's jobs with a node set)."""
+    k: i64
+    pos: i64
+    s: i64
+    j: i64
+    _i: i64
+    total: f64 = 0.0
+    for k in range(sizes.shape[0]):
+        for pos in range(nsets[k]):
+            s = order[k, pos]
+            j = head[s]
+            for _i in range(min(count[s], capacity[k])):
+                total += weight[j]
+                j = nxt[j]
+    return total
+
+
+@cython.cfunc
+def log_round(t: f64, value: f64, rounds: f64[:, :], n: i64) -> f64[:, :]:
+    """Append (``t``, ``value``) to the round log ``rounds`` as entry ``n``; returns it, a
+    larger one when it was full (amortised: it doubles)."""
+    if n == rounds.shape[1]:
+        grown = np.empty((2, 2 * n + 64))
+        grown[:, :n] = np.asarray(rounds)[:, :n]
+        rounds = grown
+    rounds[0, n] = t
+    rounds[1, n] = value
+    return rounds
+
+
 # -- the run -------------------------------------------------------------------------------
 def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration: f64[:],
            plain_cost: f64[:], restart_cost: f64[:], etime: f64[:], eptr: i64[:], ejobs: i64[:],
            nodes: i64, per_node: i64, gpus: i64, slot: f64, restart_every: i64,
-           start: f64[:], finish: f64[:], gpu_seconds: f64[:]):
+           start: f64[:], finish: f64[:], gpu_seconds: f64[:], weight: f64[:]):
     """Replay the rounds; fill ``start``, ``finish``, ``gpu_seconds``; return the GPU steps.
 
     ``kind[j]`` is job ``j``'s size class (jobs without one are not in the
-    events). Returns ``(times, allocated, n)``: the allocated-GPU step series
-    is the first ``n`` entries.
+    events). Returns ``(times, allocated, n, rounds, m)``: the allocated-GPU
+    step series is the first ``n`` entries; ``rounds[:, :m]`` logs each
+    round's time and the ``weight`` of the jobs in their turn after it (the
+    artifact's cluster efficiency when ``weight`` is each job's speedup).
     """
     n_jobs: i64 = kind.shape[0]
     n_sizes: i64 = sizes.shape[0]
@@ -577,13 +612,17 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
     mark_time: f64[:] = np.empty(1024)
     mark_gpus: i64[:] = np.empty(1024, np.int64)
     n_marks: i64 = 0
+    rounds_log: f64[:, :] = np.empty((2, 1024))
+    n_rounds: i64 = 0
+    last_weight: f64 = 0.0
     if n_groups == 0:
-        return np.asarray(mark_time), np.asarray(mark_gpus), 0
+        return np.asarray(mark_time), np.asarray(mark_gpus), 0, np.asarray(rounds_log), 0
 
     i: i64
     j: i64
     kept: i64
     quiet: i64
+    q: i64
     released: cython.bint
     busy: i64
     restart: cython.bint
@@ -615,6 +654,9 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
             if quiet:
                 credit_quiet_rounds(quiet * step, sizes, order, nsets, capacity, head, count,
                                     nxt, executed, gpu_seconds)
+                for q in range(quiet):  # each logs what the last round left in turn
+                    rounds_log = log_round(now + q * step, last_weight, rounds_log, n_rounds)
+                    n_rounds += 1
                 now += quiet * step
         rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, buf,
                   load, head, tail, count, nxt, prv)
@@ -665,6 +707,9 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
                 pending[kept] = j
                 kept += 1
             n_pending = kept
+        last_weight = in_turn_weight(weight, sizes, order, nsets, capacity, head, count, nxt)
+        rounds_log = log_round(now, last_weight, rounds_log, n_rounds)
+        n_rounds += 1
 
         if first >= n_groups:
             if n_pending and not state[RUNNING] and not released:
@@ -682,7 +727,8 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
             head_time = now + slot
         step = head_time - now
         now = head_time
-    return np.asarray(mark_time), np.asarray(mark_gpus), n_marks
+    return (np.asarray(mark_time), np.asarray(mark_gpus), n_marks, np.asarray(rounds_log),
+            n_rounds)
 
 
 @cython.cfunc

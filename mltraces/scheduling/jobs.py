@@ -17,11 +17,17 @@ without deadlines, jobs whose deadline is infinite. Accepted inputs:
   table's mapping (``table=`` names it; by default the mapping whose columns the
   frame has, the one that reads the most of them);
 * an already-normalised frame (the columns below).
+
+A ``best_effort`` column (the artifact's generated traces, ElasticFlow Fig. 11)
+marks jobs without a deadline: as in the artifact, their deadline becomes
+``sys.maxsize`` (:data:`BEST_EFFORT_DEADLINE`, so they sort after every real
+deadline), and the deadline satisfactory ratio counts only the other jobs.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +48,15 @@ COLUMNS = {
     "iterations": "work in iterations (NaN for duration-only jobs)",
     "duration": "run time in seconds at num_gpu GPUs (NaN when unknown)",
     "deadline": "absolute deadline, seconds (inf: none)",
+    "best_effort": "True for a best-effort job: no deadline, left out of the deadline ratio",
 }
 #: the common columns of mltraces.jobs a replay reads
 COMMON = ("job_id", "submit_s", "run_s", "num_gpu", "model", "batch_size", "iterations",
           "deadline_s")
+#: a column a replay reads beside the common ones when a trace has it (generated traces)
+BEST_EFFORT = "best_effort"
+#: the deadline a best-effort job is replayed with (the artifact's ``sys.maxsize``)
+BEST_EFFORT_DEADLINE = sys.maxsize
 
 @dataclass(frozen=True)
 class Job:
@@ -60,6 +71,7 @@ class Job:
     iterations: float
     duration: float
     deadline: float
+    best_effort: bool = False
 
 
 class JobRecords(Sequence[Job]):
@@ -70,7 +82,9 @@ class JobRecords(Sequence[Job]):
     once, on first use (a million of them cost a second and ~0.5 GB, which a
     FIFO replay of a million jobs has no use for). Columns: ``job_id``,
     ``submit_time``, ``model`` (object arrays for the text), ``batch_size``,
-    ``num_gpu`` (int64), ``iterations``, ``duration``, ``deadline`` (float64).
+    ``num_gpu`` (int64), ``iterations``, ``duration``, ``deadline`` (float64),
+    ``best_effort`` (bool; such a job's column deadline is inf, its :class:`Job`'s
+    :data:`BEST_EFFORT_DEADLINE`, as the artifact's).
     """
 
     __slots__ = (*COLUMNS, "_records")
@@ -92,6 +106,8 @@ class JobRecords(Sequence[Job]):
             iterations=frame["iterations"].to_numpy(float),
             duration=frame["duration"].to_numpy(float),
             deadline=frame["deadline"].to_numpy(float) - shift,
+            best_effort=(frame["best_effort"].to_numpy(bool) if "best_effort" in frame
+                         else np.zeros(len(frame), np.bool_)),
         )
 
     @classmethod
@@ -105,7 +121,8 @@ class JobRecords(Sequence[Job]):
                 ("job_id", "job_id", object), ("submit_time", "submit_time", float),
                 ("model", "model", object), ("batch_size", "batch_size", np.int64),
                 ("num_gpu", "num_gpu", np.int64), ("iterations", "iterations", float),
-                ("duration", "duration", float), ("deadline", "deadline", float))
+                ("duration", "duration", float), ("deadline", "deadline", float),
+                ("best_effort", "best_effort", np.bool_))
         })
         out._records = tuple(jobs)
         return out
@@ -144,7 +161,8 @@ class JobRecords(Sequence[Job]):
                         self.num_gpu.tolist(),
                         self.iterations.tolist(),
                         self.duration.tolist(),
-                        _numbers(self.deadline),
+                        _deadlines(self.deadline, self.best_effort),
+                        self.best_effort.tolist(),
                         strict=True,
                     )
                 )
@@ -217,7 +235,15 @@ def _numbers(values: np.ndarray) -> list[float]:
     return [int(v) if math.isfinite(v) and v == int(v) else v for v in values.tolist()]
 
 
+def _deadlines(deadline: np.ndarray, best_effort: np.ndarray) -> list[float]:
+    """The replayed deadlines: best-effort jobs get :data:`BEST_EFFORT_DEADLINE`."""
+    return [BEST_EFFORT_DEADLINE if best else value for value, best in
+            zip(_numbers(deadline), best_effort.tolist(), strict=True)]
+
+
 def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
+    if "best_effort" not in frame:
+        frame = frame.assign(best_effort=False)
     frame = frame[list(COLUMNS)].copy()
     submit = frame["submit_time"].astype(float)
     bad = frame["num_gpu"].isna() | (frame["num_gpu"] < 1) | ~np.isfinite(submit)
@@ -244,6 +270,8 @@ def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
                 f"{'iterations' if column == 'iterations' else 'seconds'}"
             )
     frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
+    frame["best_effort"] = _flags(frame["best_effort"])
+    frame.loc[frame["best_effort"], "deadline"] = math.inf
     if not frame["submit_time"].is_monotonic_increasing:  # traces mostly come sorted: a
         frame = frame.sort_values("submit_time", kind="mergesort")  # stable sort is 0.3 s/1M
     return Jobs(frame.reset_index(drop=True), origin)
@@ -258,7 +286,7 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
     running when the trace ends). A fractional GPU request (shared GPUs) takes whole
     GPUs: ``ceil(num_gpu)``. ``clock`` traces count seconds from their first
     submission (kept in ``Jobs.origin``); relative traces keep their own seconds, as
-    the reference replays them.
+    the reference replays them. A :data:`BEST_EFFORT` column, if present, is kept.
     """
     missing = [c for c in COMMON if c not in frame]
     if missing:
@@ -286,6 +314,7 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
             "iterations": frame["iterations"].astype(float),
             "duration": frame["run_s"].astype(float),
             "deadline": deadline,
+            "best_effort": frame.get(BEST_EFFORT, False),
         }
     )[keep]
     if out.empty:
@@ -294,8 +323,22 @@ def from_common(frame: pd.DataFrame, *, clock: bool = False, include_cpu_jobs: b
     return _finish(out, origin)
 
 
+def _flags(column: pd.Series) -> pd.Series:
+    """A 0/1 (or boolean) best-effort column as booleans; anything else is an error."""
+    values = column.fillna(0)
+    bad = ~values.isin([0, 1, True, False])
+    if bad.any():
+        row = values.index[bad][0]
+        value = values[row].item() if hasattr(values[row], "item") else values[row]
+        raise SchedulingError(f"best_effort must be 0 or 1; row {row} has {value!r}")
+    return values.astype(bool)
+
+
 def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame, bool]:
-    """``frame`` (a mapped table's columns) in the common columns, and whether it has a clock."""
+    """``frame`` (a mapped table's columns) in the common columns, and whether it has a clock.
+
+    A :data:`BEST_EFFORT` column that no mapping reads is passed through beside them.
+    """
     import duckdb
 
     from mltraces.jobmap import job_table, select_sql
@@ -305,8 +348,9 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
     try:
         con.execute("SET TimeZone = 'UTC'")
         con.register("_frame", frame)
-        query = select_sql(entry, "_frame", list(frame.columns), absolute=True)
-        columns = ", ".join(COMMON)
+        extra = [BEST_EFFORT] if BEST_EFFORT in frame else []
+        query = select_sql(entry, "_frame", list(frame.columns), extra=extra, absolute=True)
+        columns = ", ".join([*COMMON, *extra])
         found = con.sql(f"SELECT {columns} FROM ({query})").to_arrow_table().to_pandas()
     except duckdb.Error as error:
         raise SchedulingError(f"cannot read the jobs as {entry.table} (its mapping, "
@@ -350,7 +394,7 @@ def as_jobs(jobs: Jobs | pd.DataFrame | Any, table: str | None = None, **options
             f"got {type(jobs).__name__}"
         )
     columns = set(jobs.columns)
-    if table is None and columns >= set(COLUMNS):
+    if table is None and columns >= set(COLUMNS) - {BEST_EFFORT}:
         return _finish(jobs)
     if table is None and columns >= set(COMMON):
         return from_common(jobs, **options)

@@ -23,8 +23,10 @@ class Overhead:
     restart_large_extra: float = 20.0
     per_level: float = 2.0
     large_cluster_gpus: int = 256
-    #: a periodic restart happens every this many scheduling rounds
-    restart_every: int = 60
+    #: a periodic restart happens every this many scheduling rounds; None: as many rounds
+    #: as the slot has seconds (the artifact compares its round count with its
+    #: ``--scheduling_slot``, so 60 rounds at 60 s slots, 240 at 240 s)
+    restart_every: int | None = None
 
     @classmethod
     def none(cls) -> Overhead:
@@ -42,6 +44,11 @@ class Overhead:
             seconds += self.restart + (self.restart_large_extra if large else 0.0)
         return seconds + (math.log2(gpus) + 1) * self.per_level
 
-    def is_restart(self, round_index: int) -> bool:
+    def period(self, slot: float) -> int:
+        """Scheduling rounds between periodic restarts with ``slot``-second slots."""
+        return int(slot) if self.restart_every is None else self.restart_every
+
+    def is_restart(self, round_index: int, slot: float = 60) -> bool:
         """Whether round ``round_index`` (0-based) is a periodic restart round."""
-        return round_index > 0 and round_index % self.restart_every == 0
+        every = self.period(slot)
+        return every > 0 and round_index > 0 and round_index % every == 0

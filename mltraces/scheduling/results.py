@@ -9,7 +9,7 @@ and the allocated-GPU step series.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,9 +21,16 @@ NAN = math.nan
 
 
 class Recorder:
-    """Per-job outcome lists and the step series of allocated GPUs."""
+    """Per-job outcome lists, the step series of allocated GPUs, and the rounds' efficiency.
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
+    ``speedups`` (per job: GPU count → throughput there / throughput on one GPU)
+    and the cluster's ``gpus`` let a policy log its *cluster efficiency* after
+    each scheduling round with :meth:`round`, as the artifact writes it to
+    ``scheduling_events.csv`` (ElasticFlow Fig. 10).
+    """
+
+    def __init__(self, jobs: Sequence[Job], speedups: Sequence[Mapping[int, float]] | None = None,
+                 gpus: int = 0) -> None:
         jobs = JobRecords.of(jobs)
         n = len(jobs)
         self.jobs = jobs
@@ -38,6 +45,31 @@ class Recorder:
         self._total = 0
         self.times: list[float] = []
         self.allocated: list[int] = []
+        self.rounds: list[float] = []
+        self.efficiency: list[float] = []
+        #: the finish the artifact's job log records, where it is not ``finish``
+        self.logged_finish: list[float] | None = None
+        self._speedups = speedups
+        self._cluster_gpus = gpus
+        self._holding: dict[int, int] = {}
+
+    def round(self, now: float, holding: Iterable[tuple[int, int]] | None = None) -> None:
+        """Log a scheduling round at ``now``: the cluster efficiency of the jobs holding GPUs.
+
+        Efficiency = Σ throughput(n)/throughput(1) over those jobs, ÷ the
+        cluster's GPUs (the artifact's ``get_efficiency``), summed in job
+        order. ``holding`` gives (job, GPUs) explicitly; by default, the
+        GPUs of :meth:`set_gpus`. Nothing is logged without ``speedups``.
+        """
+        if self._speedups is None:
+            return
+        pairs = sorted(self._holding.items() if holding is None else holding)
+        speedups = self._speedups
+        total = 0.0
+        for job, gpus in pairs:
+            total += speedups[job].get(gpus, NAN)
+        self.rounds.append(now)
+        self.efficiency.append(total / self._cluster_gpus)
 
     def reject(self, job: int) -> None:
         self.admitted[job] = False
@@ -54,6 +86,10 @@ class Recorder:
         self._gpus[job] = gpus
         self._since[job] = now
         self._total += gpus - old
+        if gpus:
+            self._holding[job] = gpus
+        else:
+            del self._holding[job]
         if self.times and self.times[-1] == now:
             self.allocated[-1] = self._total
         else:
@@ -96,6 +132,9 @@ class Recorder:
             allocated=self.allocated,
             cluster_gpus=cluster_gpus,
             seconds=seconds,
+            rounds=self.rounds,
+            efficiency=self.efficiency,
+            logged_finish=self.finish if self.logged_finish is None else self.logged_finish,
         )
 
 
@@ -122,16 +161,26 @@ class Outcome:
     trace: str = ""
     cluster: str = ""
     origin: float = 0.0
+    rounds: list[float] = field(default_factory=list)
+    efficiency: list[float] = field(default_factory=list)
+    logged_finish: list[float] | None = None
 
     @property
     def ratio(self) -> float:
-        """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too)."""
-        return sum(self.met) / len(self.jobs) if self.jobs else NAN
+        """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too).
+
+        Best-effort jobs have no deadline and count on neither side (the artifact
+        counts only the others as accepted or declined).
+        """
+        timed = ~JobRecords.of(self.jobs).best_effort
+        count = int(timed.sum())
+        return int((np.array(self.met, bool) & timed).sum()) / count if count else NAN
 
     def job_frame(self) -> pd.DataFrame:
         jobs, origin = JobRecords.of(self.jobs), self.origin
         submit = jobs.submit_time
         deadline = jobs.deadline
+        best_effort = jobs.best_effort
         start = np.array(self.start, float)
         finish = np.array(self.finish, float)
         return pd.DataFrame(
@@ -145,16 +194,21 @@ class Outcome:
                 "admitted": np.array(self.admitted, bool),
                 "start_time": start + origin,
                 "finish_time": finish + origin,
-                "deadline": np.where(np.isfinite(deadline), deadline + origin, np.nan),
-                "deadline_met": np.array(self.met, bool),
+                "best_effort": best_effort,
+                "deadline": np.where(np.isfinite(deadline) & ~best_effort, deadline + origin,
+                                     np.nan),
+                "deadline_met": np.array(self.met, bool) & ~best_effort,
                 "jct": finish - submit,
+                "logged_jct": np.array(self.finish if self.logged_finish is None
+                                       else self.logged_finish, float) - submit,
                 "queueing_delay": start - submit,
                 "gpu_seconds": np.array(self.gpu_seconds, float),
             }
         )
 
     def summary_row(self) -> dict:
-        submit = JobRecords.of(self.jobs).submit_time
+        jobs = JobRecords.of(self.jobs)
+        submit, best_effort = jobs.submit_time, jobs.best_effort
         jct = np.array(self.finish, float) - submit
         queue = np.array(self.start, float) - submit
         done = np.isfinite(jct)
@@ -168,9 +222,10 @@ class Outcome:
             "cluster": self.cluster,
             "policy": self.policy,
             "jobs": len(self.jobs),
+            "best_effort": int(best_effort.sum()),
             "admitted": int(sum(self.admitted)),
             "finished": int(done.sum()),
-            "deadline_met": int(sum(self.met)),
+            "deadline_met": int((np.array(self.met, bool) & ~best_effort).sum()),
             "ddl_satis_ratio": self.ratio,
             "mean_jct": float(jct[done].mean()) if done.any() else NAN,
             "median_jct": float(np.median(jct[done])) if done.any() else NAN,
@@ -194,6 +249,17 @@ class Outcome:
             }
         )
 
+    def efficiency_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "trace": self.trace,
+                "cluster": self.cluster,
+                "policy": self.policy,
+                "time": np.array(self.rounds, float) + self.origin,
+                "efficiency": np.array(self.efficiency, float),
+            }
+        )
+
 
 def utilisation_integral(times: Sequence[float], allocated: Sequence[int], end: float) -> float:
     """GPU-seconds under the allocated-GPU step series up to ``end``."""
@@ -210,14 +276,20 @@ class ScheduleResult:
     Attributes:
         outcomes: One :class:`Outcome` per replay, in the order asked.
         jobs: Per-job table: trace, cluster, policy, job_id, num_gpu, submit_time,
-            admitted, start_time, finish_time, deadline, deadline_met, jct,
-            queueing_delay, gpu_seconds (times in the trace's seconds).
-        summary: One row per replay: jobs, admitted, finished, deadline_met,
-            ddl_satis_ratio (met / all jobs, rejected ones included), mean/median
+            admitted, start_time, finish_time, best_effort, deadline, deadline_met,
+            jct, logged_jct (the JCT the artifact's job log records: for ElasticFlow
+            up to its planned, slot-aligned end; jct elsewhere), queueing_delay,
+            gpu_seconds (times in the trace's seconds).
+        summary: One row per replay: jobs, best_effort (jobs without a deadline),
+            admitted, finished, deadline_met, ddl_satis_ratio (met / all jobs with
+            a deadline, rejected ones included), mean/median
             JCT, mean queueing delay, makespan, GPU-seconds, mean utilisation,
             and the replay's wall and CPU time in seconds.
         utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
             GPUs held from that time until the next row.
+        efficiency: The cluster efficiency after each scheduling round (time,
+            efficiency) per replay, for the policies that log their rounds (the
+            artifact's ``scheduling_events.csv``, ElasticFlow Fig. 10).
     """
 
     outcomes: list[Outcome] = field(default_factory=list)
@@ -237,6 +309,10 @@ class ScheduleResult:
     @property
     def utilisation(self) -> pd.DataFrame:
         return pd.concat([o.utilisation_frame() for o in self.outcomes], ignore_index=True)
+
+    @property
+    def efficiency(self) -> pd.DataFrame:
+        return pd.concat([o.efficiency_frame() for o in self.outcomes], ignore_index=True)
 
     def ratios(self) -> pd.DataFrame:
         """Deadline satisfactory ratio as a trace × policy table."""

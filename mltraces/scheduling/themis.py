@@ -174,7 +174,7 @@ class _ThemisRun:
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
         self.jobs = setup.jobs
-        self.rec = Recorder(self.jobs)
+        self.rec = setup.recorder()
         n = len(self.jobs)
         self.gpus = np.array([j.num_gpu for j in self.jobs], float)
         self.speed = np.array(
@@ -232,6 +232,7 @@ class _ThemisRun:
         stamp = now  # the reference's "event time": last slot with an arrival or an end
         while k < len(due) or len(self.runnable) or ending:
             if not len(self.runnable) and not ending and due[k] > now:
+                self.idle_rounds(now, due[k], slot)
                 now = due[k]  # idle until the next arrival's slot
             came = []
             if k < len(due) and due[k] == now:
@@ -245,21 +246,37 @@ class _ThemisRun:
                 self.pack(np.array(keep + came, int))
                 ending = []
             if not len(self.runnable):
+                self.rec.round(now, ())
                 now += slot
                 continue
             if not came and self.r_gpus.sum() <= total:
                 horizon = (due[k] - now) // slot if k < len(due) else math.inf
                 quiet = self.quiet_rounds(slot, horizon)
                 if quiet:
+                    for k_round in range(quiet):
+                        self.rec.round(now + k_round * slot, self.holding(None))
                     now += quiet * slot
                     continue
             running = self.lease(stamp, total)
+            self.rec.round(now, self.holding(running))
             ending = self.progress(running, now, slot)
             now += slot
         self.unpack()
         for j in range(len(self.jobs)):
             self.rec.charge(j, float(self.busy_seconds[j]))
         return self.rec
+
+    def idle_rounds(self, now: float, until: float, slot: float) -> None:
+        """The artifact logs every slot, idle ones too (no job holds GPUs)."""
+        while now < until:
+            self.rec.round(now, ())
+            now += slot
+
+    def holding(self, running: np.ndarray | None) -> list[tuple[int, int]]:
+        """(job, GPUs) of the leased jobs (None: every runnable one)."""
+        sel = slice(None) if running is None else running
+        return list(zip(self.runnable[sel].tolist(), self.r_gpus[sel].astype(int).tolist(),
+                        strict=True))
 
     def quiet_rounds(self, slot: float, horizon: float) -> int:
         """Run slots in which every runnable job runs and none ends; how many ran.

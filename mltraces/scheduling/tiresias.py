@@ -130,7 +130,7 @@ class _TiresiasRun:
     def __init__(self, setup: Setup, thresholds: tuple[float, ...]) -> None:
         jobs = setup.jobs
         self.setup = setup
-        self.rec = Recorder(jobs)
+        self.rec = setup.recorder()
         n = len(jobs)
         self.cluster_gpus = total = setup.gpus
         self.gpus: list[int] = jobs.num_gpu.tolist()
@@ -153,7 +153,7 @@ class _TiresiasRun:
         self.limits = thresholds
         self.last_queue = len(thresholds)
         self.need = [[_least_demoting(limit, g) for g in sizes] for limit in thresholds]
-        self.is_restart = setup.overhead.is_restart
+        self.restart_every = setup.overhead.period(setup.slot)
 
         self.status = [0] * n
         self.queue = [0] * n
@@ -211,6 +211,7 @@ class _TiresiasRun:
                 self.admit(self.pop_arrivals())
             self.account(now)
             self.schedule(now)
+            self.rec.round(now)
             end_time, demotion = self.next_end(now, slot)
             soon = now + slot
             jump = demotion if demotion > soon else soon
@@ -406,7 +407,8 @@ class _TiresiasRun:
         When the runnable jobs' GPUs add up to no more than the cluster, all of
         them fit whatever the order: the waiting ones just start.
         """
-        restart = self.is_restart(self.rounds)
+        every = self.restart_every
+        restart = every > 0 and self.rounds > 0 and self.rounds % every == 0
         self.rounds += 1
         if self.demand > self.cluster_gpus:
             self.first_fit(now, restart)

@@ -1,4 +1,4 @@
-"""ElasticFlow (ASPLOS'23) figures that need its scheduling evaluation: Fig. 8(b) and Fig. 7(a).
+"""ElasticFlow (ASPLOS'23) figures that need its scheduling evaluation: Figs. 7(a), 8(b), 9-11.
 
 Both come from :mod:`mltraces.scheduling` replaying the artifact's schedulers
 on the catalog's traces, so they are *our simulation* of the paper's setup:
@@ -10,6 +10,8 @@ on the catalog's traces, so they are *our simulation* of the paper's setup:
 - Fig. 7(a): GPUs allocated over the 48 hours of the 195-job testbed trace. The
   paper measured this on its 16 x 8-GPU testbed; we replay the same trace on
   ``n16g8`` in the simulator (a Fig. 7(a)-style figure, not the testbed run).
+- Figs. 9, 10 and 11 on the generator's traces: :mod:`.generated`
+  (``fig9_data``, ``fig10_data``, ``fig11_data`` are re-exported here).
 
 Replays are cached beside the catalog Parquet they read, keyed by those files
 and the scheduler's source, so a warm figure run does not replay again.
@@ -18,9 +20,14 @@ and the scheduler's source, so a warm figure run does not replay again.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.datasets.elasticflow import generated
+from mltraces.datasets.elasticflow.cached import cached_replay as _cached_replay
+from mltraces.datasets.elasticflow.cached import scheduler_version as scheduler_version
+from mltraces.datasets.elasticflow.generated import fig9_data as fig9_data  # re-exported
+from mltraces.datasets.elasticflow.generated import fig10_data as fig10_data
+from mltraces.datasets.elasticflow.generated import fig11_data as fig11_data
 from mltraces.figures import store, style
 from mltraces.schema import sql_literal
 
@@ -36,28 +43,6 @@ FIG7A_HOURS = 48
 FIG8B_INPUTS = "itp.elasticflow_jobs elasticflow.philly_jobs elasticflow.cluster_specs " \
                "elasticflow.throughputs"
 FIG7A_INPUTS = "itp.testbed_jobs elasticflow.cluster_specs elasticflow.throughputs"
-
-
-def scheduler_version() -> str:
-    """Hash of the scheduler's source: a changed scheduler never reuses cached replays."""
-    return store.source_version("mltraces.scheduling")
-
-
-def _cached_replay(con: duckdb.DuckDBPyConnection, inputs: str, parts: list[str],
-                   replay: Any) -> Path:
-    """The Parquet of ``replay()`` (a pandas frame), computed once per inputs and scheduler."""
-    files = store.identity(con, inputs)
-    if files is None:
-        raise LookupError(f"{inputs} are not catalog tables on this connection")
-
-    def write(path: Path) -> None:
-        con.register("_replay", replay())
-        try:
-            con.execute(f"COPY (SELECT * FROM _replay) TO {store.literal(path)} (FORMAT parquet)")
-        finally:
-            con.unregister("_replay")
-
-    return store.stored_path(files, [*parts, scheduler_version()], write)
 
 
 def fig8b_data(con: duckdb.DuckDBPyConnection, labels: Sequence[str] | None = None,
@@ -221,6 +206,23 @@ def _spec(name: str, title: str, data: Any, plot: Any, tables: tuple[str, ...],
                       paper=PAPER)
 
 
+def _generated() -> tuple[Any, ...]:
+    tables = tuple(generated.INPUTS.split())
+    return (
+        _spec("elasticflow_fig9", "ElasticFlow Fig. 9: deadline satisfactory ratio of EDF, EDF + "
+              "admission control, EDF + elastic scaling and ElasticFlow on 64, 128 and 256 GPUs "
+              "(generated traces), our replay beside the published bars", generated.fig9_data,
+              generated.plot_fig9, tables, figure="Fig. 9"),
+        _spec("elasticflow_fig10", "ElasticFlow Fig. 10: cluster efficiency over time on the "
+              "generated 100-job trace, our replay", generated.fig10_data, generated.plot_fig10,
+              tables, figure="Fig. 10"),
+        _spec("elasticflow_fig11", "ElasticFlow Fig. 11: deadline satisfactory ratio and "
+              "best-effort JCT by share of best-effort jobs (generated traces), our replay "
+              "beside the published curves", generated.fig11_data, generated.plot_fig11, tables,
+              figure="Fig. 11"),
+    )
+
+
 FIGURES = (
     _spec("elasticflow_fig8b", "ElasticFlow Fig. 8(b): deadline satisfactory ratio of five "
           "schedulers on ITP clusters 1-10 and Philly, our replay beside the published bars",
@@ -228,4 +230,5 @@ FIGURES = (
     _spec("elasticflow_fig7a", "ElasticFlow Fig. 7(a)-style: GPUs allocated over the testbed "
           "trace, simulated on 16 x 8 GPUs", fig7a_data, plot_fig7a,
           tuple(FIG7A_INPUTS.split()), figure="Fig. 7(a), simulated"),
+    *_generated(),
 )

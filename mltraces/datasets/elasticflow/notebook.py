@@ -30,6 +30,37 @@ CELLS = [
         '    index="trace", columns="name", values=["ours", "published"], sort=False).round(3)',
     ),
     (
+        "## Generated traces: ElasticFlow Figs. 9, 10 and 11\n\n"
+        "The paper's other simulation figures run on traces from the artifact's generator. "
+        "`mltraces.scheduling.generate_trace` draws the same jobs from the same seeded random "
+        "streams (the Fig. 10 trace is the artifact's byte for byte), and our schedulers "
+        "equal the artifact's on them job for job. Fig. 10 is the cluster efficiency (GPUs "
+        "weighted by their speed-up, over the cluster) after every scheduling round, drawn "
+        "as the artifact's script draws its logs; beside each policy its final ratio and the "
+        "one the artifact's shipped logs give.",
+        'figures.show("elasticflow_fig10", con, OUT)',
+    ),
+    (
+        "The artifact draws Figs. 9 and 11's deadlines (and which jobs are best-effort) "
+        "without a seed, so each of our seeds is one such draw over the artifact's jobs; "
+        "the bars are the mean over the seeds, the whiskers their range, the published "
+        "values in black. Fig. 9 adds the two halves of ElasticFlow to EDF: admission "
+        "control (`edf-admission`) and elastic scaling (`edf-elastic`).",
+        "SEEDS = None  # None: the figures' 10 deadline seeds; e.g. (1, 2) for a quick look\n"
+        'figures.show("elasticflow_fig9", con, OUT, seeds=SEEDS)',
+    ),
+    (
+        "Fig. 11 turns a share of the 200 jobs into best-effort jobs (no deadline): (a) the "
+        "ratio over the jobs with deadlines, (b) how much faster the best-effort jobs finish "
+        "than under Gandiva.",
+        'figures.show("elasticflow_fig11", con, OUT, seeds=SEEDS)',
+    ),
+    (
+        "Fig. 9's numbers, ours beside the published ones:",
+        "elasticflow.fig9_data(con, SEEDS).df().pivot_table(\n"
+        '    index="gpus", columns="name", values=["mean", "published"], sort=False).round(3)',
+    ),
+    (
         "## GPUs allocated over time: an ElasticFlow Fig. 7(a)-style replay\n\n"
         "The paper's Fig. 7(a) is measured on its testbed (16 servers of 8 GPUs) running the "
         "195-job testbed trace. We replay the same trace on `n16g8` in the simulator: EDF "
