@@ -10,6 +10,7 @@ machine; ``benchmarks/bench_schedule.py`` re-measures them.
 from __future__ import annotations
 
 import io
+import json
 import tarfile
 from pathlib import Path
 
@@ -59,6 +60,13 @@ GANDIVA_LARGE = {
     "cluster03": 0.33244769179674527,
     "cluster05": 0.24855332047395978,
 }
+
+
+# Fig. 8(a): what the artifact's own runs on its run_fig8a.sh setup gave (the Pollux trace on
+# n16g4, T4 profiles, 60 s slots): ratio and per-job outcomes per policy, written by
+# `benchmarks/bench_schedule.py --traces elasticVpollux_e --write-expected ...` (see "how")
+FIG8A_EXPECTED = Path(__file__).with_name("expected") / "elasticflow_fig8a_artifact.json"
+FIG8A = json.loads(FIG8A_EXPECTED.read_text())["results"]["elasticVpollux_e"]
 
 
 @pytest.fixture(scope="module")
@@ -166,3 +174,24 @@ def test_philly_elasticflow_matches_the_artifact_exactly(artifact, profiles) -> 
     result = schedule(philly, spec(artifact, "n32g8"), profiles, "elasticflow",
                       trace_name="philly")
     assert ratios(result)["elasticflow"] == 797 / 876
+
+
+@pytest.fixture(scope="module")
+def fig8a_result(artifact):
+    """Every policy of Fig. 8(a) replayed once on its setup."""
+    pollux = read_jobs_csv(artifact / "traces_for_ElasticFlow" / "elasticVpollux_e.csv")
+    return schedule(pollux, spec(artifact, "n16g4"),
+                    load_profiles(artifact / "scheduler" / "throughputs_T4"), sorted(FIG8A),
+                    trace_name="elasticVpollux_e")
+
+
+@pytest.mark.parametrize("policy", sorted(FIG8A))
+def test_fig8a_matches_the_artifact_job_for_job(fig8a_result, policy: str) -> None:
+    """Fig. 8(a)'s setup: each policy's ratio to 4 decimals and its per-job outcomes as the
+    artifact logs them (deadline met; ElasticFlow: which jobs it admitted)."""
+    expected = FIG8A[policy]
+    jobs = fig8a_result.jobs.query("policy == @policy")
+    assert len(jobs) == expected["jobs"] == 195
+    assert round(ratios(fig8a_result)[policy], 4) == round(expected["ratio"], 4)
+    chosen = jobs["admitted"] if policy == "elasticflow" else jobs["deadline_met"]
+    assert sorted(jobs.loc[chosen, "job_id"], key=int) == expected["outcomes"]
