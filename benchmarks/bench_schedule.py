@@ -66,6 +66,7 @@ from mltraces.scheduling import (  # noqa: E402
     run_case,
 )
 from mltraces.scheduling.api import expected_cost  # noqa: E402
+from mltraces.scheduling.fig8a import PUBLISHED_FIG8A  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "schedule"
 SHARED = REPO.parent / "shared"
@@ -270,7 +271,8 @@ def compare(args, traces, profiles: dict) -> dict:
                 ref, ref_s, ref_cpu, jobs = run_reference(
                     python, scheduler, trace, policy, args.timeout
                 )
-            published = PUBLISHED_FIG8B.get(policy, {}).get(trace)
+            published = (PUBLISHED_FIG8A.get(policy) if trace == "elasticVpollux_e"
+                         else PUBLISHED_FIG8B.get(policy, {}).get(trace))
             differ = job_differences(outcome.job_frame(), jobs, policy)
             ref_text = f"{ref:9.4f}" if ref is not None else f"{'DNF' if ref_s else '-':>9}"
             diff = f"{outcome.ratio - ref:+7.4f}" if ref is not None else f"{'-':>7}"
@@ -368,7 +370,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--traces", default="cluster10", help=f"comma-separated, from {', '.join(CLUSTERS)}"
     )
-    parser.add_argument("--policies", default=",".join(FIG8B_POLICIES))
+    parser.add_argument("--policies", default=",".join(ARTIFACT_NAMES),
+                        help="policies of the artifact's scheduler.py (Chronus: bench_chronus.py)")
     parser.add_argument(
         "--timeout",
         type=float,

@@ -39,9 +39,14 @@ best-effort job is treated as one with its trace deadline, as there.
 The artifact solves the program with python-mip on Gurobi, with a 5 s limit;
 here an optimal plan comes from HiGHS (:func:`scipy.optimize.milp`) or from a
 packing that provably reaches the optimum (see :mod:`.leases`). Optimal plans
-are not unique, and which one a solver returns changes later decisions, so
-ratios can differ from the artifact's by the spread the README reports.
-Jobs wider than the cluster are turned away (the artifact would wait forever).
+are not unique, and which one a solver returns can change later decisions
+(``layout``, ``ties`` and ``plans="highs"`` pick others; the README gives how
+far that moved the ratios). When python-mip finds no Gurobi, its model raises,
+the artifact catches that and falls back to packing every lease
+(:func:`.leases.pack_each`): that is ``plans="packing"``, and it reproduces the
+artifact's shipped Fig. 10 Chronus log step for step, so the authors' own runs
+took that path. Jobs wider than the cluster are turned away (the artifact
+would wait forever).
 """
 
 from __future__ import annotations
@@ -128,9 +133,10 @@ def size_class(gpus: int) -> int:
 class _Job:
     """One job's state in the replay (the artifact's per-job fields, by what they mean)."""
 
-    __slots__ = ("deadline", "done", "duration", "end", "estimate", "executed", "gpus", "index",
-                 "last_check", "leases", "listed", "on_lease", "overdue", "plan", "planned",
-                 "priority", "progress", "restarts", "running", "submit", "urgency", "width")
+    __slots__ = ("deadline", "done", "due", "duration", "end", "estimate", "executed", "gpus",
+                 "index", "last_check", "leases", "listed", "on_lease", "overdue", "penalty",
+                 "plan", "planned", "priority", "progress", "restarts", "running", "seen",
+                 "submit", "urgency", "width")
 
     def __init__(self, index: int, gpus: int, submit: int, duration: float, relative: int):
         self.index, self.gpus, self.width = index, gpus, size_class(gpus)
@@ -142,6 +148,9 @@ class _Job:
         self.executed = 0
         self.last_check = submit
         self.restarts = 0
+        self.penalty = 0.0  # restart overhead so far: restarts x 0.5 s x (1 + log2 n)
+        self.due = 0  # while it runs: the step at which it ends (see _ChronusRun._settle)
+        self.seen = -1  # the last round (see _ChronusRun._settle) it was running before
         self.priority = ACCEPTED
         self.urgency = 0.0
         self.on_lease = self.overdue = self.running = self.done = False
@@ -163,8 +172,6 @@ class _Job:
     def demand(self, lease_index: int) -> Demand:
         return Demand(self.width, self.leases, self.horizon(lease_index))
 
-    def overhead(self) -> float:
-        return self.restarts * RESTART * (1 + math.log2(self.gpus))
 
 
 class _ChronusRun:
@@ -197,6 +204,7 @@ class _ChronusRun:
         self.used = 0
         self.declined = 0  # jobs turned down and still in the system
         self.objective = "maximize"
+        self.round = 0  # counts the rounds that may (re)start jobs (see _settle)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Recorder:
@@ -218,15 +226,11 @@ class _ChronusRun:
         so crediting it later gives the same numbers) and ends jobs; a job past its
         estimate off-lease is marked then, but nothing reads that mark before the
         next 240-s step, which marks it anyway. So the steps skipped are exactly
-        the artifact's steps where nothing ends.
+        the artifact's steps where nothing ends, and between 240-s steps only the
+        jobs that end are looked at.
         """
-        upcoming = (now // LEASE + 1) * LEASE
-        for job in self.running:
-            ends = job.last_check + math.ceil(job.duration + job.overhead() - job.progress)
-            step = -(-ends // self.check) * self.check
-            if step < upcoming:
-                upcoming = step
-        return max(upcoming, now + self.check)
+        upcoming = min((job.due for job in self.running), default=now)
+        return max(min(upcoming, (now // LEASE + 1) * LEASE), now + self.check)
 
     def step(self, now: int) -> None:
         self.complete(now)
@@ -237,21 +241,22 @@ class _ChronusRun:
 
     # -- completions (every step) -------------------------------------------------------------
     def complete(self, now: int) -> None:
+        """End the jobs whose run time reaches their duration plus restart overhead; at a
+        240-s step, also credit every other running job and mark those past their estimate."""
+        every = now % LEASE == 0
         finished = False
         for job in self.running:
-            waited = int(now - job.last_check)
-            overhead = job.overhead()
-            if waited + job.progress >= job.duration + overhead:
-                end = job.last_check + job.duration - job.progress + overhead
+            if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
+                end = job.last_check + job.duration - job.progress + job.penalty
                 job.advance(end)
                 job.done, job.running, job.end = True, False, end
                 self.used -= job.gpus
                 self.rec.finished(job.index, end, now)
                 finished = True
-                continue
-            if waited + job.executed >= job.estimate and (now % LEASE == 0 or not job.on_lease):
-                job.priority, job.plan, job.overdue, job.planned = DECLINED, None, True, False
-            job.advance(now)
+            elif every:
+                if int(now - job.last_check) + job.executed >= job.estimate:
+                    job.priority, job.plan, job.overdue, job.planned = DECLINED, None, True, False
+                job.advance(now)
         if finished:
             self.running = [job for job in self.running if not job.done]
 
@@ -291,9 +296,10 @@ class _ChronusRun:
                 chosen = self._fallback(now, index)
             else:
                 for job, terms in zip(planned, plans, strict=True):
-                    if _runs_now(terms):
+                    if len(terms) and terms[0] == 0:  # runs in the coming lease
                         chosen.append(job)
-                    job.plan = _after_this_lease(terms)
+                        terms = terms[1:]
+                    job.plan = terms - 1  # one lease later
         for job in chosen:
             job.on_lease = True
             job.leases -= 1
@@ -451,10 +457,17 @@ class _ChronusRun:
 
         A job started again is a restart (its overhead grows); one released and
         started again in the same round keeps running (as in the artifact)."""
-        was = {id(job) for job in before}
+        self.round += 1
+        for job in before:
+            job.seen = self.round
         for job in self.running:
-            if id(job) not in was:
+            if job.seen != self.round:
                 job.restarts += 1  # its clock stays where it was read (see the module docs)
+                job.penalty = job.restarts * RESTART * (1 + math.log2(job.gpus))
+                # the step its run time first reaches duration + penalty; crediting time
+                # moves last_check and progress together, so this stays put while it runs
+                left = job.duration - job.progress + job.penalty
+                job.due = -(-(job.last_check + math.ceil(left)) // self.check) * self.check
                 self.rec.set_gpus(job.index, now, job.gpus)
         for job in before:
             if not job.running and not job.done:
