@@ -233,8 +233,8 @@ def _job_key(job_id: str) -> tuple:
     return (0, int(job_id), "") if job_id.isdigit() else (1, 0, job_id)
 
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
-PLOTS_TAR = REFERENCE / "ElasticFlow-chronus-generator-plots.tar.gz"
+REFERENCE_TARBALLS = Path(__file__).resolve().parents[2] / "shared" / "reference"
+PLOTS_TAR = REFERENCE_TARBALLS / "ElasticFlow-chronus-generator-plots.tar.gz"
 SHIPPED_FIG10 = "plot_figure/logs/figure10/chronus/time-aware-with-lease_resource.csv"
 
 
