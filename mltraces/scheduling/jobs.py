@@ -22,6 +22,8 @@ A ``best_effort`` column (the artifact's generated traces, ElasticFlow Fig. 11)
 marks jobs without a deadline: as in the artifact, their deadline becomes
 ``sys.maxsize`` (:data:`BEST_EFFORT_DEADLINE`, so they sort after every real
 deadline), and the deadline satisfactory ratio counts only the other jobs.
+The deadline the trace lists stays on the job (``listed_deadline``): the
+artifact's Chronus gets it, as its trace converter writes every job with one.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class Job:
     duration: float
     deadline: float
     best_effort: bool = False
+    #: the deadline the trace lists, kept for a best-effort job too (whose ``deadline`` is
+    #: :data:`BEST_EFFORT_DEADLINE`): the artifact's Chronus converter passes it on
+    listed_deadline: float = math.inf
 
 
 class Jobs:
@@ -123,6 +128,7 @@ class Jobs:
                     f["duration"].astype(float).tolist(),
                     _deadlines(f),
                     f["best_effort"].astype(bool).tolist(),
+                    _numbers(f["deadline"]),
                     strict=True,
                 )
             )
@@ -162,8 +168,7 @@ def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
             "needs its work (num_iteration/iteration or duration)"
         )
     frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
-    frame["best_effort"] = _flags(frame["best_effort"])
-    frame.loc[frame["best_effort"], "deadline"] = math.inf
+    frame["best_effort"] = _flags(frame["best_effort"])  # their deadline stays, as listed
     frame = frame.sort_values("submit_time", kind="mergesort").reset_index(drop=True)
     return Jobs(frame, origin)
 
