@@ -12,13 +12,19 @@ both wall times and their ratio. Then times the whole Fig. 8(b) sweep of ours
     python benchmarks/bench_schedule.py [--traces cluster10,philly_103959]
         [--policies edf,gandiva,tiresias,themis,elasticflow] [--timeout 1500]
         [--repeat 5] [--no-reference] [--no-sweep] [--workers 2]
-        [--ef-repricing all|chosen] [--shift SECONDS]
+        [--ef-repricing all|chosen] [--shift SECONDS] [--write-expected PATH]
 
 ``--shift`` moves every submission time and deadline of the traces by that many
 seconds, for the artifact and ours alike: both give the unshifted result for
 any shift by whole minutes, and Gandiva another one for other shifts (its time
 slices rotate on rounds at whole minutes of the trace's clock; cluster10 with
 ``--shift 27``: 88 deadlines met instead of 86, in the artifact and here).
+
+``--traces elasticVpollux_e`` is Fig. 8(a)'s setup (the Pollux trace on n16g4
+with the T4 profiles, as the artifact's ``run_fig8a.sh``); ``--write-expected
+tests/expected/elasticflow_fig8a_artifact.json`` stores what the artifact's runs
+gave (ratio and per-job outcomes), which ``tests/test_scheduling_upstream.py``
+holds our replays to.
 
 Reference seconds are the wall time of one ``scheduler.py`` process (including
 its imports, about 2.5 s of it). Ours are timed in this process with the
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import resource
 import shutil
@@ -64,6 +71,7 @@ from mltraces.scheduling import (  # noqa: E402
     run_case,
 )
 from mltraces.scheduling.api import expected_cost  # noqa: E402
+from mltraces.scheduling.fig8a import PUBLISHED_FIG8A  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "schedule"
 SHARED = REPO.parent / "shared"
@@ -98,7 +106,12 @@ ARTIFACT_NAMES = {
     "themis": "themis",
     "elasticflow": "ef-accessctrl",
 }
-CLUSTERS = {**FIG8B_CLUSTERS, "195job": "n16g8"}  # the testbed trace on 16 × 8 GPUs
+# the testbed trace on 16 × 8 GPUs; Fig. 8(a): the Pollux trace on 16 × 4 T4 GPUs
+CLUSTERS = {**FIG8B_CLUSTERS, "195job": "n16g8", "elasticVpollux_e": "n16g4"}
+#: traces the artifact ships itself (the others come from the ITP tarball)
+ARTIFACT_TRACES = ("philly_103959", "elasticVpollux_e")
+#: the profiles a trace runs on (run_fig8a.sh: --gpu_type=T4), else A100
+GPU_TYPES = {"elasticVpollux_e": "T4"}
 
 
 def shifted(frame: pd.DataFrame, seconds: int) -> pd.DataFrame:
@@ -111,7 +124,7 @@ def shifted(frame: pd.DataFrame, seconds: int) -> pd.DataFrame:
 
 
 def read_traces(names: list[str], shift: int = 0) -> dict[str, pd.DataFrame]:
-    """Job tables straight from the upstream files (ITP tarball, the artifact's Philly CSV),
+    """Job tables straight from the upstream files (ITP tarball, the artifact's own CSVs),
     times moved by ``shift`` seconds."""
     traces = {}
     with tarfile.open(ITP_TAR) as archive:
@@ -121,9 +134,9 @@ def read_traces(names: list[str], shift: int = 0) -> dict[str, pd.DataFrame]:
                 traces[stem] = pd.read_csv(
                     io.BytesIO(archive.extractfile(member).read()), dtype={"job_id": str}
                 )
-    if "philly_103959" in names:
-        traces["philly_103959"] = pd.read_csv(
-            ARTIFACT / "traces_for_ElasticFlow" / "philly_103959.csv", dtype={"job_id": str}
+    for name in set(ARTIFACT_TRACES) & set(names):
+        traces[name] = pd.read_csv(
+            ARTIFACT / "traces_for_ElasticFlow" / f"{name}.csv", dtype={"job_id": str}
         )
     missing = sorted(set(names) - set(traces))
     if missing:
@@ -161,10 +174,8 @@ def prepare_reference(traces: dict[str, pd.DataFrame], shift: int = 0) -> tuple[
         for member in archive.getmembers():
             if Path(member.name).stem in traces:
                 (folder / Path(member.name).name).write_bytes(archive.extractfile(member).read())
-    if "philly_103959" in traces:
-        shutil.copyfile(
-            ARTIFACT / "traces_for_ElasticFlow" / "philly_103959.csv", folder / "philly_103959.csv"
-        )
+    for name in set(ARTIFACT_TRACES) & set(traces):
+        shutil.copyfile(ARTIFACT / "traces_for_ElasticFlow" / f"{name}.csv", folder / f"{name}.csv")
     return python, scheduler
 
 
@@ -185,7 +196,8 @@ def run_reference(
         str(python), "scheduler.py", f"--cluster_spec=cluster_specs/{CLUSTERS[trace]}.csv",
         "--print", f"--scheme={'gandiva' if schedule == 'gandiva' else 'elastic'}",
         f"--trace_file=../traces_for_ElasticFlow/{trace}.csv", f"--schedule={schedule}",
-        f"--log_path={log}", "--simulation=True", "--scheduling_slot=60", "--gpu_type=A100",
+        f"--log_path={log}", "--simulation=True", "--scheduling_slot=60",
+        f"--gpu_type={GPU_TYPES.get(trace, 'A100')}",
     ]  # fmt: skip
     start, cpu = time.perf_counter(), children_cpu()
     try:
@@ -200,14 +212,31 @@ def run_reference(
     return ratio, seconds, cpu, jobs
 
 
+def reference_outcomes(reference: pd.DataFrame, policy: str) -> list[str]:
+    """Job ids the artifact's log shows meeting their deadline; for ElasticFlow, the jobs it
+    admitted (its log holds only those, and ends rounded to the slot grid, not its test)."""
+    if policy == "elasticflow":
+        return sorted(reference["job_id"], key=_job_order)
+    met = reference[reference["end_time"] <= reference["ddl"]]
+    return sorted(met["job_id"], key=_job_order)
+
+
+def our_outcomes(ours: pd.DataFrame, policy: str) -> list[str]:
+    """The same per-job outcome from our replay (see :func:`reference_outcomes`)."""
+    chosen = ours["admitted"] if policy == "elasticflow" else ours["deadline_met"]
+    return sorted(ours.loc[chosen, "job_id"], key=_job_order)
+
+
+def _job_order(job_id: str) -> tuple:
+    return (0, int(job_id), "") if job_id.isdigit() else (1, 0, job_id)
+
+
 def job_differences(ours: pd.DataFrame, reference: pd.DataFrame | None, policy: str) -> str:
-    """Jobs whose deadline outcome differs (the artifact logs ends, not ElasticFlow's test)."""
-    if reference is None or policy == "elasticflow":
+    """How many jobs' outcomes differ (deadline met; for ElasticFlow: admitted)."""
+    if reference is None:
         return "-"
-    met = reference.assign(ref_met=reference["end_time"] <= reference["ddl"])
-    merged = ours.merge(met[["job_id", "ref_met"]], on="job_id", how="left")
-    merged["ref_met"] = merged["ref_met"].fillna(False).astype(bool)
-    return str(int((merged["deadline_met"] != merged["ref_met"]).sum()))
+    theirs = set(reference_outcomes(reference, policy))
+    return str(len(theirs ^ set(our_outcomes(ours, policy))))
 
 
 # -- ours ------------------------------------------------------------------------------------
@@ -236,7 +265,9 @@ def check_repeatable(first, again: list, trace: str, policy: str) -> None:
             raise SystemExit(f"{trace} {policy}: a repeated replay differs from the first")
 
 
-def compare(args, traces, profiles) -> None:
+def compare(args, traces, profiles: dict) -> dict:
+    """Ours against the artifact per (trace, policy); returns what the artifact gave."""
+    expected: dict = {}
     python = scheduler = None
     if not args.no_reference:
         python, scheduler = prepare_reference(traces, args.shift)
@@ -248,7 +279,7 @@ def compare(args, traces, profiles) -> None:
     print(header)
     print("-" * len(header))
     for trace in args.traces:
-        case = case_for(trace, traces[trace], profiles)
+        case = case_for(trace, traces[trace], profiles[GPU_TYPES.get(trace, "A100")])
         for policy in args.policies:
             outcome, _, first_cpu = timed(case, ours(policy, args))
             repeats = [timed(case, ours(policy, args)) for _ in range(args.repeat)]
@@ -260,7 +291,8 @@ def compare(args, traces, profiles) -> None:
                 ref, ref_s, ref_cpu, jobs = run_reference(
                     python, scheduler, trace, policy, args.timeout
                 )
-            published = PUBLISHED_FIG8B.get(policy, {}).get(trace)
+            published = (PUBLISHED_FIG8A.get(policy) if trace == "elasticVpollux_e"
+                         else PUBLISHED_FIG8B.get(policy, {}).get(trace))
             differ = job_differences(outcome.job_frame(), jobs, policy)
             ref_text = f"{ref:9.4f}" if ref is not None else f"{'DNF' if ref_s else '-':>9}"
             diff = f"{outcome.ratio - ref:+7.4f}" if ref is not None else f"{'-':>7}"
@@ -278,6 +310,35 @@ def compare(args, traces, profiles) -> None:
             )
             if ref is None and ref_s:
                 print(f"{'':14} {policy:11} reference did not finish in {args.timeout:.0f} s")
+            if ref is not None:
+                expected.setdefault(trace, {})[policy] = {
+                    "ratio": ref, "jobs": len(traces[trace]),
+                    "outcomes": reference_outcomes(jobs, policy), "seconds": round(ref_s, 1),
+                }  # fmt: skip
+    return expected
+
+
+def write_expected(path: Path, expected: dict) -> None:
+    """The artifact's results as JSON (temp + rename), for the upstream tests to hold ours to.
+
+    Entries already in the file for other (trace, policy) pairs are kept, so a slow
+    policy (Themis: tens of minutes) can be run on its own."""
+    results = json.loads(path.read_text())["results"] if path.exists() else {}
+    for trace, policies in expected.items():
+        results.setdefault(trace, {}).update(policies)
+    document = {
+        "how": "python benchmarks/bench_schedule.py --traces elasticVpollux_e --no-sweep "
+        "--write-expected tests/expected/elasticflow_fig8a_artifact.json: the artifact's "
+        "scheduler.py (gudiandian/ElasticFlow@b3f5ea4c) run as run_fig8a.sh runs it "
+        "(--cluster_spec=cluster_specs/n16g4.csv --simulation=True --scheduling_slot=60 "
+        "--gpu_type=T4); ratio = LOG/final_result.csv ddl_satis_ratio; outcomes = job ids "
+        "with end_time <= ddl in LOG/job.csv (ElasticFlow: the job ids it logs, i.e. admitted)",
+        "results": results,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_suffix(".tmp")
+    temp.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
+    temp.replace(path)
 
 
 def fig8b_sweep(args, profiles) -> None:
@@ -329,7 +390,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--traces", default="cluster10", help=f"comma-separated, from {', '.join(CLUSTERS)}"
     )
-    parser.add_argument("--policies", default=",".join(FIG8B_POLICIES))
+    parser.add_argument("--policies", default=",".join(ARTIFACT_NAMES),
+                        help="policies of the artifact's scheduler.py (Chronus: bench_chronus.py)")
     parser.add_argument(
         "--timeout",
         type=float,
@@ -345,6 +407,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-sweep", action="store_true", help="skip the Fig. 8(b) sweep")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument(
+        "--write-expected", type=Path, metavar="PATH",
+        help="store the artifact's ratios and per-job outcomes here (JSON)",
+    )  # fmt: skip
+    parser.add_argument(
         "--ef-repricing",
         choices=("all", "chosen"),
         default="all",
@@ -358,11 +424,14 @@ def main(argv: list[str] | None = None) -> None:
     unknown = sorted(set(args.policies) - set(ARTIFACT_NAMES))
     if unknown:
         raise SystemExit(f"unknown policies {unknown}; choose from {', '.join(ARTIFACT_NAMES)}")
-    profiles = load_profiles(ARTIFACT / "scheduler" / "throughputs_A100")
+    profiles = {kind: load_profiles(ARTIFACT / "scheduler" / f"throughputs_{kind}")
+                for kind in ("A100", "T4")}  # fmt: skip
     if args.traces:
-        compare(args, read_traces(args.traces, args.shift), profiles)
+        expected = compare(args, read_traces(args.traces, args.shift), profiles)
+        if args.write_expected:
+            write_expected(args.write_expected, expected)
     if not args.no_sweep:
-        fig8b_sweep(args, profiles)
+        fig8b_sweep(args, profiles["A100"])
 
 
 if __name__ == "__main__":

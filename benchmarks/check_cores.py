@@ -15,8 +15,8 @@ bursts, over-full node sets):
 * ``generated``: ElasticFlow's generated traces (Figs. 9-11, 240 s slots) with the
   deadline seed 1: Fig. 9's on 64, 128 and 256 GPUs under EDF, EDF + admission
   control, EDF + elastic scaling (which call the planner from Python) and
-  ElasticFlow; Fig. 10's under its five replayed policies; Fig. 11's nine
-  best-effort shares under its five (62 cases).
+  ElasticFlow; Fig. 10's under its replayed policies; Fig. 11's nine
+  best-effort shares under its (62 cases; 72 with Chronus, which runs on no core).
 
 Each case's job table (with ``logged_jct``), GPU series and round log (each
 round's time and cluster efficiency) are written as Parquet, so two records

@@ -434,6 +434,7 @@ SIMULATION_ARGS = {
     "zeus_alibaba": {"processes": 1},
     # the scheduling replays, on a part of the figure (the whole Fig. 8(b) takes ~10 min)
     "elasticflow_fig8b": {"labels": ("cluster10",), "policies": ("edf", "elasticflow")},
+    "elasticflow_fig8a": {"policies": ("edf", "chronus")},
     "elasticflow_fig7a": {"policies": ("edf", "tiresias")},
     "elasticflow_fig9": {"seeds": (1,), "policies": ("edf", "edf-admission")},
     "elasticflow_fig10": {"policies": ("edf", "tiresias", "chronus")},

@@ -70,6 +70,19 @@ def test_cli_prints_ours_beside_the_published_value(http_mirror, capsys) -> None
 
 
 @pytest.mark.upstream
+def test_cli_prints_fig8a_beside_the_pollux_trace(http_mirror, capsys) -> None:
+    """The Pollux trace on n16g4 with T4 profiles is Fig. 8(a): its published bars are shown."""
+    from mltraces.scheduling.fig8a import PUBLISHED_FIG8A
+
+    assert main(["schedule", "--trace", "elasticflow/pollux", "--cluster", "n16g4", "--gpu-type",
+                 "T4", "--policy", "edf,chronus", "--workers", "1"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:3]]
+    assert [(r[2], r[6], float(r[7])) for r in rows] == [
+        ("edf", "0.1179", PUBLISHED_FIG8A["edf"]),
+        ("chronus", "0.4256", PUBLISHED_FIG8A["chronus"])]
+
+
+@pytest.mark.upstream
 def test_cli_jobs_as_csv_and_summary_as_json(http_mirror, capsys, tmp_path: Path) -> None:
     assert main(["schedule", "--trace", "elasticflow/example", "--cluster", "n1g8",
                  "--policy", "edf", "--format", "csv"]) == 0

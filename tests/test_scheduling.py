@@ -605,6 +605,37 @@ def test_cluster_specs_and_profiles_read_the_artifact_files(tmp_path) -> None:
     curves = load_profiles(folder)
     assert curves.curve("toy", 32).allowed == (1, 2)  # an empty cell: not allowed
     assert curves.curve("toy", 64).speed[4] == 1.6
+    assert curves.gpu_type == "A100"
+    t4 = tmp_path / "throughputs_T4"
+    t4.mkdir()
+    (t4 / "toy.csv").write_text("global_batch_size,1,2,4\n32,1.5,2.5,\n")
+    assert load_profiles(t4).gpu_type == "T4"  # the artifact's folder name says so
+    assert load_profiles(folder, gpu_type="T4").gpu_type == "T4"
+    with pytest.raises(SchedulingError, match="unknown GPU type 'V100'"):
+        load_profiles(folder, gpu_type="V100")
+
+
+def test_elasticflow_caps_jobs_per_gpu_type() -> None:
+    """The artifact's models.get_max_gpu: one table for A100, another for T4 (Fig. 8(a))."""
+    from mltraces.scheduling.profiles import elasticflow_cap
+
+    assert [elasticflow_cap(m, b) for m, b in [("ncf", 32768), ("yolov3", 64), ("bert", 64)]] \
+        == [64, 64, 8]
+    assert [elasticflow_cap(m, b, "T4") for m, b in [
+        ("ncf", 32768), ("yolov3", 64), ("bert", 384), ("cifar10", 4096), ("deepspeech2", 320),
+        ("deepspeech2", 640), ("imagenet", 3200)]] == [1, 4, 16, 16, 32, 64, 64]
+
+
+def test_elasticflow_scales_within_the_t4_cap() -> None:
+    """On T4 profiles an NCF job stays on 1 GPU although 8 are free and would be faster."""
+    speed = {1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0}
+    frame = pd.DataFrame([("ncf", 64, n, v) for n, v in speed.items()],
+                         columns=["model", "batch_size", "gpus", "iterations_per_s"])
+    jobs = itp([("a", 0, 800, 10_000, 1)]).assign(model_name="ncf")
+    for gpu_type, seconds in (("A100", 100), ("T4", 800)):
+        out = by_id(schedule(jobs, "n1g8", Profiles.from_frame(frame, gpu_type), "elasticflow",
+                             overhead=NO_OVERHEAD))
+        assert out.loc["a", "finish_time"] - out.loc["a", "start_time"] == seconds, gpu_type
 
 
 def test_overhead_prices_match_the_artifact() -> None:

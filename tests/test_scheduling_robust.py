@@ -14,7 +14,7 @@ import pytest
 from capped_child import python_json
 from test_scheduling import LargestFirst, mixed_trace, profiles
 
-from mltraces.scheduling import EDF, ElasticFlow, Gandiva, Themis, Tiresias, schedule
+from mltraces.scheduling import EDF, Chronus, ElasticFlow, Gandiva, Themis, Tiresias, schedule
 
 OFFSETS = (1e9, 1e12)  # epoch seconds, epoch milliseconds
 
@@ -58,6 +58,19 @@ def test_gandiva_rotates_on_the_trace_clocks_minutes_as_the_artifact() -> None:
     assert odd != base
     assert relative(schedule(shifted(CONGESTED, 27 + 1e12 - 1e12 % 60), "n2g8", profiles(),
                              "gandiva")) == odd
+
+
+def test_chronus_leases_fall_on_the_trace_clocks_240_s_as_the_artifact() -> None:
+    """The artifact's Chronus steps and leases on multiples of 60 and 240 s of the trace's
+    clock: moving every time by whole leases changes nothing at any magnitude (the replay
+    keeps the lease phase of the first submission), and its start times stay on that grid."""
+    trace = mixed_trace(40).assign(submission_time=lambda f: f["submission_time"] + 100)
+    base = schedule(trace, "n2g8", profiles(), Chronus(plans="packing"))
+    for offset in (240.0, 1e9 - 1e9 % 240, 1e12 - 1e12 % 240):
+        moved = schedule(shifted(trace, offset), "n2g8", profiles(), Chronus(plans="packing"))
+        assert relative(moved) == relative(base)
+    starts = base.jobs["start_time"].dropna()
+    assert len(starts) and (starts % 60 == 0).all()  # on the trace's own minute grid
 
 
 _ENGINE_AT = textwrap.dedent("""

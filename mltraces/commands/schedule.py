@@ -2,13 +2,14 @@
 
 ``--trace`` names catalog traces (``--list-traces`` shows them: every mapped job
 table's ``replay`` names, see :mod:`mltraces.jobmap`) or ``all``, the Fig. 8(b)
-setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it.
+setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it
+(Fig. 8(a) is ``--trace elasticflow/pollux --cluster n16g4 --gpu-type T4``).
 A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
 own capacity (declared in its mapping). ``--generate`` draws a trace with
 ElasticFlow's generator instead (or as well) (:mod:`mltraces.scheduling.generator`;
 ``--save-trace`` writes it). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
-value beside ours where there is one; ``--jobs`` prints every job and
+or 8(a) value beside ours where there is one; ``--jobs`` prints every job and
 ``--utilisation`` the allocated-GPU step series; csv and json print the jobs
 unless ``--summary`` is given. Replays run in parallel worker processes.
 """
@@ -273,12 +274,20 @@ def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
 
 
 def _with_published(summary: Any) -> Any:
-    """The summary with the published Fig. 8(b) ratio of each (trace, policy), where one exists."""
+    """The summary with the published ratio of each (trace, policy) where one exists: Fig. 8(b),
+    and Fig. 8(a) for the Pollux trace on its cluster."""
+    from mltraces.scheduling.fig8a import FIG8A_CLUSTER, FIG8A_TRACE, PUBLISHED_FIG8A
     from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
 
     label = {trace_id: label for label, trace_id in FIG8B_TRACE_IDS.items()}
-    published = [PUBLISHED_FIG8B.get(policy, {}).get(label.get(trace, trace))
-                 for trace, policy in zip(summary["trace"], summary["policy"], strict=True)]
+
+    def published_for(trace: str, cluster: str, policy: str) -> float | None:
+        if (trace, cluster) == (FIG8A_TRACE, FIG8A_CLUSTER):
+            return PUBLISHED_FIG8A.get(policy)
+        return PUBLISHED_FIG8B.get(policy, {}).get(label.get(trace, trace))
+
+    published = [published_for(*row) for row in
+                 zip(summary["trace"], summary["cluster"], summary["policy"], strict=True)]
     position = summary.columns.get_loc("ddl_satis_ratio") + 1
     return summary.assign(published=published)[
         [*summary.columns[:position], "published", *summary.columns[position:]]]
@@ -298,7 +307,7 @@ def _without_deadlines(summary: Any, result: ScheduleResult) -> Any:
 def _readable(columns: list[str], rows: list[tuple]) -> str:
     note = ("ratio: jobs that met their deadline / all jobs with one (declined ones count; "
             "- without deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its "
-            "code); --summary for every column")
+            "code), or Fig. 8(a) for the Pollux trace on n16g4; --summary for every column")
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 

@@ -13,15 +13,17 @@ edf            earliest deadline first, elastic                     ``edf``
 gandiva        node sets with time slicing, rigid                   ``gandiva``
 tiresias       2D-LAS on GPU-time, preemptive, rigid                ``dlas-gpu``
 themis         finish-time fairness in 60 s leases, rigid           ``themis``
+chronus        deadline guarantees as 240 s GPU leases, rigid       ``time-aware-with-lease``
 elasticflow    admission control + elastic scaling                  ``ef-accessctrl``
 edf-admission  EDF + admission control (Fig. 9)                     ``edf-accessctrl``
 edf-elastic    EDF + elastic scaling: ElasticFlow, no admission     ``ef``
 fifo, sjf      baselines on the event engine (:mod:`.engine`)       —
 =============  ===================================================  ==========================
 
-Chronus (also in Fig. 8(b)) is a separate code base that the artifact does not
-include here, so it is not replayed; its published values are in
-:data:`PUBLISHED_FIG8B`. ``ElasticFlow(repricing="chosen")`` is a faster
+Chronus is the artifact's separate ``chronus-scheduler``; its lease programs
+(python-mip on Gurobi there) are solved with HiGHS (:mod:`.leases`), and
+``Chronus(plans="packing")`` is what the artifact does without Gurobi (see
+:mod:`.chronus`). ``ElasticFlow(repricing="chosen")`` is a faster
 approximation of the artifact's ElasticFlow for large traces (see
 :mod:`.elasticflow`); Themis solves the artifact's own conic program with ECOS
 (a dependency of mltraces); should ``ecos`` be missing it falls back to an
@@ -47,7 +49,8 @@ Public API::
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
     EDF(), EDFAdmission(), EDFElastic(), Gandiva(shift_invariant=False),
     Tiresias(thresholds=(3250, 7200)), Themis(),
-    ElasticFlow(repricing="all" | "chosen"), FIFO(), SJF()
+    Chronus(plans="auto" | "highs" | "packing", ties=None), ElasticFlow(repricing="all" | "chosen"),
+    FIFO(), SJF()
     Policy (protocol: name, simulate(setup) -> Recorder), AllocationPolicy
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
@@ -82,6 +85,7 @@ from mltraces.scheduling.api import (
     sweep,
 )
 from mltraces.scheduling.base import Policy, Setup
+from mltraces.scheduling.chronus import Chronus
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.edf import EDF
 from mltraces.scheduling.edfadmit import EDFAdmission
@@ -121,6 +125,7 @@ __all__ = [
     "SJF",
     "AllocationPolicy",
     "Case",
+    "Chronus",
     "ClusterSpec",
     "Curve",
     "EDFAdmission",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mltraces.scheduling.base import Policy, Setup
+from mltraces.scheduling.chronus import Chronus
 from mltraces.scheduling.cluster import ClusterSpec, as_cluster
 from mltraces.scheduling.edf import EDF
 from mltraces.scheduling.edfadmit import EDFAdmission
@@ -33,6 +34,7 @@ POLICIES: dict[str, type] = {
     "gandiva": Gandiva,
     "tiresias": Tiresias,
     "themis": Themis,
+    "chronus": Chronus,
     "elasticflow": ElasticFlow,
     "edf-admission": EDFAdmission,
     "edf-elastic": EDFElastic,
@@ -41,7 +43,8 @@ POLICIES: dict[str, type] = {
 }
 #: the artifact's ``--schedule`` names
 ALIASES = {"dlas-gpu": "tiresias", "ef-accessctrl": "elasticflow",
-           "edf-accessctrl": "edf-admission", "ef": "edf-elastic"}
+           "edf-accessctrl": "edf-admission", "ef": "edf-elastic",
+           "time-aware-with-lease": "chronus"}
 
 
 def get_policy(policy: str | Policy) -> Policy:
@@ -152,8 +155,9 @@ def schedule(
 def expected_cost(case: Case, policy: str | Policy) -> float:
     """A rough relative cost of one replay, to start the slow ones first."""
     name = policy if isinstance(policy, str) else policy.name
-    elastic = ("elasticflow", "ef-accessctrl", "edf-elastic", "ef")
-    return len(case.jobs) * (20.0 if name in elastic else 1.0)
+    weight = {"elasticflow": 20.0, "ef-accessctrl": 20.0, "edf-elastic": 20.0, "ef": 20.0,
+              "chronus": 4.0}.get(name, 1.0)
+    return len(case.jobs) * weight
 
 
 def sweep(

@@ -78,13 +78,14 @@ def _fit_table(levels: tuple[int, ...], total: int) -> list[int]:
 def model_tables(setup: Setup) -> tuple[ModelTables, list[dict[int, float]]]:
     """The jobs' scaling models as :class:`ModelTables`, and each job's speed by GPU count."""
     total = setup.gpus
+    gpu_type = setup.profiles.gpu_type if setup.profiles is not None else "A100"
     rows: dict[tuple, int] = {}
     fits: dict[tuple[int, ...], int] = {}
     specs: list[tuple] = []
     model, speeds = [], []
     for job in setup.jobs:
         curve = setup.curve(job)
-        cap = elasticflow_cap(job.model, job.batch_size)
+        cap = elasticflow_cap(job.model, job.batch_size, gpu_type)
         levels = curve.scaling_levels(cap)
         speed = dict(curve.speed)
         key = (levels, tuple(sorted(speed.items())), cap)

@@ -25,8 +25,9 @@ FIG8B_CLUSTERS: dict[str, str] = {row["label"]: row["cluster"] for row in _SETUP
 #: trace label → the catalog trace it replays (``mltraces schedule --trace``)
 FIG8B_TRACE_IDS: dict[str, str] = {row["label"]: row["trace"] for row in _SETUP}
 FIG8B_TRACES: tuple[str, ...] = tuple(FIG8B_CLUSTERS)
-#: the figure's policies that this package replays (Chronus is a separate code base)
-FIG8B_POLICIES: tuple[str, ...] = ("edf", "gandiva", "tiresias", "themis", "elasticflow")
+#: the figure's policies, in its legend's order (Chronus: the artifact's chronus-scheduler)
+FIG8B_POLICIES: tuple[str, ...] = ("edf", "gandiva", "tiresias", "themis", "chronus",
+                                   "elasticflow")
 #: policy name → the figure's legend name
 FIG8B_NAMES: dict[str, str] = dict(_figure()["policies"])
 #: published deadline satisfactory ratios, policy → trace → value

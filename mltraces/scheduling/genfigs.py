@@ -14,9 +14,11 @@ The setups and published values live once, in the elasticflow source card
 draws Figs. 9 and 11's deadlines unseeded; here each seed is a deadline stream
 (``deadline_seed``) over the artifact's jobs (``seed=0``), and one seed serves
 every best-effort share of Fig. 11 (the shares then differ only in which jobs
-are best-effort). A policy of a figure that this package does not replay (Chronus
-until it is registered in :data:`~mltraces.scheduling.api.POLICIES`) is shown
-as published only.
+are best-effort). Every policy of these figures is replayed, Chronus too (its
+round log is the artifact's resource log; best-effort jobs keep their listed
+deadline there, as the artifact's trace converter writes them); a policy not
+registered in :data:`~mltraces.scheduling.api.POLICIES` would be shown as
+published only.
 """
 
 from __future__ import annotations

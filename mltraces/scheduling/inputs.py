@@ -160,7 +160,7 @@ def load_profiles(con: duckdb.DuckDBPyConnection, gpu_type: str = "A100") -> Pro
     if frame.empty:
         raise SchedulingError(f"no throughput profiles for GPU type {gpu_type!r} in "
                               f"{THROUGHPUT_TABLE}; the artifact measured A100 and T4")
-    return Profiles.from_frame(frame)
+    return Profiles.from_frame(frame, gpu_type)
 
 
 def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSpec, *,

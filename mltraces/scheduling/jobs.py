@@ -22,6 +22,8 @@ A ``best_effort`` column (the artifact's generated traces, ElasticFlow Fig. 11)
 marks jobs without a deadline: as in the artifact, their deadline becomes
 ``sys.maxsize`` (:data:`BEST_EFFORT_DEADLINE`, so they sort after every real
 deadline), and the deadline satisfactory ratio counts only the other jobs.
+The deadline the trace lists stays on the job (``listed_deadline``): the
+artifact's Chronus gets it, as its trace converter writes every job with one.
 """
 
 from __future__ import annotations
@@ -72,6 +74,9 @@ class Job:
     duration: float
     deadline: float
     best_effort: bool = False
+    #: the deadline the trace lists, kept for a best-effort job too (whose ``deadline`` is
+    #: :data:`BEST_EFFORT_DEADLINE`): the artifact's Chronus converter passes it on
+    listed_deadline: float = math.inf
 
 
 class JobRecords(Sequence[Job]):
@@ -84,20 +89,26 @@ class JobRecords(Sequence[Job]):
     ``submit_time``, ``model`` (object arrays for the text), ``batch_size``,
     ``num_gpu`` (int64), ``iterations``, ``duration``, ``deadline`` (float64),
     ``best_effort`` (bool; such a job's column deadline is inf, its :class:`Job`'s
-    :data:`BEST_EFFORT_DEADLINE`, as the artifact's).
+    :data:`BEST_EFFORT_DEADLINE`, as the artifact's), and ``listed_deadline``, the
+    deadline the trace lists even for a best-effort job (Chronus plans with it).
     """
 
-    __slots__ = (*COLUMNS, "_records")
+    __slots__ = (*COLUMNS, "listed_deadline", "_records")
 
-    def __init__(self, **columns: np.ndarray) -> None:
+    def __init__(self, listed_deadline: np.ndarray | None = None, **columns: np.ndarray) -> None:
         for name in COLUMNS:
             setattr(self, name, columns[name])
+        self.listed_deadline = self.deadline if listed_deadline is None else listed_deadline
         self._records: tuple[Job, ...] | None = None
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, shift: float = 0.0) -> JobRecords:
         """The normalised table's columns, times less ``shift`` seconds."""
+        listed = frame["deadline"].to_numpy(float) - shift
+        best_effort = (frame["best_effort"].to_numpy(bool) if "best_effort" in frame
+                       else np.zeros(len(frame), np.bool_))
         return cls(
+            listed_deadline=listed,
             job_id=frame["job_id"].astype(str).to_numpy(object),
             submit_time=frame["submit_time"].to_numpy(float) - shift,
             model=frame["model"].astype(str).to_numpy(object),
@@ -105,9 +116,8 @@ class JobRecords(Sequence[Job]):
             num_gpu=frame["num_gpu"].to_numpy(np.int64),
             iterations=frame["iterations"].to_numpy(float),
             duration=frame["duration"].to_numpy(float),
-            deadline=frame["deadline"].to_numpy(float) - shift,
-            best_effort=(frame["best_effort"].to_numpy(bool) if "best_effort" in frame
-                         else np.zeros(len(frame), np.bool_)),
+            deadline=np.where(best_effort, math.inf, listed),
+            best_effort=best_effort,
         )
 
     @classmethod
@@ -122,14 +132,15 @@ class JobRecords(Sequence[Job]):
                 ("model", "model", object), ("batch_size", "batch_size", np.int64),
                 ("num_gpu", "num_gpu", np.int64), ("iterations", "iterations", float),
                 ("duration", "duration", float), ("deadline", "deadline", float),
-                ("best_effort", "best_effort", np.bool_))
+                ("best_effort", "best_effort", np.bool_),
+                ("listed_deadline", "listed_deadline", float))
         })
         out._records = tuple(jobs)
         return out
 
     def __getstate__(self) -> dict[str, Any]:
         """Ship the columns, not the objects: a worker builds its own when it needs them."""
-        return {name: getattr(self, name) for name in COLUMNS}
+        return {name: getattr(self, name) for name in (*COLUMNS, "listed_deadline")}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)
@@ -163,6 +174,7 @@ class JobRecords(Sequence[Job]):
                         self.duration.tolist(),
                         _deadlines(self.deadline, self.best_effort),
                         self.best_effort.tolist(),
+                        _numbers(self.listed_deadline),
                         strict=True,
                     )
                 )
@@ -221,7 +233,7 @@ class Jobs:
         """
         if self._replay is None:
             records = JobRecords.from_frame(self.frame, self.start)
-            for name in COLUMNS:
+            for name in (*COLUMNS, "listed_deadline"):
                 getattr(records, name).flags.writeable = False
             self._replay = records
         return self._replay
@@ -270,8 +282,7 @@ def _finish(frame: pd.DataFrame, origin: Any = None) -> Jobs:
                 f"{'iterations' if column == 'iterations' else 'seconds'}"
             )
     frame["deadline"] = frame["deadline"].astype(float).fillna(math.inf)
-    frame["best_effort"] = _flags(frame["best_effort"])
-    frame.loc[frame["best_effort"], "deadline"] = math.inf
+    frame["best_effort"] = _flags(frame["best_effort"])  # their deadline stays, as listed
     if not frame["submit_time"].is_monotonic_increasing:  # traces mostly come sorted: a
         frame = frame.sort_values("submit_time", kind="mergesort")  # stable sort is 0.3 s/1M
     return Jobs(frame.reset_index(drop=True), origin)

@@ -9,7 +9,8 @@ cannot run at that scale.
 Two per-job GPU caps exist in the reference simulator and both are here:
 :func:`plain_cap` (largest allowed count ≤ 64 and ≤ the batch size; EDF,
 Gandiva, Tiresias, Themis) and :func:`elasticflow_cap` (a per-model table,
-ElasticFlow only).
+ElasticFlow only, with one table for A100 and another for T4). So a
+:class:`Profiles` knows which GPU it was measured on (``gpu_type``).
 """
 
 from __future__ import annotations
@@ -61,11 +62,26 @@ class Curve:
         return levels
 
 
+#: the GPU types the artifact measured, each in its folder ``throughputs_<type>``
+GPU_TYPES = ("A100", "T4")
+
+
 @dataclass
 class Profiles:
-    """All throughput curves, keyed by (model, batch size)."""
+    """All throughput curves, keyed by (model, batch size), and the GPU they were measured on.
+
+    ``gpu_type`` matters beyond the numbers: ElasticFlow's cap per model differs
+    between A100 and T4 (:func:`elasticflow_cap`).
+    """
 
     curves: dict[tuple[str, int], Curve] = field(default_factory=dict)
+    gpu_type: str = "A100"
+
+    def __post_init__(self) -> None:
+        if self.gpu_type not in GPU_TYPES:
+            raise SchedulingError(
+                f"unknown GPU type {self.gpu_type!r}; the artifact measured {', '.join(GPU_TYPES)}"
+            )
 
     def curve(self, model: str, batch_size: int) -> Curve:
         """The curve of one (model, batch); the error lists what is known."""
@@ -95,7 +111,7 @@ class Profiles:
         return pd.DataFrame(rows, columns=["model", "batch_size", "gpus", "iterations_per_s"])
 
     @classmethod
-    def from_frame(cls, frame) -> Profiles:
+    def from_frame(cls, frame, gpu_type: str = "A100") -> Profiles:
         """Build from a tidy table with model, batch_size, gpus, iterations_per_s."""
         missing = {"model", "batch_size", "gpus", "iterations_per_s"} - set(frame.columns)
         if missing:
@@ -108,7 +124,7 @@ class Profiles:
             ["model", "batch_size", "gpus", "iterations_per_s"]
         ].itertuples(index=False):
             grouped.setdefault((str(model), int(batch)), {})[int(gpus)] = float(speed)
-        profiles = cls()
+        profiles = cls(gpu_type=gpu_type)
         for (model, batch), points in grouped.items():
             columns = tuple(sorted(points))
             speed = {n: s for n, s in points.items() if _usable(s)}
@@ -150,8 +166,16 @@ def read_profile_csv(path: str | Path, model: str | None = None) -> list[Curve]:
     return curves
 
 
-def load_profiles(folder: str | Path | Iterable[str | Path]) -> Profiles:
-    """Every ``*.csv`` of an artifact throughput folder (or an explicit list of files)."""
+def load_profiles(
+    folder: str | Path | Iterable[str | Path], gpu_type: str | None = None
+) -> Profiles:
+    """Every ``*.csv`` of an artifact throughput folder (or an explicit list of files).
+
+    ``gpu_type`` defaults to what the artifact's folder name says
+    (``throughputs_T4`` → ``"T4"``), else ``"A100"``, the artifact's default.
+    """
+    if gpu_type is None:
+        gpu_type = _gpu_type_of(folder)
     if isinstance(folder, (str, Path)):
         folder = Path(folder)
         if not folder.is_dir():
@@ -162,13 +186,22 @@ def load_profiles(folder: str | Path | Iterable[str | Path]) -> Profiles:
         files: Iterable[str | Path] = sorted(folder.glob("*.csv"))
     else:
         files = folder
-    profiles = Profiles()
+    profiles = Profiles(gpu_type=gpu_type)
     for file in files:
         for curve in read_profile_csv(file):
             profiles.curves[(curve.model, curve.batch_size)] = curve
     if not profiles.curves:
         raise SchedulingError(f"no throughput CSV files found in {folder}")
     return profiles
+
+
+def _gpu_type_of(folder: str | Path | Iterable[str | Path]) -> str:
+    """The GPU type an artifact folder name ``throughputs_<type>`` states, else A100."""
+    if isinstance(folder, (str, Path)):
+        prefix, _, suffix = Path(folder).name.partition("_")
+        if prefix == "throughputs" and suffix in GPU_TYPES:
+            return suffix
+    return "A100"
 
 
 def plain_cap(curve: Curve) -> int:
@@ -182,8 +215,14 @@ def plain_cap(curve: Curve) -> int:
     return max((n for n in curve.allowed if n <= bound), default=1)
 
 
-def elasticflow_cap(model: str, batch_size: int) -> int:
-    """ElasticFlow's per-model maximum GPU count on A100 (the artifact's ``models.py``)."""
+def elasticflow_cap(model: str, batch_size: int, gpu_type: str = "A100") -> int:
+    """ElasticFlow's per-model maximum GPU count (the artifact's ``models.get_max_gpu``).
+
+    The artifact keeps one table per ``--gpu_type``; on T4 (the Pollux trace of
+    Fig. 8(a)) NCF runs on 1 GPU, YOLOv3 on up to 4, BERT and CIFAR-10 on up to 16.
+    """
+    if gpu_type == "T4":
+        return _t4_cap(model, batch_size)
     if model == "deepspeech2":
         return batch_size
     if model == "gpt2" and batch_size in (128, 256):
@@ -195,3 +234,12 @@ def elasticflow_cap(model: str, batch_size: int) -> int:
     if model in ("resnet50", "vgg16") and batch_size == 64:
         return 32
     return min(batch_size, 64)
+
+
+def _t4_cap(model: str, batch_size: int) -> int:
+    """ElasticFlow's cap on T4: a table by model, every other model 64."""
+    if model in ("bert", "cifar10"):
+        return 16
+    if model == "deepspeech2" and batch_size == 320:
+        return 32
+    return {"yolov3": 4, "ncf": 1}.get(model, 64)

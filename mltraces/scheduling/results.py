@@ -71,6 +71,16 @@ class Recorder:
         self.rounds.append(now)
         self.efficiency.append(total / self._cluster_gpus)
 
+    def unchanged_rounds(self, times: Iterable[float]) -> None:
+        """Log rounds at ``times`` in which nothing changed: each has the efficiency of the
+        jobs holding GPUs now (summed once; for a replay that passes over quiet steps)."""
+        stamps = [float(t) for t in times]
+        if self._speedups is None or not stamps:
+            return
+        self.round(stamps[0])
+        self.rounds.extend(stamps[1:])
+        self.efficiency.extend([self.efficiency[-1]] * (len(stamps) - 1))
+
     def reject(self, job: int) -> None:
         self.admitted[job] = False
 

@@ -16,7 +16,8 @@ paper's figures re-run, beside the published values:
   curves dashed.
 
 Setups and published numbers are the source card's (``published.fig9`` ...
-``fig11``); Chronus appears as published until its replay is registered.
+``fig11``). Chronus is the artifact's ``chronus-scheduler`` (:mod:`mltraces.scheduling.chronus`),
+its lease programs solved by HiGHS as in Figs. 8(a) and 8(b).
 """
 
 from __future__ import annotations

@@ -1,0 +1,519 @@
+"""Chronus (SoCC'21): deadline guarantees sold as GPU leases, as the ElasticFlow artifact runs it.
+
+The artifact's ``chronus-scheduler`` (MIT) replays a trace in steps of
+``check`` seconds (its ``--check_time_interval``: 60 for Figs. 8(a)/8(b), 240
+for Fig. 10) with leases of 240 s (``--lease_term_interval=240``). Jobs run on
+the GPU count they asked for, their work is the trace's duration in seconds:
+
+- **Admission** (every 240 s, for the jobs that arrived meanwhile): a job's
+  estimate is ``int(duration · (1 + (1 + log2 n) · 0.5 / 240) · 1.1)``, i.e.
+  ``ceil(estimate / 240)`` leases before the last whole lease ending by its
+  deadline. It is accepted when the quick packing of :func:`.leases.pack` fits
+  it beside the jobs already planned; otherwise the earliest lease count that
+  packs is searched (binary search), and the job is still accepted if that
+  lands by its deadline, else it runs only on spare GPUs. An accepted job's
+  deadline becomes the end of its last planned lease (never later than its own).
+- **Leases** (every 240 s): every accepted job is re-planned by the integer
+  program of :func:`.leases.solve`; those planned for the coming lease run on
+  it. The program keeps the coming lease as empty as possible while any job is
+  turned down, else as full as possible (``--mip_objective=adaptive``).
+- **Spare GPUs** (every 240 s): jobs without a guarantee (turned down, past
+  their deadline, or past their estimate) run in order: past their estimate
+  first, then the turned-down before the late, then least remaining GPU-time,
+  then earliest submission.
+- A job finishes when its run time reaches its duration plus 0.5 s × (1 +
+  log2 n) per (re)start; it meets its deadline when it ends by its (possibly
+  lease-aligned) deadline. Ratio: met / all jobs.
+
+Facts of the artifact's code kept as they are: arrivals are handled only every
+240 s and after that step's lease decisions, so a newly accepted job starts at
+the next lease at the earliest; a job that waited and then starts at a lease
+is credited with the 240 s since it was last looked at (its clock is read at
+the previous 240-s step, not when it starts); a job turned down stays in the
+packing of the other arrivals of the same 240 s, with the later deadline its
+search found. Placement does not change speeds there, so only GPU counts are
+kept. Best-effort flags: the artifact's trace converter
+(``convert_ef_trace_to_chronus.py``) writes every job as a deadline job, so a
+best-effort job is treated as one with its trace deadline, as there.
+
+The artifact solves the program with python-mip on Gurobi, with a 5 s limit;
+here an optimal plan comes from HiGHS (:func:`scipy.optimize.milp`) or from a
+packing that provably reaches the optimum (see :mod:`.leases`). Optimal plans
+are not unique, and which one a solver returns can change later decisions
+(``layout``, ``ties`` and ``plans="highs"`` pick others; the README gives how
+far that moved the ratios). When python-mip finds no Gurobi, its model raises,
+the artifact catches that and falls back to packing every lease
+(:func:`.leases.pack_each`): that is ``plans="packing"``, and it reproduces the
+artifact's shipped Fig. 10 Chronus log step for step, so the authors' own runs
+took that path. Jobs wider than the cluster are turned away (the artifact
+would wait forever).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mltraces.scheduling.base import Setup
+from mltraces.scheduling.errors import SchedulingError
+from mltraces.scheduling.leases import LAYOUTS, Demand, pack, pack_each, solve
+from mltraces.scheduling.results import Recorder
+
+#: the artifact's lease term and the period of its admission and spare-GPU rounds (BEST_SLOT)
+LEASE = 240
+#: queue priorities (larger runs first on spare GPUs)
+LATE, ACCEPTED, DECLINED = -1, 0, 1
+#: per (re)start: checkpoint 0.1 s + resume 0.4 s, times 1 + log2 n
+RESTART = 0.5
+#: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
+MAX_PLANNED = 1200 * LEASE // 60
+
+
+#: how lease programs are answered (see :class:`Chronus`)
+PLANS = ("auto", "highs", "packing")
+
+
+@dataclass(frozen=True)
+class Chronus:
+    """Lease-based deadline guarantees (the artifact's ``--schedule=time-aware-with-lease``).
+
+    Attributes:
+        plans: How each lease program is answered. ``"auto"``: an optimal plan,
+            from a packing when it provably is one, else from HiGHS; ``"highs"``:
+            HiGHS solves every program; ``"packing"``: no program is solved, the
+            artifact's fallback packing decides, as the artifact does when
+            python-mip finds no Gurobi (its shipped Fig. 10 log is this, step for
+            step); arrivals that need the program then stop the replay, as they
+            stop the artifact.
+        layout: Where a plan certified without HiGHS puts the leases after the
+            coming one: ``"latest"`` (as late as each job can, like the
+            artifact's own packing) or ``"earliest"``. Both are optimal; the
+            choice is one among ties (to measure how far ties move the ratio).
+        ties: ``None`` hands the programs their jobs in the artifact's order; a
+            seed shuffles that order, which picks other optima among ties.
+        check: Seconds between steps (the artifact's ``--check_time_interval``);
+            ``None`` takes the setup's slot (60 for Fig. 8, 240 for Fig. 10).
+    """
+
+    plans: str = "auto"
+    layout: str = "latest"
+    ties: int | None = None
+    check: int | None = None
+    name: str = "chronus"
+
+    def __post_init__(self) -> None:
+        if self.plans not in PLANS:
+            raise SchedulingError(f"Chronus plans must be one of {', '.join(PLANS)}, "
+                                  f"got {self.plans!r}")
+        if self.layout not in LAYOUTS:
+            raise SchedulingError(f"Chronus layout must be one of {', '.join(LAYOUTS)}, "
+                                  f"got {self.layout!r}")
+
+    def simulate(self, setup: Setup) -> Recorder:
+        check = int(self.check if self.check is not None else setup.slot)
+        if check <= 0 or LEASE % check:
+            raise SchedulingError(
+                f"Chronus steps must divide its {LEASE} s lease; got a step of {check} s "
+                "(the artifact runs 60 for Fig. 8 and 240 for Fig. 10)"
+            )
+        return _ChronusRun(setup, check, self).run()
+
+
+def size_class(gpus: int) -> int:
+    """The GPU count a job is planned with (3-4 → 4, 5-7 → 8, as the artifact bins them)."""
+    if gpus in (3, 4):
+        return 4
+    if 5 <= gpus <= 7:
+        return 8
+    return gpus
+
+
+class _Job:
+    """One job's state in the replay (the artifact's per-job fields, by what they mean)."""
+
+    __slots__ = ("deadline", "done", "due", "duration", "end", "estimate", "executed", "gpus",
+                 "index", "last_check", "leases", "listed", "on_lease", "overdue", "penalty",
+                 "plan", "planned", "priority", "progress", "restarts", "running", "seen",
+                 "submit", "urgency", "width")
+
+    def __init__(self, index: int, gpus: int, submit: int, duration: float, relative: int):
+        self.index, self.gpus, self.width = index, gpus, size_class(gpus)
+        self.submit, self.duration = submit, duration
+        self.listed = self.deadline = relative  # seconds after submission; deadline may shrink
+        self.estimate = int(duration * (1 + (1 + math.log2(gpus)) * RESTART / LEASE) * 1.1)
+        self.leases = math.ceil(self.estimate / LEASE)
+        self.progress = 0.0
+        self.executed = 0
+        self.last_check = submit
+        self.restarts = 0
+        self.penalty = 0.0  # restart overhead so far: restarts x 0.5 s x (1 + log2 n)
+        self.due = 0  # while it runs: the step at which it ends (see _ChronusRun._settle)
+        self.seen = -1  # the last round (see _ChronusRun._settle) it was running before
+        self.priority = ACCEPTED
+        self.urgency = 0.0
+        self.on_lease = self.overdue = self.running = self.done = False
+        self.end = math.nan
+        self.planned = True  # takes part in lease programs
+        self.plan: np.ndarray | None = None  # the coming leases it runs in (0 = the next)
+
+    def advance(self, now: float) -> None:
+        """Credit the seconds since it was last looked at (whole seconds, as the artifact)."""
+        delta = int(now - self.last_check)
+        self.executed = int(self.executed + delta)
+        self.progress += delta
+        self.last_check = now
+
+    def horizon(self, lease_index: int) -> int:
+        """Whole leases from lease ``lease_index`` to the last one ending by its deadline."""
+        return (self.listed + self.submit) // LEASE - lease_index
+
+    def demand(self, lease_index: int) -> Demand:
+        return Demand(self.width, self.leases, self.horizon(lease_index))
+
+
+
+class _ChronusRun:
+    """The replay: per step completions, then (every 240 s) leases, arrivals, spare GPUs."""
+
+    def __init__(self, setup: Setup, check: int, policy: Chronus) -> None:
+        self.rec = setup.recorder()
+        # the jobs' times count from the first submission (Setup.origin); the artifact's
+        # steps and leases fall on multiples of 60 and 240 s of the trace's own clock, so
+        # the replay runs that far (at most one lease) before the first submission
+        self.phase = int(setup.origin) % LEASE if math.isfinite(setup.origin) else 0
+        self.size = setup.gpus
+        self.check = check
+        self.plans = policy.plans
+        self.layout = policy.layout
+        self.shuffle = None if policy.ties is None else np.random.default_rng(policy.ties)
+        self.jobs: list[_Job] = []
+        for job in setup.jobs:
+            if job.num_gpu > self.size:
+                self.rec.reject(job.index)  # would wait forever for GPUs
+                continue
+            # a best-effort job keeps its listed deadline, as the artifact's converter writes it
+            deadline = job.listed_deadline if job.best_effort else job.deadline
+            if not (math.isfinite(job.duration) and math.isfinite(deadline)):
+                raise SchedulingError(
+                    f"job {job.job_id!r}: Chronus needs a duration and a deadline, got "
+                    f"duration={job.duration!r}, deadline={deadline!r}"
+                )
+            submit = int(job.submit_time) + self.phase
+            self.jobs.append(_Job(job.index, job.num_gpu, submit, job.duration,
+                                  int(deadline) - int(job.submit_time)))
+        self.arrivals = _arrival_groups(self.jobs)
+        self.next_arrival = 0
+        self.pending: list[_Job] = []
+        self.running: list[_Job] = []
+        self.used = 0
+        self.declined = 0  # jobs turned down and still in the system
+        self.objective = "maximize"
+        self.round = 0  # counts the rounds that may (re)start jobs (see _settle)
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self) -> Recorder:
+        """Step from 0 until every job is done, logging each step's cluster efficiency as the
+        artifact's resource log does (the steps passed over changed nothing: they repeat it)."""
+        now = 0
+        while self.pending or self.running or self.next_arrival < len(self.arrivals):
+            if not self.pending and not self.running:  # idle until the next arrivals are taken
+                first = self.arrivals[self.next_arrival][0]
+                idle, now = now, max(now, -(-first // LEASE) * LEASE)
+                self.rec.unchanged_rounds(range(idle, now, self.check))
+            self.step(now)
+            self.rec.round(float(now))
+            after = self._next_step(now)
+            self.rec.unchanged_rounds(range(now + self.check, after, self.check))
+            now = after
+        for job in self.jobs:
+            self.rec.met[job.index] = job.end - job.submit <= job.deadline
+        return self._from_phase(self.rec)
+
+    def _from_phase(self, rec: Recorder) -> Recorder:
+        """The recorded times back on the jobs' clock (less the lease phase)."""
+        if self.phase:
+            rec.start = [t - self.phase for t in rec.start]
+            rec.finish = [t - self.phase for t in rec.finish]
+            rec.times = [t - self.phase for t in rec.times]
+            rec.rounds = [t - self.phase for t in rec.rounds]
+        return rec
+
+    def _next_step(self, now: int) -> int:
+        """The next step at which anything can be seen: a 240-s step or a completion.
+
+        Between 240-s steps a step only credits run time (linear in whole seconds,
+        so crediting it later gives the same numbers) and ends jobs; a job past its
+        estimate off-lease is marked then, but nothing reads that mark before the
+        next 240-s step, which marks it anyway. So the steps skipped are exactly
+        the artifact's steps where nothing ends, and between 240-s steps only the
+        jobs that end are looked at.
+        """
+        upcoming = min((job.due for job in self.running), default=now)
+        return max(min(upcoming, (now // LEASE + 1) * LEASE), now + self.check)
+
+    def step(self, now: int) -> None:
+        self.complete(now)
+        if now % LEASE == 0:
+            self.lease(now)
+            self.admit(now)
+            self.spare(now)
+
+    # -- completions (every step) -------------------------------------------------------------
+    def complete(self, now: int) -> None:
+        """End the jobs whose run time reaches their duration plus restart overhead; at a
+        240-s step, also credit every other running job and mark those past their estimate."""
+        every = now % LEASE == 0
+        finished = False
+        for job in self.running:
+            if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
+                end = job.last_check + job.duration - job.progress + job.penalty
+                job.advance(end)
+                job.done, job.running, job.end = True, False, end
+                self.used -= job.gpus
+                self.rec.finished(job.index, end, now)
+                finished = True
+            elif every:
+                if int(now - job.last_check) + job.executed >= job.estimate:
+                    job.priority, job.plan, job.overdue, job.planned = DECLINED, None, True, False
+                job.advance(now)
+        if finished:
+            self.running = [job for job in self.running if not job.done]
+
+    # -- leases ---------------------------------------------------------------------------------
+    def lease(self, now: int) -> None:
+        self.objective = "minimize" if self.declined else "maximize"
+        before = self.running
+        self.running = []
+        for job in before:
+            job.running = job.on_lease = False
+            job.last_check = now
+            self.used -= job.gpus
+            if job.priority == ACCEPTED:
+                left = math.ceil((job.estimate - job.progress) / LEASE)
+                if left < job.leases:
+                    _drop_leases(job, job.leases - left)
+                    job.leases = left
+            self.pending.append(job)
+        index = now // LEASE
+        planned = [job for job in self.pending
+                   if job.priority == ACCEPTED and job.planned and job.leases > 0]
+        if len(planned) > MAX_PLANNED:
+            raise SchedulingError(
+                f"{len(planned)} jobs hold lease guarantees at t={now}; the artifact trims "
+                f"programs above {MAX_PLANNED} jobs, which is not reproduced here"
+            )
+        chosen: list[_Job] = []
+        if planned:
+            demands = [job.demand(index) for job in planned]
+            for job, demand in zip(planned, demands, strict=True):
+                if job.plan is not None and demand.horizon < demand.need:
+                    raise SchedulingError(
+                        f"job {job.index} needs {demand.need} leases in {demand.horizon} at "
+                        f"t={now}: the artifact stops here (its assertion)")
+            plans = self._solve(demands, np.zeros(0, np.int64))
+            if plans is None:
+                chosen = self._fallback(now, index)
+            else:
+                for job, terms in zip(planned, plans, strict=True):
+                    if len(terms) and terms[0] == 0:  # runs in the coming lease
+                        chosen.append(job)
+                        terms = terms[1:]
+                    job.plan = terms - 1  # one lease later
+        for job in chosen:
+            job.on_lease = True
+            job.leases -= 1
+        self._start(chosen)
+        self._settle(before, now)
+        self.declined = sum(job.priority == DECLINED for job in self.pending + self.running)
+
+    def _fallback(self, now: int, index: int) -> list[_Job]:
+        """The artifact's path when its program fails: pack the unplanned jobs one by one."""
+        jobs, demands, profile = self._planned_room(index)
+        fits, plans = pack_each(demands, profile, self.size)
+        if not fits:
+            raise SchedulingError(
+                f"t={now}: the lease program and the packing both fail; the artifact stops here")
+        for job, terms in zip(jobs, plans, strict=True):
+            job.plan = terms
+        chosen = []
+        for job in self.pending + self.running:
+            if job.priority != ACCEPTED:
+                continue
+            if job.plan is None:
+                job.priority = DECLINED
+                continue
+            if _runs_now(job.plan):
+                chosen.append(job)
+            job.plan = _after_this_lease(job.plan)
+        return chosen
+
+    def _planned_room(self, index: int) -> tuple[list[_Job], list[Demand], np.ndarray]:
+        """Accepted jobs without a plan, their demands, and the GPUs the planned ones leave."""
+        jobs = [job for job in self.pending + self.running
+                if job.priority == ACCEPTED and job.planned and job.leases > 0]
+        demands = [job.demand(index) for job in jobs]
+        profile = np.full(max((d.horizon for d in demands), default=0), self.size, np.int64)
+        unplanned, open_demands = [], []
+        for job, demand in zip(jobs, demands, strict=True):
+            if job.plan is None:
+                unplanned.append(job)
+                open_demands.append(demand)
+                continue
+            profile[job.plan] -= job.gpus
+        return unplanned, open_demands, profile
+
+    # -- arrivals ------------------------------------------------------------------------------
+    def admit(self, now: int) -> None:
+        due = []
+        while (self.next_arrival < len(self.arrivals)
+               and self.arrivals[self.next_arrival][0] <= now):
+            due.extend(self.arrivals[self.next_arrival][1])
+            self.next_arrival += 1
+        if not due:
+            return
+        index = now // LEASE + 1
+        jobs, demands, profile = self._planned_room(index)
+        if not pack(demands, profile, self.size)[0]:
+            plans = self._solve(demands, profile)
+            if plans is None:
+                raise SchedulingError(
+                    f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
+                    "need the program the artifact cannot solve without Gurobi); the artifact "
+                    "stops here")
+            for job, terms in zip(jobs, plans, strict=True):
+                job.plan = terms
+            jobs, demands, profile = self._planned_room(index)
+            if not pack(demands, profile, self.size)[0]:
+                raise SchedulingError(f"t={now}: the new lease plan does not pack; the artifact "
+                                      "stops here (its assertion)")
+        for job in due:
+            demands.append(job.demand(index))
+            if demands[-1].need <= demands[-1].horizon:
+                fits = pack(demands, profile, self.size)[0]
+            else:
+                fits = False
+            if fits or self._search_deadline(job, demands, profile, index):
+                job.deadline = LEASE * (demands[-1].horizon + index) - job.submit
+            job.last_check = now
+            self.pending.append(job)
+            if job.priority == DECLINED:
+                self.declined += 1
+
+    def _search_deadline(self, job: _Job, demands: list[Demand], profile: np.ndarray,
+                         index: int) -> bool:
+        """The earliest lease count that packs (binary search, as the artifact); True if it
+        ends by the job's deadline. The job's demand keeps that count either way."""
+        last = demands[-1]
+        low = max(last.horizon, last.need)
+        high = max(low, *(d.horizon for d in demands[:-1]), len(profile)) + job.leases + 1
+        while low < high:
+            middle = low + (high - low) // 2
+            demands[-1] = Demand(last.width, last.need, middle)
+            if pack(demands, profile, self.size)[0]:
+                high = middle
+            else:
+                low = middle + 1
+        demands[-1] = Demand(last.width, last.need, high)
+        if LEASE * (high + index) - job.submit <= job.listed:
+            return True
+        job.priority = DECLINED
+        return False
+
+    # -- spare GPUs ------------------------------------------------------------------------------
+    def spare(self, now: int) -> None:
+        before = list(self.running)
+        for job in self.pending:
+            job.last_check = now
+            late = job.submit + job.deadline < now + job.duration - job.progress
+            if late and job.priority != LATE:
+                job.priority = LATE
+            if job.priority == DECLINED:
+                job.urgency = -(job.estimate - job.progress) * job.gpus
+            else:
+                job.urgency = -(job.submit + job.deadline - now - job.estimate
+                                + job.progress) * job.gpus
+        self.pending.sort(key=lambda j: (j.priority, j.urgency, j.submit), reverse=True)
+        free = self.size - self.used
+        if free > 0:
+            self.pending.sort(key=lambda j: (j.overdue, min(j.priority, DECLINED), j.urgency,
+                                             -j.submit), reverse=True)
+            chosen = []
+            for job in self.pending:
+                if job.priority != ACCEPTED and job.gpus <= free:
+                    free -= job.gpus
+                    chosen.append(job)
+            self._start(chosen)
+        self._settle(before, now)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _solve(self, demands: list[Demand], profile: np.ndarray) -> list[np.ndarray] | None:
+        """One lease program, answered as the policy says (rows in the demands' order)."""
+        if self.plans == "packing":
+            return None  # python-mip without Gurobi: every program raises
+        order = (np.arange(len(demands)) if self.shuffle is None
+                 else self.shuffle.permutation(len(demands)))
+        plans = solve([demands[k] for k in order], profile, self.size, self.objective,
+                      shortcut=self.plans == "auto", layout=self.layout)
+        if plans is None:
+            return None
+        rows: list[np.ndarray] = [plans[0]] * len(demands)
+        for terms, k in zip(plans, order, strict=True):
+            rows[k] = terms
+        return rows
+
+    def _start(self, chosen: list[_Job]) -> None:
+        """Move pending jobs to running, in the given order (the artifact's list order)."""
+        if not chosen:
+            return
+        for job in chosen:
+            job.running = True
+            self.used += job.gpus
+        self.running.extend(chosen)
+        self.pending = [job for job in self.pending if not job.running]
+
+    def _settle(self, before: list[_Job], now: int) -> None:
+        """Count the (re)starts since ``before`` and record what changed at ``now``.
+
+        A job started again is a restart (its overhead grows); one released and
+        started again in the same round keeps running (as in the artifact)."""
+        self.round += 1
+        for job in before:
+            job.seen = self.round
+        for job in self.running:
+            if job.seen != self.round:
+                job.restarts += 1  # its clock stays where it was read (see the module docs)
+                job.penalty = job.restarts * RESTART * (1 + math.log2(job.gpus))
+                # the step its run time first reaches duration + penalty; crediting time
+                # moves last_check and progress together, so this stays put while it runs
+                left = job.duration - job.progress + job.penalty
+                job.due = -(-(job.last_check + math.ceil(left)) // self.check) * self.check
+                self.rec.set_gpus(job.index, now, job.gpus)
+        for job in before:
+            if not job.running and not job.done:
+                self.rec.set_gpus(job.index, now, 0)
+
+
+def _drop_leases(job: _Job, count: int) -> None:
+    """Remove ``count`` planned leases from the front of the job's plan (the artifact's rule)."""
+    if job.plan is not None:
+        job.plan = job.plan[count:]
+
+
+def _runs_now(terms: np.ndarray) -> bool:
+    """Whether a plan uses the lease about to start."""
+    return len(terms) > 0 and terms[0] == 0
+
+
+def _after_this_lease(terms: np.ndarray) -> np.ndarray:
+    """The plan one lease later: this lease dropped, the others one closer."""
+    return (terms[1:] if _runs_now(terms) else terms) - 1
+
+
+def _arrival_groups(jobs: list[_Job]) -> list[tuple[int, list[_Job]]]:
+    """Jobs grouped by submission second, in time order (trace order within a second)."""
+    groups: dict[int, list[_Job]] = {}
+    for job in sorted(jobs, key=lambda j: j.submit):
+        groups.setdefault(job.submit, []).append(job)
+    return sorted(groups.items())

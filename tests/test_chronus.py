@@ -1,0 +1,170 @@
+"""Chronus's lease plans (:mod:`mltraces.scheduling.leases`) and its replay, on cases worked out
+by hand or checked against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mltraces.scheduling import Chronus, SchedulingError, get_policy, schedule
+from mltraces.scheduling.leases import Demand, pack, pack_each, solve
+
+
+def itp(rows: list[tuple]) -> pd.DataFrame:
+    """ITP-format jobs from (job_id, submit, duration, deadline, num_gpu) tuples."""
+    return pd.DataFrame([{"job_id": name, "submission_time": submit, "num_iteration": duration,
+                          "model_name": "m", "deadline": deadline, "batch_size": 64,
+                          "num_gpu": gpus, "duration": duration}
+                         for name, submit, duration, deadline, gpus in rows])
+
+
+def by_id(result) -> pd.DataFrame:
+    return result.jobs.set_index("job_id")
+
+
+# -- the lease programs ---------------------------------------------------------------------
+def test_pack_takes_the_latest_terms_widest_and_tightest_first() -> None:
+    demands = [Demand(1, 2, 4), Demand(2, 1, 3), Demand(1, 2, 3)]
+    fits, room, plan = pack(demands, [3, 3], 3)
+    assert fits
+    # the 2-GPU job first (term 2), then the 1-GPU job with slack 1 (terms 2, 1), then the
+    # other: term 3, not 2 (full), then 1
+    assert [p.tolist() for p in plan] == [[1, 3], [2], [1, 2]]
+    assert room.tolist() == [3, 1, 0, 2]  # terms 0, 1 from the profile, 2, 3 from the cluster
+    assert not pack([Demand(2, 2, 2), Demand(2, 1, 2)], [], 3)[0]
+    # the fallback keeps going past a job that does not fit
+    assert pack_each([Demand(2, 2, 2), Demand(2, 1, 2), Demand(1, 1, 1)], [], 3)[0] is False
+    assert [p.tolist() for p in pack_each([Demand(2, 2, 2), Demand(1, 2, 2)], [], 3)[1]] == \
+        [[0, 1], [0, 1]]
+
+
+def _best_first_term(demands: list[Demand], room: list[int], objective: str) -> int | None:
+    """Brute force: the optimal GPUs in term 0 over every feasible plan (None: infeasible)."""
+    choices = [list(itertools.combinations(range(d.horizon), d.need)) for d in demands]
+    best = None
+    for plan in itertools.product(*choices):
+        used = [0] * len(room)
+        for d, terms in zip(demands, plan, strict=True):
+            for t in terms:
+                used[t] += d.width
+        if any(u > r for u, r in zip(used, room, strict=True)):
+            continue
+        first = used[0]
+        if best is None or (first < best if objective == "minimize" else first > best):
+            best = first
+    return best
+
+
+def _check_plan(demands: list[Demand], room: list[int], plan) -> int:
+    used = [0] * len(room)
+    for d, terms in zip(demands, plan, strict=True):
+        assert len(set(terms.tolist())) == d.need and all(0 <= t < d.horizon for t in terms)
+        for t in terms:
+            used[t] += d.width
+    assert all(u <= r for u, r in zip(used, room, strict=True))
+    return used[0]
+
+
+@pytest.mark.parametrize("objective", ["minimize", "maximize"])
+def test_solve_finds_the_optimum_brute_force_finds(objective: str) -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(60):
+        size = int(rng.choice([2, 4, 8]))
+        demands = [Demand(int(rng.choice([1, 2, 4])), 0, int(rng.integers(1, 5)))
+                   for _ in range(int(rng.integers(1, 5)))]
+        demands = [Demand(min(d.width, size), int(rng.integers(1, d.horizon + 1)), d.horizon)
+                   for d in demands]
+        profile = [int(rng.integers(size // 2, size + 1)) for _ in range(int(rng.integers(0, 3)))]
+        room = list(profile) + [size] * (max(d.horizon for d in demands) - len(profile))
+        room = room[: max(d.horizon for d in demands)]
+        best = _best_first_term(demands, room, objective)
+        for shortcut in (True, False):
+            plan = solve(demands, profile, size, objective, shortcut=shortcut)
+            if best is None:
+                assert plan is None
+            else:
+                assert _check_plan(demands, room, plan) == best, (demands, profile, shortcut)
+
+
+def test_solve_asks_highs_when_no_packing_proves_the_optimum() -> None:
+    """Three 1-GPU jobs need both terms of a 4-GPU cluster and a 2-GPU job one: no packing
+    can keep term 0 to the forced 3 GPUs, and the program shows none exists at all."""
+    demands = [Demand(1, 2, 2)] * 3 + [Demand(2, 1, 2)]
+    assert solve(demands, [], 4, "minimize") is None
+    plan = solve([Demand(1, 2, 2), Demand(1, 2, 2), Demand(2, 1, 2), Demand(2, 1, 2)], [], 4,
+                 "minimize")
+    assert sorted(len(t) for t in plan) == [1, 1, 2, 2]
+    assert _check_plan([Demand(1, 2, 2), Demand(1, 2, 2), Demand(2, 1, 2), Demand(2, 1, 2)],
+                       [4, 4], plan) == 4
+
+
+def test_solve_refuses_an_unknown_objective() -> None:
+    with pytest.raises(ValueError, match="objective"):
+        solve([Demand(1, 1, 1)], [], 1, "random")
+
+
+# -- the replay ---------------------------------------------------------------------------------
+def test_one_job_runs_from_the_first_lease_and_gains_the_wait_as_run_time() -> None:
+    """1,000 s on 1 GPU, deadline 3,000 s, 60 s steps. Estimate int(1000 x (1 + 0.5/240) x
+    1.1) = 1102 s: 5 leases before the last whole lease by the deadline (12 - 1 = 11), so it
+    is accepted with the deadline 2,880 s. Arrivals are taken after the lease at t=0: it
+    starts at the lease of t=240. Its clock was last read at t=0, so at t=480 it has run
+    480 s (the artifact credits the wait); it ends at 960 + (1000 - 960) + 0.5 s restart."""
+    out = by_id(schedule(itp([("a", 0, 1000, 3000, 1)]), "n1g8", None, "chronus"))
+    assert out.loc["a", "start_time"] == 240
+    assert out.loc["a", "finish_time"] == 1000.5
+    assert out.loc["a", "deadline_met"]
+
+
+def test_a_job_that_cannot_be_guaranteed_runs_on_spare_gpus() -> None:
+    """Job b cannot get 4 leases of 8 GPUs beside job a's plan before its deadline, so it is
+    declined and runs on what a leaves free; a keeps its guarantee."""
+    trace = itp([("a", 0, 2000, 2000 * 3, 8), ("b", 0, 700, 1500, 8), ("c", 0, 400, 20_000, 4)])
+    out = by_id(schedule(trace, "n2g8", None, "chronus"))
+    assert out.loc["a", "deadline_met"]
+    assert out["finish_time"].notna().all()
+    assert out.loc["b", "start_time"] < out.loc["a", "finish_time"]  # spare GPUs, not a lease
+
+
+def test_chronus_is_a_registered_policy_with_checked_options() -> None:
+    assert isinstance(get_policy("chronus"), Chronus)
+    assert get_policy("time-aware-with-lease").name == "chronus"
+    with pytest.raises(SchedulingError, match="plans must be one of"):
+        Chronus(plans="gurobi")
+    with pytest.raises(SchedulingError, match="divide its 240 s lease"):
+        schedule(itp([("a", 0, 100, 1000, 1)]), "n1g8", None, Chronus(check=70))
+
+
+def test_plans_and_ties_give_valid_replays_of_a_busy_trace() -> None:
+    rng = np.random.default_rng(5)
+    rows = []
+    for k in range(40):
+        duration = int(rng.integers(300, 6000))
+        submit = int(k * rng.integers(60, 600))
+        rows.append((f"j{k}", submit, duration, submit + int(duration * rng.uniform(0.8, 3)),
+                     int(rng.choice([1, 2, 4, 8]))))
+    trace = itp(rows)
+    ratios = {}
+    for policy in (Chronus(), Chronus(plans="highs"), Chronus(ties=1), Chronus(plans="packing")):
+        try:
+            result = schedule(trace, "n2g8", None, policy)
+        except SchedulingError as error:  # the packing alone may stop, as the artifact does
+            assert policy.plans == "packing" and "artifact stops here" in str(error)
+            continue
+        out = result.jobs
+        assert out["finish_time"].notna().all() and (out["finish_time"] >= out["start_time"]).all()
+        series = result.utilisation
+        assert series["allocated_gpus"].between(0, 16).all()
+        ratios[(policy.plans, policy.ties)] = result.summary["ddl_satis_ratio"].iloc[0]
+    assert all(0 < r <= 1 for r in ratios.values()) and len(ratios) >= 3
+
+
+def test_jobs_wider_than_the_cluster_are_turned_away() -> None:
+    out = by_id(schedule(itp([("huge", 0, 100, 1000, 16), ("ok", 0, 100, 1000, 1)]), "n1g8",
+                         None, "chronus"))
+    assert not out.loc["huge", "admitted"] and math.isnan(out.loc["huge", "finish_time"])
+    assert out.loc["ok", "deadline_met"]
