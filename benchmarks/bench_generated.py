@@ -34,7 +34,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import tarfile
 import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +47,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_schedule  # noqa: E402
+import harness  # noqa: E402
 
 from mltraces.scheduling import ClusterSpec, genfigs, load_profiles, run_case, sweep  # noqa: E402
 from mltraces.scheduling.api import Case  # noqa: E402
@@ -63,14 +63,8 @@ ARTIFACT = {**bench_schedule.ARTIFACT_NAMES, "edf-admission": "edf-accessctrl",
 # -- the artifact's files ---------------------------------------------------------------------
 def unpack_generator() -> Path:
     """The artifact's generator and plot folder (unpacked once beside the scheduler)."""
-    root = WORK / "generator"
-    found = next(root.glob("*/ElasticFlow/trace_generator"), None) if root.exists() else None
-    if found is None:
-        root.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(GENERATOR_TAR) as archive:
-            archive.extractall(root, filter="data")
-        found = next(root.glob("*/ElasticFlow/trace_generator"))
-    return found
+    return harness.unpacked_once(GENERATOR_TAR, WORK / "generator",
+                                 "*/ElasticFlow/trace_generator")
 
 
 def artifact_trace(python: Path, generator: Path, scheduler: Path, spec: TraceSpec,

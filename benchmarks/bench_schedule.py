@@ -56,6 +56,9 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import harness  # noqa: E402
 
 from mltraces.scheduling import (  # noqa: E402
     FIG8B_CLUSTERS,
@@ -157,12 +160,9 @@ def prepare_reference(traces: dict[str, pd.DataFrame], shift: int = 0) -> tuple[
             [str(python), "-m", "pip", "install", "--quiet", *REFERENCE_DEPS], check=True
         )
     root = WORK / "reference"
-    scheduler = next(root.glob("*/ElasticFlow/scheduler"), None) if root.exists() else None
-    if scheduler is None:
-        root.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(REFERENCE_TAR) as archive:
-            archive.extractall(root, filter="data")
-        scheduler = next(root.glob("*/ElasticFlow/scheduler"))
+    fresh = not any(root.glob("*/ElasticFlow/scheduler")) if root.exists() else True
+    scheduler = harness.unpacked_once(REFERENCE_TAR, root, "*/ElasticFlow/scheduler")
+    if fresh:
         env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
         subprocess.run(["make", "rpc"], cwd=scheduler, env=env, check=True, capture_output=True)
     folder = scheduler.parent / "traces_for_ElasticFlow"

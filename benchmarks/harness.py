@@ -30,6 +30,19 @@ def timed(action: Callable[[], object], repeat: int = 1) -> tuple[float, object]
     return statistics.median(times), result
 
 
+def unpacked_once(tarball: Path, root: Path, pattern: str) -> Path:
+    """The folder matching ``pattern`` inside ``tarball``, extracted into ``root`` once."""
+    import tarfile
+
+    found = next(root.glob(pattern), None) if root.exists() else None
+    if found is None:
+        root.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(tarball) as archive:
+            archive.extractall(root, filter="data")
+        found = next(root.glob(pattern))
+    return found
+
+
 def _generate_once(path: Path, write: Callable[[Path], None]) -> Path:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

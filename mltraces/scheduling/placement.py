@@ -53,25 +53,27 @@ class NodeSets:
         self.groups: dict[int, list[NodeGroup]] = {size: [] for size in SIZES}
         self.group_of: dict[int, NodeGroup] = {}
 
+    def _share(self, line: list[NodeGroup], job: int, gpus: int, home: list[NodeGroup]) -> bool:
+        """Try the first group of ``line`` for ``job``; a full one goes to the line's end
+        (the reference rotates its group lists this way)."""
+        group = line.pop(0)
+        if group.used + gpus <= group.capacity:
+            self._add(group, job, gpus, home)
+            return True
+        line.append(group)
+        return False
+
     def place(self, job: int, gpus: int) -> bool:
         """Place ``job`` on ``gpus`` GPUs; False when no nodes are left for it."""
         home = self.groups[gpus]
-        if home:
-            group = home.pop(0)
-            if group.used + gpus <= group.capacity:
-                self._add(group, job, gpus, home)
-                return True
-            home.append(group)
+        if home and self._share(home, job, gpus, home):
+            return True
         for size in _DESCENDING:
             if size <= gpus:
                 break
             others = self.groups[size]
-            if others:
-                group = others.pop(0)
-                if group.used + gpus <= group.capacity:
-                    self._add(group, job, gpus, home)
-                    return True
-                others.append(group)
+            if others and self._share(others, job, gpus, home):
+                return True
         span = math.ceil(gpus / self.per_node)
         if span > len(self.free_nodes):
             return False
