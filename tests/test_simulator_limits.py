@@ -45,7 +45,7 @@ def test_an_absurd_cluster_is_refused_before_any_work(cluster: str, policy: str)
     """n50000000g8 took ElasticFlow to 9.6 GB in 60 s and Gandiva to 2.5 GB; n100000000g8
     and a 20-digit node count gave MemoryError, numba and ValueError tracebacks."""
     done = cli("schedule", "--trace", "itp/cluster10", "--cluster", cluster, "--policy", policy,
-               seconds=60, memory_mb=1024)
+               seconds=60, memory_mb=3072)
     line = one_error_line(done)
     assert f"cluster {cluster} has" in line and "at most 1,048,576" in line
     assert "MLTRACES_MAX_GPUS" in line
@@ -76,10 +76,11 @@ _BIG_CLUSTER = textwrap.dedent("""
 
 def test_a_replay_whose_tables_grow_with_the_cluster_is_bounded(monkeypatch) -> None:
     """On a million GPUs ElasticFlow's GPUs x GPUs table would need 8 TiB: refused before
-    anything is allocated (the child has 1 GB; the compiled rounds are not even loaded); the
-    replays whose memory follows the jobs, or the nodes (Gandiva, 131,072 of them), run."""
+    anything is allocated (the child has 3 GB of address space; the compiled rounds are not
+    even loaded); the replays whose memory follows the jobs, or the nodes (Gandiva, 131,072
+    of them), run."""
     tests = str(Path(__file__).parent)
-    out = python_json(_BIG_CLUSTER.format(tests=tests), seconds=120, memory_mb=1024)
+    out = python_json(_BIG_CLUSTER.format(tests=tests), seconds=120, memory_mb=3072)
     assert "elasticflow on n131072g8 (1,048,576 GPUs) with 20 jobs needs about" in out[
         "elasticflow"] and "MLTRACES_MAX_REPLAY_MEMORY" in out["elasticflow"]
     assert out["tiresias"] == out["fifo"] == 20
@@ -92,7 +93,7 @@ def test_a_replay_whose_tables_grow_with_the_cluster_is_bounded(monkeypatch) -> 
 
 def test_a_billion_seeds_are_refused_while_parsing() -> None:
     """``--seeds 1-1000000000`` built the whole list while parsing: 14 GB in 30 s."""
-    done = cli("simulate", "--seeds", "1-1000000000", seconds=60, memory_mb=1024)
+    done = cli("simulate", "--seeds", "1-1000000000", seconds=60, memory_mb=3072)
     line = one_error_line(done)
     assert "asks for 1,000,000,000 seeds; the limit is 100,000" in line
     assert "MLTRACES_MAX_SEEDS" in line
@@ -116,7 +117,7 @@ _SEEDS = textwrap.dedent("""
 
 def test_the_python_api_counts_seeds_before_building_them(monkeypatch) -> None:
     tests = str(Path(__file__).parent)
-    sized, endless = python_json(_SEEDS.format(tests=tests), seconds=60, memory_mb=1024)
+    sized, endless = python_json(_SEEDS.format(tests=tests), seconds=60, memory_mb=3072)
     assert sized.startswith("999,999,999 seeds asked for; the limit is 100,000")
     assert endless.startswith("more than 100,000 seeds asked for")
     monkeypatch.setenv("MLTRACES_MAX_SEEDS", "3")
