@@ -74,6 +74,16 @@ class Setup:
     def gpus(self) -> int:
         return self.cluster.gpus
 
+    def clock_phase(self, period: float) -> float:
+        """Seconds past a whole ``period`` of the trace's own clock at the jobs' time 0.
+
+        The replays count from the first submission (:attr:`origin`), but some of the
+        artifact's policies act on a grid of the trace's clock (Gandiva rotates on its
+        minutes, Chronus leases on its 240 s): they shift the jobs by this much so their
+        grid stays where the artifact's is, at any clock magnitude.
+        """
+        return float(self.origin % period) if math.isfinite(self.origin) else 0.0
+
     def check_memory(self, policy: str, needed: float, grows_as: str) -> None:
         """Refuse, before allocating, a replay whose cluster-sized arrays would need more
         than ``MLTRACES_MAX_REPLAY_MEMORY`` bytes."""

@@ -179,10 +179,9 @@ class _ChronusRun:
 
     def __init__(self, setup: Setup, check: int, policy: Chronus) -> None:
         self.rec = setup.recorder()
-        # the jobs' times count from the first submission (Setup.origin); the artifact's
-        # steps and leases fall on multiples of 60 and 240 s of the trace's own clock, so
-        # the replay runs that far (at most one lease) before the first submission
-        self.phase = int(setup.origin) % LEASE if math.isfinite(setup.origin) else 0
+        # the artifact's steps and leases fall on multiples of 60 and 240 s of the trace's
+        # own clock: the replay starts that far (under one lease) before the first job
+        self.phase = int(setup.clock_phase(LEASE))
         self.size = setup.gpus
         self.check = check
         self.plans = policy.plans

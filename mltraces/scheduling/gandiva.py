@@ -84,8 +84,8 @@ class Gandiva:
             [int(n * per_node / size) for n, size in zip(span, SET_SIZES, strict=True)], np.int64
         )
         plain, restart = _overhead_costs(setup)
-        # the trace clock's seconds past the minute at 0 (rotations fall on its minutes)
-        phase = 0.0 if self.shift_invariant else float(setup.origin % 60)
+        # rotations fall on the trace clock's minutes
+        phase = 0.0 if self.shift_invariant else setup.clock_phase(60)
         submit = jobs.submit_time + phase
         etime, eptr, ejobs = arrival_groups(submit, np.flatnonzero(kind >= 0))
         start = np.full(len(jobs), np.nan)

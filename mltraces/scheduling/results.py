@@ -96,10 +96,11 @@ class Recorder:
         self._gpus[job] = gpus
         self._since[job] = now
         self._total += gpus - old
-        if gpus:
-            self._holding[job] = gpus
-        else:
-            del self._holding[job]
+        if self._speedups is not None:  # only a replay that logs its rounds reads it
+            if gpus:
+                self._holding[job] = gpus
+            else:
+                del self._holding[job]
         if self.times and self.times[-1] == now:
             self.allocated[-1] = self._total
         else:
