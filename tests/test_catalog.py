@@ -455,6 +455,17 @@ def test_describe_table(http_mirror) -> None:
     assert "Primary key: (gpu, dataset, network, batch_size, optimizer, power_limit)" in text
 
 
+def test_descriptions_never_break_a_path_at_its_hyphens() -> None:
+    # textwrap breaks at hyphens by default: `mltraces info` printed a local folder under
+    # /tmp/pytest-of-root/.../popen-gw0 as "popen-" and "gw0" on two lines
+    from mltraces.catalog.describe import _fill
+
+    path = "/tmp/" + "-".join(["pytest-of-root"] * 8) + "/popen-gw0/repo"
+    text = _fill(f"Status: 397 rows (local: {path} (2023-06 to 2023-07; 2 file(s) verified)",
+                 subsequent_indent="  ")
+    assert path in text.split()
+
+
 def test_describe_unavailable_table(monkeypatch) -> None:
     monkeypatch.setenv("MLTRACES_OFFLINE", "1")
     text = describe_table("acme.seren_jobs")

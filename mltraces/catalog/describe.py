@@ -84,6 +84,15 @@ def _view_status(schema: TableSchema, local: Path | None = None) -> str:
     return f"{rows:,} rows ({origin})" + (f"; {state}: {reason}" if reason else "")
 
 
+def _fill(text: str, **indents: str) -> str:
+    """``text`` wrapped at 100 columns, never inside a word: paths and ids stay whole.
+
+    (textwrap breaks at hyphens by default, so ``/tmp/pytest-of-root`` could come
+    out as ``pytest-`` and ``of-root`` on two lines.)
+    """
+    return textwrap.fill(text, 100, break_on_hyphens=False, break_long_words=False, **indents)
+
+
 def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None = None) -> str:
     """A readable description of a table: schema, units, constraints, source and row count.
 
@@ -98,10 +107,9 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
             status = _view_status(schema, overrides.get(name))
     except MltracesError as error:
         status = f"unavailable: {error}"
-    lines = [f"{schema.name}: {schema.title}", "", textwrap.fill(schema.description, 100), "",
-             textwrap.fill(f"Source files: {', '.join(schema.file_ids)}", 100,
-                           subsequent_indent="  "),
-             textwrap.fill(f"Status: {status}", 100, subsequent_indent="  ")]
+    lines = [f"{schema.name}: {schema.title}", "", _fill(schema.description), "",
+             _fill(f"Source files: {', '.join(schema.file_ids)}", subsequent_indent="  "),
+             _fill(f"Status: {status}", subsequent_indent="  ")]
     if schema.primary_key:
         lines.append(f"Primary key: ({', '.join(schema.primary_key)})")
     lines += ["", "Columns:", *_format_columns(_column_rows(schema))]
@@ -110,7 +118,7 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
         lines += [f"  {c.name} [{c.severity}]: {c.description}" for c in schema.checks]
     if schema.notes:
         lines += ["", "Notes:"]
-        lines += [textwrap.fill(n, 100, initial_indent="  - ", subsequent_indent="    ")
+        lines += [_fill(n, initial_indent="  - ", subsequent_indent="    ")
                   for n in schema.notes]
     lines += ["", f"Schema file: schemas/{schema.schema_name}/{schema.table_name}.json "
               "(Frictionless Table Schema)"]

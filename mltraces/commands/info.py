@@ -30,11 +30,12 @@ def format_source(name: str) -> str:
         "pins:     " + ", ".join(f"{k} {v}" for k, v in source.pins.items()),
         f"files:    {len(source.files)}",
         "",
-        *textwrap.wrap(source.description, 88),
+        *textwrap.wrap(source.description, 88, break_on_hyphens=False, break_long_words=False),
         "",
         "Known anomalies:",
         *(
-            textwrap.fill(a, 88, initial_indent="  - ", subsequent_indent="    ")
+            textwrap.fill(a, 88, initial_indent="  - ", subsequent_indent="    ",
+                          break_on_hyphens=False, break_long_words=False)
             for a in source.anomalies
         ),
         "",
