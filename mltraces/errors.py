@@ -12,10 +12,11 @@ class MltracesError(Exception):
 
 
 class PartialViewWarning(UserWarning):
-    """A view named in ``connect()`` unites tables some of which are not fetched.
+    """A view ``connect()`` set up (``mltraces.jobs``) unites tables some of which are not fetched.
 
     Its queries would silently leave those tables' rows out; the message names them
-    and the ``mltraces fetch`` command that brings them.
+    and the ``mltraces fetch`` command that brings them. Silence it with
+    ``warnings.simplefilter("ignore", PartialViewWarning)`` once you know.
     """
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from pathlib import Path
 
 import duckdb
@@ -150,15 +149,37 @@ def test_a_partly_fetched_view_says_what_is_missing_and_how_to_fetch_it(real_cac
         con.close()
 
 
-def test_naming_a_partial_view_in_python_warns_with_the_fetch_command(acme_files) -> None:
+def test_a_partial_view_in_python_warns_with_the_fetch_command(acme_files) -> None:
     """A Python query filtered to a missing trace returns no rows: the connect says why."""
-    with pytest.warns(PartialViewWarning, match=r"mltraces.jobs is partial: .*itp/raw.* not "
-                                                r"fetched \(run `mltraces fetch .*itp"):
+    message = (r"mltraces.jobs is partial: .*itp/raw.* not fetched \(run `mltraces fetch .*itp"
+               r".*jobs_of")
+    with pytest.warns(PartialViewWarning, match=message):
         con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
     con.close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", PartialViewWarning)
-        connect(local=acme_files).close()  # nothing named: the status row says it
+    with pytest.warns(PartialViewWarning, match=message):
+        connect(local=acme_files).close()  # nothing named: every table, the view too
+
+
+def test_jobs_of_a_trace_that_is_not_fetched_raises_where_a_filter_returns_nothing(
+        acme_files) -> None:
+    con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
+    try:
+        # the plain filter: DuckDB proves it empty from the view's constant traces
+        assert scalar(con, "SELECT count(*) FROM mltraces.jobs WHERE trace = 'itp/raw'") == 0
+        for name in ("itp/raw", "itp"):  # a trace, or its source
+            with pytest.raises(duckdb.Error, match=r"lacks .*itp/raw.* not fetched \(run "
+                                                   r"`mltraces fetch .*itp"):
+                con.execute("SELECT count(*) FROM mltraces.jobs_of(?) WHERE cluster = 'x'",
+                            [name]).fetchall()
+        with pytest.raises(duckdb.Error, match=r"no trace or source it's; known traces and "
+                                               r"sources: acme, acme/kalos"):
+            con.execute("FROM mltraces.jobs_of('it''s')").fetchall()
+        for name in ("acme/kalos", "acme"):
+            mine = con.execute("FROM mltraces.jobs_of(?) ORDER BY ALL", [name]).fetchall()
+            assert mine == rows(con, f"FROM mltraces.jobs WHERE trace LIKE '{name}%' ORDER BY ALL")
+        assert scalar(con, "SELECT count(*) FROM mltraces.jobs_of('acme/kalos')") > 0
+    finally:
+        con.close()
 
 
 def test_a_view_with_nothing_fetched_raises_the_fetch_command() -> None:

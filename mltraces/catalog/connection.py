@@ -116,23 +116,27 @@ def connect(
     except BaseException:
         con.close()
         raise
-    _warn_partial(statuses, explicit)
+    _warn_partial(statuses)
     return con
 
 
-def _warn_partial(statuses: list[TableStatus], explicit: set[str]) -> None:
-    """Warn when a view the caller named (``mltraces.jobs``) lacks some of its tables.
+def _warn_partial(statuses: list[TableStatus]) -> None:
+    """Warn when a view (``mltraces.jobs``) lacks some of the tables it unites.
 
-    A Python query filtered to a missing trace would otherwise return nothing and say
-    nothing; with ``tables=None`` the status row alone says it, as nothing was asked for.
+    A Python query filtered to a missing trace would otherwise return nothing and
+    say nothing: the warning names each missing trace with the ``mltraces fetch``
+    command, and points at ``mltraces.jobs_of(...)``, which raises instead.
     """
     import warnings
 
+    from mltraces.catalog.jobs import FILTER_MACRO
     from mltraces.errors import PartialViewWarning
 
     for status in statuses:
-        if status.state == PARTIAL and status.table in explicit:
-            warnings.warn(f"{status.table} is partial: {status.reason}", PartialViewWarning,
+        if status.state == PARTIAL:
+            macro = f"{status.table.split('.')[0]}.{FILTER_MACRO}('TRACE')"
+            warnings.warn(f"{status.table} is partial: {status.reason}; "
+                          f"FROM {macro} raises for a trace it lacks", PartialViewWarning,
                           stacklevel=3)
 
 

@@ -13,7 +13,12 @@ A trace that is not fetched is never silently absent:
 - ``mltraces sql`` prints that notice when a query reads the view, and refuses
   a query that names a missing trace (``WHERE trace = 'acme/kalos'``) with the
   same command, instead of printing an empty result;
-- with no trace to read at all, the view raises that reason when queried.
+- with no trace to read at all, the view raises that reason when queried;
+- in Python, ``connect()`` warns (:class:`~mltraces.errors.PartialViewWarning`)
+  with that sentence whenever the view lacks a trace, and
+  ``FROM mltraces.jobs_of('acme/kalos')`` (a trace, or a source: ``'helios'``)
+  is the view filtered to it that raises the fetch command instead of returning
+  no rows, in any client.
 """
 
 from __future__ import annotations
@@ -38,7 +43,11 @@ if TYPE_CHECKING:
     from mltraces.jobmap import JobTable
     from mltraces.schema import TableSchema
 
-__all__ = ["PARTIAL", "Coverage", "attach_jobs", "coverage", "jobs_needs", "jobs_status"]
+__all__ = ["FILTER_MACRO", "PARTIAL", "Coverage", "attach_jobs", "coverage", "jobs_needs",
+           "jobs_status"]
+
+#: ``mltraces.jobs_of(name)``: the jobs view filtered to one trace or source, strictly
+FILTER_MACRO = "jobs_of"
 
 class Coverage(NamedTuple):
     """Which mapped traces the view holds now, and which it lacks (with why)."""
@@ -100,9 +109,38 @@ def view_sql(schema: TableSchema, present: list[JobTable]) -> str:
     return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
 
 
+def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
+    """``CREATE MACRO mltraces.jobs_of(name)``: the view's rows of one trace or source.
+
+    A name whose trace is not fetched raises the ``mltraces fetch`` command, and an
+    unknown name lists the known ones, where ``WHERE trace = name`` would return no
+    rows and say nothing. The name picks the query text (DuckDB's ``query()``), so
+    the check runs before any plan exists: a filter DuckDB proves empty (every
+    branch of the view has a constant ``trace``) cannot skip it.
+    """
+    from mltraces.schema import sql_literal
+
+    lacking: dict[str, list[tuple[JobTable, str]]] = {}
+    for table, reason in found.missing:
+        for name in (table.trace, table.source):
+            lacking.setdefault(name, []).append((table, reason))
+    queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
+    queries.update({t.source: f"trace LIKE {sql_literal(t.source + '/%')}" for t in found.present})
+    cases = [f"WHEN name = {sql_literal(name)} THEN error({sql_literal(missing_notice(m))})"
+             for name, m in sorted(lacking.items())]
+    cases += [f"WHEN name = {sql_literal(name)} THEN "
+              + sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
+              for name, where in sorted(queries.items()) if name not in lacking]
+    macro = f"{schema.schema_name}.{FILTER_MACRO}"
+    every = ", ".join(sorted({*queries, *lacking}))
+    unknown = sql_literal(f"; known traces and sources: {every}")
+    return (f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query(CASE {' '.join(cases)} "
+            f"ELSE error('{macro}: no trace or source ' || name || {unknown}) END)")
+
+
 def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
                 ) -> TableStatus:
-    """Create ``mltraces.jobs`` over the member tables already on ``con``."""
+    """Create ``mltraces.jobs`` (and ``mltraces.jobs_of``) over the member tables on ``con``."""
     from mltraces.catalog.views import unavailable_sql
 
     if local is not None:
@@ -111,9 +149,9 @@ def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path
     found = coverage(read_status(con) or {})
     if not found.present:
         reason = found.notice() or "no source maps a job table"
-        con.execute(unavailable_sql(schema, reason))
+        con.execute(unavailable_sql(schema, reason) + ";" + filter_macro_sql(schema, found))
         return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
-    con.execute(view_sql(schema, found.present))
+    con.execute(view_sql(schema, found.present) + ";" + filter_macro_sql(schema, found))
     return _status(schema, found)
 
 
