@@ -127,13 +127,13 @@ def _warn_partial(statuses: list[TableStatus]) -> None:
     say nothing: the warning names each missing trace with the ``mltraces fetch``
     command, and points at ``mltraces.jobs_of(...)``, which raises instead.
     """
-    import warnings
-
-    from mltraces.catalog.jobs import FILTER_MACRO
-    from mltraces.errors import PartialViewWarning
-
     for status in statuses:
-        if status.state == PARTIAL:
+        if status.state == PARTIAL:  # (imported only then: a warm query loads no readers)
+            import warnings
+
+            from mltraces.catalog.jobs import FILTER_MACRO
+            from mltraces.errors import PartialViewWarning
+
             macro = f"{status.table.split('.')[0]}.{FILTER_MACRO}('TRACE')"
             warnings.warn(f"{status.table} is partial: {status.reason}; "
                           f"FROM {macro} raises for a trace it lacks", PartialViewWarning,
