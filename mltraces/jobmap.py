@@ -72,6 +72,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.errors import RegistryError
+from mltraces.names import canonical
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal
 
 if TYPE_CHECKING:
@@ -543,6 +544,7 @@ def replay_names() -> dict[str, JobTable]:
 
 def resolve_replay(trace_id: str) -> Replay:
     """The table (and slice) behind a trace id; literal names before ``{cluster}`` ones."""
+    trace_id = canonical(trace_id)
     source, _, name = trace_id.partition("/")
     entries = [e for e in job_tables().values() if e.source == source]
     for entry in entries:

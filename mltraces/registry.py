@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from mltraces.errors import RegistryError
+from mltraces.names import canonical
 
 DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
 SOURCE_FILE = "source.json"
@@ -419,6 +420,7 @@ def _loaded(folder: Path) -> Source:
 
 def _one(name: str) -> Source | None:
     """One source without reading the others (a warm query names one or two)."""
+    name = canonical(name)
     if _override is not None:
         return _override.get(name)
     folder = DATASETS_DIR / name
@@ -449,6 +451,7 @@ def all_files() -> dict[str, RemoteFile]:
 
 def get_file(file_id: str) -> RemoteFile:
     """The file with this id (``itp/raw-traces.tar.gz``) or base name; the error suggests ids."""
+    file_id = canonical(file_id) if "/" in file_id else file_id
     source = _one(file_id.split("/", 1)[0]) if "/" in file_id else None
     for file in source.files if source is not None else ():
         if file.id == file_id:

@@ -41,6 +41,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from mltraces.errors import SchemaError
+from mltraces.names import canonical
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
@@ -493,6 +494,7 @@ def all_schemas() -> dict[str, TableSchema]:
 
 def get_schema(name: str) -> TableSchema:
     """The schema of table ``name``; the error lists the known tables."""
+    name = canonical(name)
     names = schema_files()
     if name not in names:
         hint = [n for n in names if name in n] or list(names)

@@ -442,6 +442,7 @@ SIMULATION_ARGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.upstream
 @pytest.mark.parametrize("name", list(figures.registry()))
 def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> None:
@@ -729,6 +730,7 @@ BYTE_STABLE = ["zeus_fig1", "elasticflow_fig7b", "acme_fig4",
                "zeus_converged", "itp_duration_cdf", "elasticflow_fig7a", "elasticflow_fig10"]
 
 
+@pytest.mark.slow
 @pytest.mark.upstream
 @pytest.mark.parametrize("name", BYTE_STABLE)
 def test_rendering_reproduces_the_committed_files_byte_for_byte(
@@ -741,6 +743,7 @@ def test_rendering_reproduces_the_committed_files_byte_for_byte(
         assert ours == committed, f"{name}{suffix} differs from figures/: re-render it"
 
 
+@pytest.mark.slow
 @pytest.mark.upstream
 def test_worker_processes_write_the_same_bytes(real_con, tmp_path: Path) -> None:
     names = ["itp_gpu_count", "acme_fig8"]

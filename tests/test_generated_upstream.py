@@ -159,6 +159,7 @@ FIG9 = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("policy", "cluster"), list(FIG9))
 def test_fig9_variants_equal_the_artifacts(a100, fig9_trace, policy, cluster) -> None:
     ratio, rounds, digest = FIG9[policy, cluster]

@@ -34,6 +34,7 @@ def _exported(tmp_path: Path, name: str, *args, **kwargs) -> tuple[bytes, dict]:
     return out.read_bytes(), record
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["elasticflow", "tiresias", "pollux", "pollux-trace", "gavel",
                                  "philly"])
 def test_the_batch_size_does_not_change_the_bytes(fmt: str, real_catalog,  # noqa: F811
@@ -85,6 +86,7 @@ def test_a_limit_and_a_gathered_fact_span_batches() -> None:
     assert run.report() == report
 
 
+@pytest.mark.slow
 def test_recipes_that_gather_write_the_same_bytes_in_any_batches(philly_con,  # noqa: F811
                                                                   tmp_path: Path) -> None:
     for recipe in ("synergy-philly", "helios-qssf", "pollux"):

@@ -48,3 +48,26 @@ def test_a_cluster_given_on_the_command_line_wins(three_sources, capsys) -> None
     assert {r["cluster"] for r in rows} == {"n2g8"}
     queued = {r["trace"]: float(r["mean_queueing_delay"]) for r in rows if r["policy"] == "fifo"}
     assert queued["philly/all"] > 0  # 16 GPUs for 600 jobs: they wait
+
+
+def test_the_sources_answer_to_their_hyphenated_names(three_sources, capsys) -> None:
+    """The issue and the repositories write alibaba-pai; the package is alibaba_pai."""
+    rows = _summary(capsys)
+    assert main(["schedule", "--trace", "alibaba-pai/all", "--policy", "fifo", "--workers", "1",
+                 "--format", "csv", "--summary"]) == 0
+    [hyphen] = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    [underscore] = [r for r in rows if r["trace"] == "alibaba_pai/all" and r["policy"] == "fifo"]
+    timing = {"seconds", "cpu_seconds"}
+    assert {k: v for k, v in hyphen.items() if k not in timing} == {
+        k: v for k, v in underscore.items() if k not in timing}  # named as the package names it
+
+
+def test_a_trace_whose_files_cannot_be_fetched_is_one_line_naming_the_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    # it was a DuckDB traceback from the replay's first read of the unavailable view
+    monkeypatch.setenv("MLTRACES_OFFLINE", "1")
+    assert main(["schedule", "--trace", "helios/venus", "--policy", "fifo"]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = captured.err.splitlines()
+    assert line.startswith("mltraces schedule: error: ") and "helios/data.zip" in line

@@ -693,6 +693,7 @@ def burst_trace() -> pd.DataFrame:
     return mixed_trace(80, 4, at_once=True, slack=(20.0, 60.0))
 
 
+@pytest.mark.slow
 def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -> None:
     """Compiled and plain Python run the same planner and rounds: congested, both repricing
     modes."""

@@ -204,6 +204,7 @@ def fig8a_result(artifact):
                     trace_name="elasticVpollux_e")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", sorted(FIG8A))
 def test_fig8a_matches_the_artifact_job_for_job(fig8a_result, policy: str) -> None:
     """Fig. 8(a)'s setup: each policy's ratio to 4 decimals and its per-job outcomes as the
@@ -222,6 +223,7 @@ def _chronus_jobs(artifact: Path, itp_traces, trace: str):
     return read_jobs_csv(artifact / "traces_for_ElasticFlow" / f"{trace}.csv")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label,run", [(label, run) for label, runs in sorted(CHRONUS.items())
                                        for run in sorted(runs) if label != "fig10"])
 def test_chronus_matches_the_artifact_job_for_job(artifact, itp_traces, label: str,

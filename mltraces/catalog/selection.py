@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mltraces import config
+from mltraces.names import canonical
 from mltraces.schema import BUILTIN_FILE_READERS, TableSchema, get_schema, schema_files
 
 __all__ = ["is_view_table", "resolve_local", "select_schemas", "tables"]
@@ -34,7 +35,7 @@ def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
         names = [names]
     chosen: dict[str, None] = {}
     sources = sorted({n.split(".", 1)[0] for n in known})
-    for name in names:
+    for name in map(canonical, names):
         in_source = [n for n in known if n.split(".", 1)[0] == name]
         if not in_source and name not in known:
             raise KeyError(f"unknown table or source {name!r}; sources: {', '.join(sources)}; "
@@ -48,8 +49,8 @@ def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> 
 
     Paths are taken literally: ``trace[12].csv`` is that one file, never a pattern.
     """
-    overrides = config.local_tables()
-    overrides.update({k: Path(v).expanduser() for k, v in (local or {}).items()})
+    overrides = {canonical(k): v for k, v in config.local_tables().items()}
+    overrides.update({canonical(k): Path(v).expanduser() for k, v in (local or {}).items()})
     known = schema_files()
     for name in overrides:
         if name not in known:

@@ -46,6 +46,7 @@ def format_source(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mltraces.names import canonical
     from mltraces.registry import all_sources
 
     if args.name is None:
@@ -53,14 +54,15 @@ def run(args: argparse.Namespace) -> int:
             print(format_source(source.name))
             print()
         return 0
-    if args.name in all_sources():
-        print(format_source(args.name))
+    name = canonical(args.name)
+    if name in all_sources():
+        print(format_source(name))
         return 0
-    if "." in args.name:
+    if "." in name:
         from mltraces.catalog import describe_table
         from mltraces.commands.common import local_overrides
 
-        print(describe_table(args.name, local=local_overrides(args)))
+        print(describe_table(name, local=local_overrides(args)))
         return 0
     raise KeyError(
         f"unknown source or table {args.name!r}; sources: "

@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     con = open_catalog(args, inputs.tables_for(traces, throughputs=True if generated else None,
                                                specs=specs))
     try:
+        _require(con, inputs.tables_for(traces, throughputs=False, specs=False))
         clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
@@ -176,13 +177,28 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
     return cases
 
 
+def _require(con: Any, tables: list[str]) -> None:
+    """Raise the reason a trace's own table cannot be read (the cluster specs may be absent:
+    a cluster name like ``n2g8`` needs no file), instead of a traceback at its first read."""
+    from mltraces.catalog import read_status
+    from mltraces.errors import MltracesError
+
+    status = read_status(con) or {}
+    for table in tables:
+        row = status.get(table)
+        if row is not None and not row.usable:
+            raise MltracesError(f"{table} is {row.state}: {row.reason}")
+
+
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
     from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS
 
     if spec.strip() == "all":
         return list(FIG8B_TRACE_IDS), list(FIG8B_TRACE_IDS.values())
-    traces = [t.strip() for t in spec.split(",") if t.strip()]
+    from mltraces.names import canonical
+
+    traces = [canonical(t.strip()) for t in spec.split(",") if t.strip()]
     if not traces:
         from mltraces.scheduling.errors import SchedulingError
 

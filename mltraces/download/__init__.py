@@ -253,6 +253,7 @@ def verified_hash(file: RemoteFile) -> str:
 
 def expand(names: Iterable[str] = ()) -> list[RemoteFile]:
     """Files named by source names and/or file ids; no names means every file."""
+    from mltraces.names import canonical
     from mltraces.registry import all_sources, get_file
 
     sources = all_sources()
@@ -261,7 +262,8 @@ def expand(names: Iterable[str] = ()) -> list[RemoteFile]:
         return [f for s in sources.values() for f in s.files]
     files: list[RemoteFile] = []
     for name in names:
-        chosen = list(sources[name].files) if name in sources else [get_file(name)]
+        source = canonical(name)  # alibaba-pai is alibaba_pai
+        chosen = list(sources[source].files) if source in sources else [get_file(name)]
         files.extend(f for f in chosen if f not in files)
     return files
 
