@@ -68,11 +68,16 @@ def load() -> str:
 
 
 def prepare(rev: str, name: str) -> tuple[Path, Path, float]:
-    """A fresh clone of ``rev`` with its own venv: (clone, venv python, install seconds)."""
-    clone = WORK / name
-    if clone.exists():
-        shutil.rmtree(clone)
-    clone.parent.mkdir(parents=True, exist_ok=True)
+    """A fresh clone of ``rev`` with its own venv: (clone, venv python, install seconds).
+
+    The clone is ``<name>/c`` with ``<name>/shared`` linked to ``../shared``, as CI lays
+    it out, so its tests read the real upstream files instead of skipping.
+    """
+    clone = WORK / name / "c"
+    if clone.parent.exists():
+        shutil.rmtree(clone.parent)
+    clone.parent.mkdir(parents=True)
+    (clone.parent / "shared").symlink_to(UPSTREAM.parent, target_is_directory=True)
     run(["git", "clone", "--quiet", "--no-local", str(REPO), str(clone)], REPO)
     run(["git", "checkout", "--quiet", rev], clone)
     run([sys.executable, "-m", "venv", ".venv"], clone)
@@ -149,11 +154,18 @@ def bench_figures(clone: Path) -> None:
 
 
 def bench_tests(clone: Path, python: Path) -> None:
-    env = {**os.environ, "PATH": f"{clone / '.venv' / 'bin'}:{os.environ['PATH']}"}
-    seconds, done = run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], clone,
-                        env, check=False)  # fmt: skip
-    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
-    print(f"  test command: {seconds:7.1f} s  ({summary}; {load()})")
+    """The README's test command, then (where the revision has them) the slow tests that
+    CI runs beyond it; with ``MLTRACES_REQUIRE_UPSTREAM=1``, as in CI, nothing skips for
+    want of the upstream files."""
+    env = {**os.environ, "PATH": f"{clone / '.venv' / 'bin'}:{os.environ['PATH']}",
+           "MLTRACES_REQUIRE_UPSTREAM": "1"}
+    commands = {"test command": [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"]}
+    if "-m 'not slow'" in (clone / "pyproject.toml").read_text():
+        commands["slow tests (CI only)"] = [*commands["test command"], "-m", "slow"]
+    for label, command in commands.items():
+        seconds, done = run(command, clone, env, check=False)
+        summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "?"
+        print(f"  {label}: {seconds:7.1f} s  ({summary}; {load()})")
 
 
 def main() -> None:
