@@ -174,6 +174,8 @@ def test_jobs_of_a_trace_that_is_not_fetched_raises_where_a_filter_returns_nothi
         with pytest.raises(duckdb.Error, match=r"no trace or source it's; known traces and "
                                                r"sources: acme, acme/kalos"):
             con.execute("FROM mltraces.jobs_of('it''s')").fetchall()
+        with pytest.raises(duckdb.Error, match=r"no trace or source 42; known"):
+            con.execute("FROM mltraces.jobs_of(42)").fetchall()
         for name in ("acme/kalos", "acme"):
             mine = con.execute("FROM mltraces.jobs_of(?) ORDER BY ALL", [name]).fetchall()
             assert mine == rows(con, f"FROM mltraces.jobs WHERE trace LIKE '{name}%' ORDER BY ALL")

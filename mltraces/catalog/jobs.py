@@ -126,16 +126,18 @@ def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
             lacking.setdefault(name, []).append((table, reason))
     queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
     queries.update({t.source: f"trace LIKE {sql_literal(t.source + '/%')}" for t in found.present})
-    cases = [f"WHEN name = {sql_literal(name)} THEN error({sql_literal(missing_notice(m))})"
+    cases = [f"WHEN {sql_literal(name)} THEN error({sql_literal(missing_notice(m))})"
              for name, m in sorted(lacking.items())]
-    cases += [f"WHEN name = {sql_literal(name)} THEN "
+    cases += [f"WHEN {sql_literal(name)} THEN "
               + sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
               for name, where in sorted(queries.items()) if name not in lacking]
     macro = f"{schema.schema_name}.{FILTER_MACRO}"
     every = ", ".join(sorted({*queries, *lacking}))
     unknown = sql_literal(f"; known traces and sources: {every}")
-    return (f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query(CASE {' '.join(cases)} "
-            f"ELSE error('{macro}: no trace or source ' || name || {unknown}) END)")
+    text = "CAST(name AS VARCHAR)"  # jobs_of(42) is an unknown name too, not a cast error
+    return (f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query(CASE {text} "
+            f"{' '.join(cases)} ELSE error('{macro}: no trace or source ' || {text} || {unknown}) "
+            "END)")
 
 
 def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
