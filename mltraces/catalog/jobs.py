@@ -125,7 +125,8 @@ def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
         for name in (table.trace, table.source):
             lacking.setdefault(name, []).append((table, reason))
     queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
-    queries.update({t.source: f"trace LIKE {sql_literal(t.source + '/%')}" for t in found.present})
+    queries.update({t.source: f"starts_with(trace, {sql_literal(t.source + '/')})"  # not LIKE: _
+                    for t in found.present})
     cases = [f"WHEN {sql_literal(name)} THEN error({sql_literal(missing_notice(m))})"
              for name, m in sorted(lacking.items())]
     cases += [f"WHEN {sql_literal(name)} THEN "
