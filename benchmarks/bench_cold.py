@@ -3,9 +3,10 @@ a base commit, measured in the same run, as whole processes.
 
 For each revision (``--base``, default the commit before the cores were compiled
 ahead of time, and ``HEAD``) the script makes a fresh clone under
-``benchmarks/_work/cold/<rev>``, a fresh virtual environment there
-(``pip install -e ".[test]"``, timed), and a fresh cache (files come from
-``../shared/upstream`` through ``MLTRACES_MIRROR``, no network). Then, per part:
+``benchmarks/_work/cold/{base,head}/c`` (``../shared`` linked beside it, as in CI), a
+fresh virtual environment there (``pip install -e ".[test]"``, timed), and a fresh cache
+(files come from ``../shared/upstream`` through ``MLTRACES_MIRROR``, no network). Then, per
+part:
 
 * ``schedule``: ``mltraces schedule --trace itp/cluster10 --policy edf,elasticflow``
   the first time in the fresh cache (download, verify, catalog, replays), then once

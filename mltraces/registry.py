@@ -451,14 +451,14 @@ def all_files() -> dict[str, RemoteFile]:
 
 def get_file(file_id: str) -> RemoteFile:
     """The file with this id (``itp/raw-traces.tar.gz``) or base name; the error suggests ids."""
-    file_id = canonical(file_id) if "/" in file_id else file_id
-    source = _one(file_id.split("/", 1)[0]) if "/" in file_id else None
+    wanted = canonical(file_id) if "/" in file_id else file_id  # the error says what was typed
+    source = _one(wanted.split("/", 1)[0]) if "/" in wanted else None
     for file in source.files if source is not None else ():
-        if file.id == file_id:
+        if file.id == wanted:
             return file
     files = all_files()
-    if file_id in files:
-        return files[file_id]
+    if wanted in files:
+        return files[wanted]
     matches = [f for f in files.values() if f.filename == file_id]
     if len(matches) == 1:
         return matches[0]

@@ -50,3 +50,36 @@ def test_a_hyphen_in_a_name_that_is_no_source_still_fails_with_the_known_names()
 def test_info_prints_the_card_of_a_hyphenated_source(capsys) -> None:
     assert main(["info", "alibaba-pai"]) == 0
     assert "name:     alibaba_pai" in capsys.readouterr().out
+
+
+def test_interop_and_describe_take_the_hyphenated_name(tmp_path) -> None:
+    from mltraces.catalog import describe_table
+    from mltraces.interop.jobs import resolve_trace
+
+    assert resolve_trace("alibaba-openb/pods")[0].table == "alibaba_openb.pods"
+    mine = tmp_path / "my-pods.csv"
+    mine.write_text("a,b\n1,2\n")
+    text = describe_table("alibaba-openb.pods", local={"alibaba-openb.pods": mine})
+    assert "my-pods.csv" in text and "not in the cache" not in text  # the local file is read
+
+
+def test_jobs_of_takes_a_source_exactly_and_in_either_spelling() -> None:
+    import duckdb
+
+    from mltraces.catalog.jobs import Coverage, filter_macro_sql
+    from mltraces.jobmap import job_tables
+
+    tables = job_tables()
+    schema = get_schema("mltraces.jobs")
+    con = duckdb.connect()
+    con.execute("CREATE SCHEMA mltraces; CREATE VIEW mltraces.jobs AS SELECT * FROM (VALUES "
+                "('alibaba_pai/jobs'), ('alibabaXpai/jobs'), ('itp/raw')) v(trace)")
+    present = Coverage([tables["alibaba_pai.jobs"], tables["itp.jobs"]], [], False)
+    con.execute(filter_macro_sql(schema, present))
+    for name in ("alibaba_pai", "alibaba-pai", "alibaba_pai/jobs", "alibaba-pai/jobs"):
+        assert con.execute("FROM mltraces.jobs_of(?)", [name]).fetchall() == [
+            ("alibaba_pai/jobs",)]  # never alibabaXpai: no LIKE wildcard in the source
+    assert con.execute("FROM mltraces.jobs_of('itp')").fetchall() == [("itp/raw",)]
+    con.execute(filter_macro_sql(schema, Coverage([], [], False)))  # no trace mapped at all
+    with pytest.raises(duckdb.Error, match="no trace or source itp; known traces and sources: no"):
+        con.execute("FROM mltraces.jobs_of('itp')").fetchall()

@@ -71,3 +71,17 @@ def test_a_trace_whose_files_cannot_be_fetched_is_one_line_naming_the_file(
     assert captured.out == ""
     [line] = captured.err.splitlines()
     assert line.startswith("mltraces schedule: error: ") and "helios/data.zip" in line
+
+
+def test_a_given_cluster_needs_no_capacity_table(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The capacity table (PAI's machine spec) is read only when no --cluster is given."""
+    with served(tmp_path / "mirror", ["alibaba_pai"], monkeypatch, rows=200, seed=4):
+        [spec] = (tmp_path / "mirror").rglob("pai_machine_spec.tar.gz")
+        spec.unlink()
+        run = ["schedule", "--trace", "alibaba-pai/all", "--policy", "fifo", "--workers", "1",
+               "--format", "csv", "--summary"]
+        assert main([*run, "--cluster", "n2g8"]) == 0
+        assert "alibaba_pai/all,n2g8,fifo" in capsys.readouterr().out
+        assert main(run) != 0  # its own capacity: the machine spec is needed, and named
+        [line] = capsys.readouterr().err.splitlines()
+        assert "alibaba_pai.machine_specs" in line and "pai_machine_spec.tar.gz" in line

@@ -102,9 +102,9 @@ def describe_table(name: str, local: Mapping[str, str | os.PathLike[str]] | None
     overrides = resolve_local(local)
     try:
         if isinstance(reader_for(schema), FileReader):
-            status = _built_status(materialize(schema, overrides.get(name)))
+            status = _built_status(materialize(schema, overrides.get(schema.name)))
         else:
-            status = _view_status(schema, overrides.get(name))
+            status = _view_status(schema, overrides.get(schema.name))
     except MltracesError as error:
         status = f"unavailable: {error}"
     lines = [f"{schema.name}: {schema.title}", "", _fill(schema.description), "",

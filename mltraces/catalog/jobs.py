@@ -127,18 +127,26 @@ def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
     queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
     queries.update({t.source: f"starts_with(trace, {sql_literal(t.source + '/')})"  # not LIKE: _
                     for t in found.present})
-    cases = [f"WHEN {sql_literal(name)} THEN error({sql_literal(missing_notice(m))})"
-             for name, m in sorted(lacking.items())]
-    cases += [f"WHEN {sql_literal(name)} THEN "
-              + sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
-              for name, where in sorted(queries.items()) if name not in lacking]
+    answers = {name: f"error({sql_literal(missing_notice(m))})" for name, m in lacking.items()}
+    answers.update({name: sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
+                    for name, where in queries.items() if name not in lacking})
     macro = f"{schema.schema_name}.{FILTER_MACRO}"
-    every = ", ".join(sorted({*queries, *lacking}))
-    unknown = sql_literal(f"; known traces and sources: {every}")
     text = "CAST(name AS VARCHAR)"  # jobs_of(42) is an unknown name too, not a cast error
-    return (f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query(CASE {text} "
-            f"{' '.join(cases)} ELSE error('{macro}: no trace or source ' || {text} || {unknown}) "
-            "END)")
+    known = ", ".join(sorted(answers)) or "none"
+    unknown = (f"error('{macro}: no trace or source ' || {text} || "
+               f"{sql_literal('; known traces and sources: ' + known)})")
+    cases = " ".join(f"WHEN {sql_literal(spelling)} THEN {answer}"
+                     for name, answer in sorted(answers.items())
+                     for spelling in dict.fromkeys([name, _hyphenated(name)]))
+    choice = f"CASE {text} {cases} ELSE {unknown} END" if cases else unknown
+    return f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query({choice})"
+
+
+def _hyphenated(name: str) -> str:
+    """``alibaba-pai/jobs`` for ``alibaba_pai/jobs``: the spelling :mod:`mltraces.names` reads
+    back as the source (SQL has no hook to call it, so the macro lists both)."""
+    source, sep, rest = name.partition("/")
+    return source.replace("_", "-") + sep + rest
 
 
 def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None

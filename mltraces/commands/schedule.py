@@ -125,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
     con = open_catalog(args, inputs.tables_for(traces, throughputs=True if generated else None,
                                                specs=specs))
     try:
-        _require(con, inputs.tables_for(traces, throughputs=False, specs=False))
+        _require(con, [table for trace, cluster in zip(traces, chosen, strict=True)
+                       for table in _own_tables(trace, cluster)])
         clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
         cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
@@ -175,6 +176,16 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
             saved.done(getattr(args, "quiet", False))
         cases.append(Case.build(spec.label, frame, cluster, profiles, slot=args.slot))
     return cases
+
+
+def _own_tables(trace: str, cluster: str | None) -> list[str]:
+    """The tables a replay of ``trace`` cannot do without: its jobs, and the table its
+    capacity comes from when no cluster was given (``--cluster`` never reads it)."""
+    from mltraces.scheduling import inputs
+
+    entry = inputs.resolve(trace).entry
+    capacity = entry.capacity.table if entry.capacity is not None else None
+    return [entry.table, *([capacity] if capacity and cluster is None else [])]
 
 
 def _require(con: Any, tables: list[str]) -> None:

@@ -64,6 +64,9 @@ class TraceJobs(_Trace):
 def resolve_trace(trace: str) -> tuple[JobTable, dict[str, str]]:
     """The mapped table (and the slice of it) a trace name stands for."""
     from mltraces.jobmap import job_tables, resolve_replay
+    from mltraces.names import canonical
+
+    trace = canonical(trace)  # alibaba-openb/pods
 
     for entry in job_tables().values():
         if entry.trace == trace:
