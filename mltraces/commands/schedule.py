@@ -184,8 +184,7 @@ def _own_tables(trace: str, cluster: str | None) -> list[str]:
     from mltraces.scheduling import inputs
 
     entry = inputs.resolve(trace).entry
-    capacity = entry.capacity.table if entry.capacity is not None else None
-    return [entry.table, *([capacity] if capacity and cluster is None else [])]
+    return list(entry.tables) if cluster is None else [entry.table]
 
 
 def _require(con: Any, tables: list[str]) -> None:
