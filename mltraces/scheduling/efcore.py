@@ -208,7 +208,7 @@ def bisect_left(a: f64p, n: i64, x: f64) -> i64:
     hi: i64 = n
     mid: i64
     while lo < hi:
-        mid = (lo + hi) // 2
+        mid = (lo + hi) >> 1
         if a[mid] < x:
             lo = mid + 1
         else:
@@ -224,7 +224,7 @@ def bisect_right(a: f64p, n: i64, x: f64) -> i64:
     hi: i64 = n
     mid: i64
     while lo < hi:
-        mid = (lo + hi) // 2
+        mid = (lo + hi) >> 1
         if x < a[mid]:
             hi = mid
         else:
@@ -399,13 +399,15 @@ def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
 def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, m: i64,
          speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:],
          cap2: i64[:], total: i64, slot: f64, assign: i64, nt: f64p, nf: i64p,
-         aval: i64p, aset: u8p, at: f64p, ag: i64p) -> tuple[i64, i64, f64, f64]:
+         aval: i64p, aset: u8p, at: f64p, ag: i64p) -> tuple[i64, i64, f64, f64, f64, cython.bint]:
     """Plan a job from ``start`` backwards from its deadline on the timeline.
 
     With ``assign`` the job first holds that many GPUs until the timeline's
     next step (how a scale-up is priced), then is planned as usual. Writes the
     timeline with the plan to ``nt``/``nf`` and the allocation to ``at``/``ag``;
-    returns ``(n, na, end, real_end)``.
+    returns ``(n, na, end, real_end, aligned, fast)``: besides the plan, its deadline
+    slot and whether the assigned count alone finished it before the timeline's next
+    step, which a price needs and would otherwise compute again (see :func:`price`).
     """
     fr: i64 = fitrow[m]
     cap: i64 = cap2[m]
@@ -482,7 +484,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
             else:
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
-            return nn, na, end, real_end
+            return nn, na, end, real_end, aligned, True
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
         event = future
@@ -511,9 +513,10 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                 continue
             gathered += ((deadline if until == aligned else until) - p) * rate(speed2, m, got)
             if gathered >= left:
-                return forward(times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event,
-                               left, deadline, aligned, speed2, m, fit2, fr, q, last_q, p,
-                               total, slot, at, ag)
+                nn, na, end, real_end = forward(
+                    times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
+                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag)
+                return nn, na, end, real_end, aligned, False
             until = p
         last_q = q
     # 2. not enough before the deadline: the top count on what is free until then
@@ -559,7 +562,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag)
             else:
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
-            return nn, na, end, real_end
+            return nn, na, end, real_end, aligned, False
         left -= gained
         for u in range(n):
             if times[u] >= last_t:
@@ -584,7 +587,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     end = align(start, real_end, slot)
     nf[wrap(lk, nn)] = total - q
     nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag)
-    return nn, na, end, real_end
+    return nn, na, end, real_end, aligned, False
 
 
 @cython.cfunc
@@ -740,7 +743,7 @@ def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], mo
     for i in range(m):
         if n + 3 > width:
             raise RuntimeError("planner workspace too small")
-        nn, na, e, re = plan(times, free, n, now, left[i], deadline[i], model[i],
+        nn, na, e, re, _, _ = plan(times, free, n, now, left[i], deadline[i], model[i],
                              tables.speed2, tables.levels2, tables.nlev, tables.fit2,
                              tables.fitrow, tables.cap2, total, slot, 0, fptr(planner.nt),
                              iptr(planner.nf), iptr(planner.aval), bptr(planner.aset),
@@ -865,15 +868,20 @@ class Prices:
 
 @cython.cclass
 class Work:
-    """A round's scratch: the last released timeline ``rt``/``rf`` and a plan's marks."""
+    """A round's scratch: the last released timeline ``rt``/``rf``, a plan's marks, and
+    the last offer's deadline slot ``aligned`` and whether it finished in its first
+    period (``fast``, see :func:`plan`)."""
 
     rt: f64[:]
     rf: i64[:]
     aval: i64[:]
     aset: u8[:]
+    aligned: f64
+    fast: cython.bint
 
     def __init__(self, rt, rf, aval, aset) -> None:
         self.rt, self.rf, self.aval, self.aset = rt, rf, aval, aset
+        self.aligned, self.fast = NAN, False
 
 
 @cython.cclass
@@ -1019,21 +1027,26 @@ def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
                next_level: i64[:], offers: Offers, work: Work, tables: Tables) -> i64:
     """Plan job ``p`` one step up on the timeline with its own GPUs handed back.
 
-    The released timeline it was planned on is left in ``work``; returns its length.
+    The released timeline it was planned on is left in ``work`` (with the plan's
+    deadline slot and whether it was fast); returns its length.
     """
     nn: i64
     na: i64
     e: f64
     re: f64
+    aligned: f64
+    fast: cython.bint
     rt: f64p = fptr(work.rt)
     rf: i64p = iptr(work.rf)
     rn: i64 = released(times, free, n, frow(current.cat, p), irow(current.cag, p),
                        current.cna[p], end[p], total, rt, rf)
-    nn, na, e, re = plan(rt, rf, rn, now, left[p], deadline[p], model[p], tables.speed2,
-                         tables.levels2, tables.nlev, tables.fit2, tables.fitrow, tables.cap2,
-                         total, slot, next_level[p], frow(offers.ot, p), irow(offers.of, p),
-                         iptr(work.aval), bptr(work.aset), frow(offers.oat, p),
-                         irow(offers.oag, p))
+    nn, na, e, re, aligned, fast = plan(
+        rt, rf, rn, now, left[p], deadline[p], model[p], tables.speed2, tables.levels2,
+        tables.nlev, tables.fit2, tables.fitrow, tables.cap2, total, slot, next_level[p],
+        frow(offers.ot, p), irow(offers.of, p), iptr(work.aval), bptr(work.aset),
+        frow(offers.oat, p), irow(offers.oag, p))
+    work.aligned = aligned
+    work.fast = fast
     offers.on[p] = nn
     offers.ona[p] = na
     offers.oend[p] = e
@@ -1071,15 +1084,11 @@ def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64p, free
     new: f64 = gpu_time(frow(offers.oat, p), irow(offers.oag, p), offers.ona[p], offers.oend[p])
     old: f64 = gpu_time(frow(current.cat, p), irow(current.cag, p), current.cna[p], end[p])
     prices.marginal[p] = (new - old) / (level - g)
-    aligned: f64 = align(now, deadline[p], slot)
+    aligned: f64 = work.aligned
+    k: i64
     # the plan's first branch: the new count until done, before the timeline's first
     # step after now (and the deadline); then the price reads nothing else of it
-    sp: f64 = rate(tables.speed2, model[p], level)
-    real_end: f64 = float(ceil(now + left[p] / sp))
-    nxt: i64 = bisect_right(rt, rn, now)
-    future: f64 = rt[nxt] if nxt < rn else aligned
-    k: i64
-    prices.r_fast[p] = future >= align(now, real_end, slot) and deadline[p] >= real_end
+    prices.r_fast[p] = work.fast
     if prices.r_fast[p]:
         prices.reuse[p] = True
         prices.r_horizon[p] = offers.oend[p]
