@@ -381,6 +381,42 @@ def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
     np.testing.assert_allclose(exact, ours, atol=1e-6)
 
 
+
+def _csc_by_scipy(elapsed, left, speed, isolated, g):
+    """Themis's conic matrix the way scipy builds it from (row, column, value) entries."""
+    from scipy import sparse
+
+    n = len(left)
+    entries = [(i, 0, -1.0) for i in range(n)]
+    for i in range(n):
+        cone = 3 * n + 1 + 3 * i
+        entries += [(n + i, 1 + i, -1.0), (2 * n + i, 1 + i, 1.0), (3 * n, 1 + i, g[i]),
+                    (cone, 1 + i, -speed[i]), (cone + 1, 1 + i, -speed[i]),
+                    (i, 1 + n + i, left[i] * (1.0 / isolated[i])), (cone, 1 + n + i, -1.0),
+                    (cone + 1, 1 + n + i, 1.0)]
+    rows, cols, vals = zip(*entries, strict=True)
+    return sparse.csc_matrix((vals, (rows, cols)), shape=(6 * n + 1, 2 * n + 1))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 40])
+def test_themis_hands_ecos_the_arrays_its_wrapper_would(n: int) -> None:
+    """ECOS is called without its Python wrapper: the matrix must be, array for array and
+    dtype for dtype, the one scipy makes of the same entries (zeros included)."""
+    from mltraces.scheduling.themis import ecos_program
+
+    rng = np.random.default_rng(n)
+    for _ in range(10):
+        elapsed, left = rng.random(n) * 600, rng.random(n) * 5000
+        speed, g = rng.choice([0.0, 0.5, 3.0], n), rng.choice([0.0, 1.0, 8.0], n)
+        isolated = rng.random(n) * 900 + 1
+        data, indices, indptr, h = ecos_program(elapsed, left, speed, isolated, g, 16.0)
+        want = _csc_by_scipy(elapsed, left, speed, isolated, g)
+        for got, expected in ((data, want.data), (indices, want.indices),
+                              (indptr, want.indptr)):
+            assert got.dtype == expected.dtype
+            np.testing.assert_array_equal(got, expected)
+        assert h.shape == (6 * n + 1,) and h[3 * n] == 16.0
+
 # -- baselines and duration-only (AcmeTrace) jobs ------------------------------------------
 def acme_frame() -> pd.DataFrame:
     """A synthetic table in the AcmeTrace job format (three GPU jobs, one CPU job)."""

@@ -123,37 +123,54 @@ def ecos_shares(
     expression (variables t, x, u; rows: the max's epigraph, 0 ≤ x ≤ 1, the GPU
     budget, and one 3-D second-order cone per job for u ≥ 1/(throughput·x)), so
     ECOS walks the same iterates and returns the same optimal point out of the
-    many the problem has.
+    many the problem has. The matrix goes to ECOS's C solver directly, as the
+    arrays its Python wrapper would pass (:func:`ecos_program`).
     """
     try:
-        import ecos
-        from scipy import sparse
+        from _ecos import csolve
     except ImportError:
         return None
     n = len(left)
+    data, indices, indptr, h = ecos_program(elapsed, left, speed, isolated, g, total)
+    c = np.zeros(2 * n + 1)
+    c[0] = 1.0
+    solution = csolve((6 * n + 1, 2 * n + 1, 0), c, data, indices, indptr, h,
+                      {"l": 3 * n + 1, "q": [3] * n, "e": 0}, verbose=False)
+    x = np.asarray(solution["x"][1 : n + 1], float)
+    return x if np.isfinite(x).all() else None
+
+
+def ecos_program(
+    elapsed: np.ndarray,
+    left: np.ndarray,
+    speed: np.ndarray,
+    isolated: np.ndarray,
+    g: np.ndarray,
+    total: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``G`` in compressed columns (data, row indices, column starts) and ``h``.
+
+    Columns: t, then x_i, then u_i. Every column's rows are distinct and
+    ascending, so these are the arrays scipy's ``csc_matrix`` makes of the same
+    entries (int32 indices), without a sparse matrix per slot (building one
+    cost a third as much as the solve).
+    """
+    n = len(left)
     inv = 1.0 / isolated
-    rows, cols, vals = [], [], []
-    for i in range(n):
-        rows.append(i), cols.append(0), vals.append(-1.0)
-    for i in range(n):
-        cone = 3 * n + 1 + 3 * i
-        rows.extend((n + i, 2 * n + i, 3 * n, cone, cone + 1))
-        cols.extend((1 + i,) * 5)
-        vals.extend((-1.0, 1.0, float(g[i]), -float(speed[i]), -float(speed[i])))
-    for i in range(n):
-        cone = 3 * n + 1 + 3 * i
-        rows.extend((i, cone, cone + 1))
-        cols.extend((1 + n + i,) * 3)
-        vals.extend((float(left[i] * inv[i]), -1.0, 1.0))
-    G = sparse.csc_matrix((vals, (rows, cols)), shape=(6 * n + 1, 2 * n + 1))
+    cone = 3 * n + 1 + 3 * np.arange(n)
+    job = np.arange(n)
+    x_rows = np.column_stack([n + job, 2 * n + job, np.full(n, 3 * n), cone, cone + 1])
+    x_vals = np.column_stack([np.full(n, -1.0), np.ones(n), np.asarray(g, float),
+                              -np.asarray(speed, float), -np.asarray(speed, float)])
+    u_rows = np.column_stack([job, cone, cone + 1])
+    u_vals = np.column_stack([np.asarray(left * inv, float), np.full(n, -1.0), np.ones(n)])
+    data = np.concatenate([np.full(n, -1.0), x_vals.ravel(), u_vals.ravel()])
+    indices = np.concatenate([job, x_rows.ravel(), u_rows.ravel()]).astype(np.int32)
+    indptr = np.concatenate([[0], n + 5 * np.arange(n + 1), 6 * n + 3 * np.arange(1, n + 1)])
     h = np.concatenate(
         [-(elapsed * inv), np.zeros(n), np.ones(n), [float(total)], np.tile([0.0, 0.0, 2.0], n)]
     )
-    c = np.zeros(2 * n + 1)
-    c[0] = 1.0
-    solution = ecos.solve(c, G, h, {"l": 3 * n + 1, "q": [3] * n, "e": 0}, verbose=False)
-    x = np.asarray(solution["x"][1 : n + 1], float)
-    return x if np.isfinite(x).all() else None
+    return data, indices, indptr.astype(np.int32), h
 
 
 @dataclass(frozen=True)
