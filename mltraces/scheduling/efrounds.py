@@ -46,6 +46,7 @@ except ImportError:  # installed without its compiled extensions: run as Python
 
 if cython.compiled:
     from cython.cimports.libc.math import ceil, trunc
+    from cython.cimports.libc.string import memmove
     from cython.cimports.mltraces.scheduling import efcore
 else:
     from math import ceil, trunc
@@ -231,6 +232,24 @@ def find_event(et: f64[:], ne: i64, time: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
+def shift(ev: Events, src: i64, dst: i64, count: i64) -> cython.void:
+    """Move ``count`` events (time and id) from position ``src`` to ``dst``, overlapping or
+    not: one ``memmove`` each compiled (the event arrays are contiguous: made here), which
+    a busy list needs (an event list of ``ef`` shifts on most of its many end moves)."""
+    if count <= 0:
+        return
+    if cython.compiled:
+        memmove(cython.address(ev.et[dst]), cython.address(ev.et[src]),
+                count * cython.sizeof(f64))
+        memmove(cython.address(ev.eid[dst]), cython.address(ev.eid[src]),
+                count * cython.sizeof(i64))
+    else:
+        ev.et[dst : dst + count] = np.array(ev.et[src : src + count])
+        ev.eid[dst : dst + count] = np.array(ev.eid[src : src + count])
+
+
+@cython.cfunc
+@cython.inline
 def first_time(ev: Events, S: i64[:]) -> f64:
     """The time of the first event (the last entry: times are stored negated)."""
     return -ev.et[S[NE] - 1]
@@ -239,24 +258,19 @@ def first_time(ev: Events, S: i64[:]) -> f64:
 @cython.cfunc
 def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
     """The id of the event at ``time``, created empty if there is none."""
-    et: f64[:] = ev.et
-    eid: i64[:] = ev.eid
-    i: i64
     ne: i64 = S[NE]
-    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
-    if k < ne and et[k] == -time:
-        return eid[k]
-    for i in range(ne, k, -1):
-        et[i] = et[i - 1]
-        eid[i] = eid[i - 1]
+    k: i64 = efcore.bisect_left(efcore.fptr(ev.et), ne, -time)
+    if k < ne and ev.et[k] == -time:
+        return ev.eid[k]
+    shift(ev, k, k + 1, ne - k)
     S[EFREE] -= 1
     e: i64 = ev.efree[S[EFREE]]
     ev.sh[e] = -1
     ev.st[e] = -1
     ev.dh[e] = -1
     ev.dt[e] = -1
-    et[k] = -time
-    eid[k] = e
+    ev.et[k] = -time
+    ev.eid[k] = e
     S[NE] = ne + 1
     return e
 
@@ -265,40 +279,32 @@ def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
 @cython.inline
 def drop_event(k: i64, ev: Events, S: i64[:]) -> cython.void:
     """Delete the event at position ``k`` (its lists must be empty or already taken)."""
-    et: f64[:] = ev.et
-    eid: i64[:] = ev.eid
-    i: i64
     ne: i64 = S[NE]
-    ev.efree[S[EFREE]] = eid[k]
+    ev.efree[S[EFREE]] = ev.eid[k]
     S[EFREE] += 1
-    for i in range(k, ne - 1):
-        et[i] = et[i + 1]
-        eid[i] = eid[i + 1]
+    shift(ev, k + 1, k, ne - 1 - k)
     S[NE] = ne - 1
 
 
 @cython.cfunc
 def add_end(job: i64, time: f64, ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
-    """Job ``job`` ends at ``time`` (once per event)."""
-    dh: i64[:] = ev.dh
-    dt: i64[:] = ev.dt
-    nj: i64[:] = nodes.nj
-    nn: i64[:] = nodes.nn
+    """Job ``job`` ends at ``time`` (once per event). The arrays are read in place (a
+    local typed memoryview costs two atomic reference counts, and this runs per end move)."""
     e: i64 = event_at(time, ev, S)
-    x: i64 = dh[e]
+    x: i64 = ev.dh[e]
     while x >= 0:
-        if nj[x] == job:
+        if nodes.nj[x] == job:
             return
-        x = nn[x]
+        x = nodes.nn[x]
     S[NFREE] -= 1
     x = nodes.nfree[S[NFREE]]
-    nj[x] = job
-    nn[x] = -1
-    if dt[e] < 0:
-        dh[e] = x
+    nodes.nj[x] = job
+    nodes.nn[x] = -1
+    if ev.dt[e] < 0:
+        ev.dh[e] = x
     else:
-        nn[dt[e]] = x
-    dt[e] = x
+        nodes.nn[ev.dt[e]] = x
+    ev.dt[e] = x
 
 
 @cython.cfunc
@@ -306,11 +312,6 @@ def move_end(job: i64, old: f64, new: f64, ev: Events, nodes: Nodes, S: i64[:]) 
     """Re-plan a job's end; an event left without jobs at ``old`` disappears."""
     if old == new:
         return
-    sh: i64[:] = ev.sh
-    dh: i64[:] = ev.dh
-    dt: i64[:] = ev.dt
-    nj: i64[:] = nodes.nj
-    nn: i64[:] = nodes.nn
     e: i64
     prev: i64
     x: i64
@@ -319,22 +320,22 @@ def move_end(job: i64, old: f64, new: f64, ev: Events, nodes: Nodes, S: i64[:]) 
     if k >= 0:
         e = ev.eid[k]
         prev = -1
-        x = dh[e]
+        x = ev.dh[e]
         while x >= 0:
-            if nj[x] == job:
-                after = nn[x]
+            if nodes.nj[x] == job:
+                after = nodes.nn[x]
                 if prev < 0:
-                    dh[e] = after
+                    ev.dh[e] = after
                 else:
-                    nn[prev] = after
-                if dt[e] == x:
-                    dt[e] = prev
+                    nodes.nn[prev] = after
+                if ev.dt[e] == x:
+                    ev.dt[e] = prev
                 nodes.nfree[S[NFREE]] = x
                 S[NFREE] += 1
                 break
             prev = x
-            x = nn[x]
-        if sh[e] < 0 and dh[e] < 0:
+            x = nodes.nn[x]
+        if ev.sh[e] < 0 and ev.dh[e] < 0:
             drop_event(k, ev, S)
     add_end(job, new, ev, nodes, S)
 
