@@ -5,6 +5,12 @@ around it (moving each job's end event three times a round, laying jobs on
 nodes, building arrays for the planner) were a third of a replay. Like the
 planner, this file is Cython's pure Python mode (see :mod:`.native`).
 
+Two rounds share the event list, placement and record below: ElasticFlow's
+(:func:`replay`) and the artifact's ``ef``, ElasticFlow without admission
+control (:class:`NoAdmit`, described in :mod:`.efnoadmit`), whose job lists
+follow the artifact's ``running``/``pending`` order and whose jobs are laid
+on fresh nodes every round, in start order.
+
 What it mirrors, step by step, so per-job outcomes are bit-identical:
 
 * The event list of :mod:`.events` (:class:`.events.EventQueue`): events
