@@ -1292,6 +1292,7 @@ class NoAdmit:
     starts: i64[:]
     ends: i64[:]
     seen: i64[:, :]
+    size_class: i64[:]
     generation: i64
     rounds: i64
     S: i64[:]
@@ -1320,18 +1321,25 @@ class NoAdmit:
         self.running, self.pending, self.runnable, self.scratch, self.starts = (
             np.empty(max(n, 1), np.int64) for _ in range(5))
         self.ends = np.empty(n + 16, np.int64)
-        gpus_total = max(total, nodes_total * per_node)
-        self.seen = np.zeros((gpus_total, gpus_total + 1), np.int64)
+        # a GPU set is (first rank, size class): place_job accepts only the classes
+        self.seen = np.zeros((max(nodes_total * per_node, 1), SIZES_DESC.shape[0]), np.int64)
+        self.size_class = np.full(SIZES_DESC[0] + 1, -1, np.int64)
+        for k in range(SIZES_DESC.shape[0]):
+            self.size_class[SIZES_DESC[k]] = k
         self.generation, self.rounds = 1, 0
         self.S = np.zeros(9, np.int64)
         self.ev, self.nodes = arrivals(etimes, eptr, ejobs, n, self.S)
         pool = max(nodes_total, 1)
+        # a group spans the nodes of its first job (at most the largest size class) and
+        # holds at most a job per GPU of them
+        span = min(pool, -(-SIZES_DESC[0] // per_node))
         self.pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
                             np.zeros(pool, np.int64), np.zeros(pool, np.int64),
                             np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                            np.zeros(pool, np.int64), np.empty((pool, n), np.int64),
+                            np.zeros(pool, np.int64),
+                            np.empty((pool, max(min(n, span * per_node), 1)), np.int64),
                             np.zeros(pool, np.int64), np.full(n, -1, np.int64),
-                            np.empty((pool, pool), np.int64), np.zeros(pool, np.int64),
+                            np.empty((pool, span), np.int64), np.zeros(pool, np.int64),
                             np.empty((1, pool), np.int64), np.zeros(1, np.int64))  # fmt: skip
         self.PS = np.zeros(6, np.int64)
         self.PS[NODES] = nodes_total
@@ -1635,8 +1643,8 @@ class NoAdmit:
                 return j
         for i in range(count):
             j = held[i]
-            g = self.gpus[j]
             r = first_rank(j, self.pl, self.per_node, self.gpus)
+            g = self.size_class[self.gpus[j]]  # its size class (see __init__)
             self.cached[j] = self.seen[r, g] == self.generation
             self.seen[r, g] = self.generation
         for i in range(S[NRUNNABLE]):
