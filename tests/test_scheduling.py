@@ -813,6 +813,50 @@ def test_elasticflow_price_reuse_equals_repricing_every_job_after_every_step(tmp
         pd.testing.assert_frame_equal(reused, full)
 
 
+_EDF_ELASTIC_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
+from mltraces.scheduling import efrounds
+assert efrounds.__file__.endswith(".py"), efrounds.__file__  # the round runs as Python
+for name, trace, cluster, speeds in [("mixed", mixed_trace(40, 3), "n2g8", profiles()),
+                                     ("crowded", crowded_trace(), "n4g8", profiles(WIDE))]:
+    result = schedule(trace, cluster, speeds, "edf-elastic")
+    result.jobs.to_csv({out!r} + name + "-jobs.csv", index=False)
+    result.utilisation.to_csv({out!r} + name + "-gpus.csv", index=False)
+"""
+
+
+def test_the_compiled_edf_elastic_round_equals_the_interpreted_one(tmp_path) -> None:
+    """edf-elastic's round (:class:`.efrounds.NoAdmit`) gives the same jobs and GPU series
+    compiled and as plain Python, on traces where jobs wait, scale and miss deadlines."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mltraces.scheduling import efrounds
+
+    script = _EDF_ELASTIC_RUN.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
+    env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
+    for name, trace, cluster, speeds in [("mixed", mixed_trace(40, 3), "n2g8", profiles()),
+                                         ("crowded", crowded_trace(), "n4g8", profiles(WIDE))]:
+        result = schedule(trace, cluster, speeds, "edf-elastic")
+        assert compiled_module(efrounds), "not compiled"
+        jobs = pd.read_csv(tmp_path / f"{name}-jobs.csv", dtype={"job_id": str})
+        gpus = pd.read_csv(tmp_path / f"{name}-gpus.csv")
+        pd.testing.assert_frame_equal(result.jobs.astype(jobs.dtypes.to_dict(), errors="ignore"),
+                                      jobs, check_dtype=False)  # fmt: skip
+        pd.testing.assert_frame_equal(
+            result.utilisation.astype(gpus.dtypes.to_dict(), errors="ignore"), gpus,
+            check_dtype=False,
+        )  # fmt: skip
+        out = result.jobs
+        assert (out["start_time"] > out["submit_time"]).any()  # some waited
+        assert out["deadline_met"].any() and not out["deadline_met"].all()
+
+
 _CORES_LOADED_RUN = """
 import sys
 sys.path.insert(0, {tests!r})

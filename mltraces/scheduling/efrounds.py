@@ -5,6 +5,12 @@ around it (moving each job's end event three times a round, laying jobs on
 nodes, building arrays for the planner) were a third of a replay. Like the
 planner, this file is Cython's pure Python mode (see :mod:`.native`).
 
+Two rounds share the event list, placement and record below: ElasticFlow's
+(:func:`replay`) and the artifact's ``ef``, ElasticFlow without admission
+control (:class:`NoAdmit`, described in :mod:`.efnoadmit`), whose job lists
+follow the artifact's ``running``/``pending`` order and whose jobs are laid
+on fresh nodes every round, in start order.
+
 What it mirrors, step by step, so per-job outcomes are bit-identical:
 
 * The event list of :mod:`.events` (:class:`.events.EventQueue`): events
@@ -45,10 +51,11 @@ except ImportError:  # installed without its compiled extensions: run as Python
     from mltraces.scheduling import cyshim as cython
 
 if cython.compiled:
-    from cython.cimports.libc.math import ceil
+    from cython.cimports.libc.math import ceil, trunc
+    from cython.cimports.libc.string import memmove
     from cython.cimports.mltraces.scheduling import efcore
 else:
-    from math import ceil
+    from math import ceil, trunc
 
     from mltraces.scheduling import efcore
 
@@ -57,6 +64,7 @@ f64 = cython.typedef(cython.double)
 u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
 
 INF = cython.declare(f64, math.inf)
+NAN = cython.declare(f64, math.nan)
 PENDING = cython.declare(i64, 1)
 RUNNING = cython.declare(i64, 2)
 DONE = cython.declare(i64, 3)
@@ -230,6 +238,24 @@ def find_event(et: f64[:], ne: i64, time: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
+def shift(ev: Events, src: i64, dst: i64, count: i64) -> cython.void:
+    """Move ``count`` events (time and id) from position ``src`` to ``dst``, overlapping or
+    not: one ``memmove`` each compiled (the event arrays are contiguous: made here), which
+    a busy list needs (an event list of ``ef`` shifts on most of its many end moves)."""
+    if count <= 0:
+        return
+    if cython.compiled:
+        memmove(cython.address(ev.et[dst]), cython.address(ev.et[src]),
+                count * cython.sizeof(f64))
+        memmove(cython.address(ev.eid[dst]), cython.address(ev.eid[src]),
+                count * cython.sizeof(i64))
+    else:
+        ev.et[dst : dst + count] = np.array(ev.et[src : src + count])
+        ev.eid[dst : dst + count] = np.array(ev.eid[src : src + count])
+
+
+@cython.cfunc
+@cython.inline
 def first_time(ev: Events, S: i64[:]) -> f64:
     """The time of the first event (the last entry: times are stored negated)."""
     return -ev.et[S[NE] - 1]
@@ -238,24 +264,19 @@ def first_time(ev: Events, S: i64[:]) -> f64:
 @cython.cfunc
 def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
     """The id of the event at ``time``, created empty if there is none."""
-    et: f64[:] = ev.et
-    eid: i64[:] = ev.eid
-    i: i64
     ne: i64 = S[NE]
-    k: i64 = efcore.bisect_left(efcore.fptr(et), ne, -time)
-    if k < ne and et[k] == -time:
-        return eid[k]
-    for i in range(ne, k, -1):
-        et[i] = et[i - 1]
-        eid[i] = eid[i - 1]
+    k: i64 = efcore.bisect_left(efcore.fptr(ev.et), ne, -time)
+    if k < ne and ev.et[k] == -time:
+        return ev.eid[k]
+    shift(ev, k, k + 1, ne - k)
     S[EFREE] -= 1
     e: i64 = ev.efree[S[EFREE]]
     ev.sh[e] = -1
     ev.st[e] = -1
     ev.dh[e] = -1
     ev.dt[e] = -1
-    et[k] = -time
-    eid[k] = e
+    ev.et[k] = -time
+    ev.eid[k] = e
     S[NE] = ne + 1
     return e
 
@@ -264,40 +285,32 @@ def event_at(time: f64, ev: Events, S: i64[:]) -> i64:
 @cython.inline
 def drop_event(k: i64, ev: Events, S: i64[:]) -> cython.void:
     """Delete the event at position ``k`` (its lists must be empty or already taken)."""
-    et: f64[:] = ev.et
-    eid: i64[:] = ev.eid
-    i: i64
     ne: i64 = S[NE]
-    ev.efree[S[EFREE]] = eid[k]
+    ev.efree[S[EFREE]] = ev.eid[k]
     S[EFREE] += 1
-    for i in range(k, ne - 1):
-        et[i] = et[i + 1]
-        eid[i] = eid[i + 1]
+    shift(ev, k + 1, k, ne - 1 - k)
     S[NE] = ne - 1
 
 
 @cython.cfunc
 def add_end(job: i64, time: f64, ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
-    """Job ``job`` ends at ``time`` (once per event)."""
-    dh: i64[:] = ev.dh
-    dt: i64[:] = ev.dt
-    nj: i64[:] = nodes.nj
-    nn: i64[:] = nodes.nn
+    """Job ``job`` ends at ``time`` (once per event). The arrays are read in place (a
+    local typed memoryview costs two atomic reference counts, and this runs per end move)."""
     e: i64 = event_at(time, ev, S)
-    x: i64 = dh[e]
+    x: i64 = ev.dh[e]
     while x >= 0:
-        if nj[x] == job:
+        if nodes.nj[x] == job:
             return
-        x = nn[x]
+        x = nodes.nn[x]
     S[NFREE] -= 1
     x = nodes.nfree[S[NFREE]]
-    nj[x] = job
-    nn[x] = -1
-    if dt[e] < 0:
-        dh[e] = x
+    nodes.nj[x] = job
+    nodes.nn[x] = -1
+    if ev.dt[e] < 0:
+        ev.dh[e] = x
     else:
-        nn[dt[e]] = x
-    dt[e] = x
+        nodes.nn[ev.dt[e]] = x
+    ev.dt[e] = x
 
 
 @cython.cfunc
@@ -305,11 +318,6 @@ def move_end(job: i64, old: f64, new: f64, ev: Events, nodes: Nodes, S: i64[:]) 
     """Re-plan a job's end; an event left without jobs at ``old`` disappears."""
     if old == new:
         return
-    sh: i64[:] = ev.sh
-    dh: i64[:] = ev.dh
-    dt: i64[:] = ev.dt
-    nj: i64[:] = nodes.nj
-    nn: i64[:] = nodes.nn
     e: i64
     prev: i64
     x: i64
@@ -318,22 +326,22 @@ def move_end(job: i64, old: f64, new: f64, ev: Events, nodes: Nodes, S: i64[:]) 
     if k >= 0:
         e = ev.eid[k]
         prev = -1
-        x = dh[e]
+        x = ev.dh[e]
         while x >= 0:
-            if nj[x] == job:
-                after = nn[x]
+            if nodes.nj[x] == job:
+                after = nodes.nn[x]
                 if prev < 0:
-                    dh[e] = after
+                    ev.dh[e] = after
                 else:
-                    nn[prev] = after
-                if dt[e] == x:
-                    dt[e] = prev
+                    nodes.nn[prev] = after
+                if ev.dt[e] == x:
+                    ev.dt[e] = prev
                 nodes.nfree[S[NFREE]] = x
                 S[NFREE] += 1
                 break
             prev = x
-            x = nn[x]
-        if sh[e] < 0 and dh[e] < 0:
+            x = nodes.nn[x]
+        if ev.sh[e] < 0 and ev.dh[e] < 0:
             drop_event(k, ev, S)
     add_end(job, new, ev, nodes, S)
 
@@ -914,10 +922,7 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
     GPU series, and ``rounds[:, :m]``, each round's time and the speedups summed
     by :func:`log_efficiency`.
     """
-    i: i64
     k: i64
-    e: i64
-    x: i64
     ns: i64
     nd: i64
     need: i64
@@ -938,28 +943,9 @@ def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:
     ends: i64[:] = np.empty(n + 16, np.int64)
     old_end: f64[:] = np.zeros(n)
     S: i64[:] = np.zeros(9, np.int64)
-    # events
-    cap_e: i64 = etimes.shape[0] + 64
-    ev = Events(np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
-                np.empty(cap_e, np.int64), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
-                np.arange(cap_e - 1, -1, -1).astype(np.int64))  # fmt: skip
-    S[EFREE] = cap_e
-    cap_n: i64 = n + 64
-    nodes = Nodes(np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
-                  np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
-    S[NFREE] = cap_n
-    for i in range(etimes.shape[0] - 1, -1, -1):  # latest first: each goes to the end
-        e = event_at(etimes[i], ev, S)
-        for k in range(eptr[i], eptr[i + 1]):
-            S[NFREE] -= 1
-            x = nodes.nfree[S[NFREE]]
-            nodes.nj[x] = ejobs[k]
-            nodes.nn[x] = -1
-            if ev.st[e] < 0:
-                ev.sh[e] = x
-            else:
-                nodes.nn[ev.st[e]] = x
-            ev.st[e] = x
+    ev: Events
+    nodes: Nodes
+    ev, nodes = arrivals(etimes, eptr, ejobs, n, S)
     # the recorder
     rec = Record(start, finish, gpu_seconds, met, admitted, np.zeros(n, np.int64), np.zeros(n),
                  logged_end)
@@ -1219,3 +1205,530 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint,
     for p in range(m):
         runnable[p] = index[order[p]]
     return first_change
+
+
+# -- the round without admission control (the artifact's ``ef``, see :mod:`.efnoadmit`) ----
+@cython.cfunc
+def discard(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
+    """Delete the first ``j`` from ``a[:S[slot]]`` if it is there (``if j in a: a.remove(j)``)."""
+    i: i64
+    for i in range(S[slot]):
+        if a[i] == j:
+            remove_from(a, S, slot, j)
+            return
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def list_length(x: i64, nodes: Nodes) -> i64:
+    """How many jobs the linked list from node ``x`` holds."""
+    count: i64 = 0
+    while x >= 0:
+        count += 1
+        x = nodes.nn[x]
+    return count
+
+
+@cython.cfunc
+def copy_list(x: i64, nodes: Nodes, out: i64[:]) -> cython.void:
+    """The jobs of the linked list from node ``x``, in order, into ``out`` (room enough)."""
+    i: i64 = 0
+    while x >= 0:
+        out[i] = nodes.nj[x]
+        i += 1
+        x = nodes.nn[x]
+
+
+@cython.cfunc
+def free_list(x: i64, nodes: Nodes, S: i64[:]) -> cython.void:
+    """Give the nodes of the linked list from node ``x`` back to the pool."""
+    while x >= 0:
+        nodes.nfree[S[NFREE]] = x
+        S[NFREE] += 1
+        x = nodes.nn[x]
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def speedup(speed2: f64[:, :], m: i64, g: i64) -> f64:
+    """Throughput of model row ``m`` on ``g`` GPUs ÷ on one (NaN where either is missing),
+    as :meth:`.base.Setup.speedups` divides it."""
+    if g >= speed2.shape[1] or speed2.shape[1] < 2:
+        return NAN
+    return speed2[m, g] / speed2[m, 1]
+
+
+@cython.cclass
+class NoAdmit:
+    """One replay of the artifact's ``ef`` round: the jobs' state (by job), the job lists
+    (``running`` and ``pending`` in insertion order, ``runnable`` as the last scale-up left
+    it; lengths in ``S``), events, placement (fresh every round) and record. Each method is
+    one step of the round, as :mod:`.efnoadmit` describes it."""
+
+    total: i64
+    slot: f64
+    per_node: i64
+    restart_every: i64
+    left: f64[:]
+    deadline: f64[:]
+    model: i64[:]
+    speed2: f64[:, :]
+    cost_plain: f64[:]
+    cost_restart: f64[:]
+    cost_cached: f64[:]
+    gpus: i64[:]
+    end: f64[:]
+    real_end: f64[:]
+    overhead: f64[:]
+    cached: u8[:]
+    status: i64[:]
+    position: i64[:]
+    change: f64[:]
+    keys: f64[:]
+    running: i64[:]
+    pending: i64[:]
+    runnable: i64[:]
+    scratch: i64[:]
+    starts: i64[:]
+    ends: i64[:]
+    seen: i64[:, :]
+    size_class: i64[:]
+    generation: i64
+    rounds: i64
+    S: i64[:]
+    PS: i64[:]
+    ev: Events
+    nodes: Nodes
+    pl: Placement
+    rec: Record
+    marks: Marks
+    log: Rounds
+    planner: efcore.Planner
+    buf: Buffers
+
+    def __init__(self, etimes, eptr, ejobs, left, deadline, model, total, slot, nodes_total,
+                 per_node, cost_plain, cost_restart, cost_cached, restart_every, speed2,
+                 levels2, nlev, fit2, fitrow, cap2, start, finish, met, gpu_seconds) -> None:
+        n = left.shape[0]
+        self.total, self.slot, self.per_node = total, slot, per_node
+        self.restart_every = restart_every
+        self.left, self.deadline, self.model, self.speed2 = left, deadline, model, speed2
+        self.cost_plain, self.cost_restart, self.cost_cached = cost_plain, cost_restart, cost_cached
+        self.gpus, self.status, self.position = (np.zeros(n, np.int64) for _ in range(3))
+        self.end, self.real_end, self.overhead = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.change, self.keys = np.full(n, math.inf), np.zeros(n)
+        self.cached = np.zeros(n, np.bool_)
+        self.running, self.pending, self.runnable, self.scratch, self.starts = (
+            np.empty(max(n, 1), np.int64) for _ in range(5))
+        self.ends = np.empty(n + 16, np.int64)
+        # a GPU set is (first rank, size class): place_job accepts only the classes
+        self.seen = np.zeros((max(nodes_total * per_node, 1), SIZES_DESC.shape[0]), np.int64)
+        self.size_class = np.full(SIZES_DESC[0] + 1, -1, np.int64)
+        for k in range(SIZES_DESC.shape[0]):
+            self.size_class[SIZES_DESC[k]] = k
+        self.generation, self.rounds = 1, 0
+        self.S = np.zeros(9, np.int64)
+        self.ev, self.nodes = arrivals(etimes, eptr, ejobs, n, self.S)
+        pool = max(nodes_total, 1)
+        # a group spans the nodes of its first job (at most the largest size class) and
+        # holds at most a job per GPU of them
+        span = min(pool, -(-SIZES_DESC[0] // per_node))
+        self.pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
+                            np.zeros(pool, np.int64), np.zeros(pool, np.int64),
+                            np.zeros(pool, np.int64), np.zeros(pool, np.int64),
+                            np.zeros(pool, np.int64),
+                            np.empty((pool, max(min(n, span * per_node), 1)), np.int64),
+                            np.zeros(pool, np.int64), np.full(n, -1, np.int64),
+                            np.empty((pool, span), np.int64), np.zeros(pool, np.int64),
+                            np.empty((1, pool), np.int64), np.zeros(1, np.int64))  # fmt: skip
+        self.PS = np.zeros(6, np.int64)
+        self.PS[NODES] = nodes_total
+        self.PS[PER_SWITCH] = 1
+        self.rec = Record(start, finish, gpu_seconds, met, np.ones(n, np.bool_),
+                          np.zeros(n, np.int64), np.zeros(n), np.full(n, math.nan))
+        self.marks = Marks(np.empty(1024), np.empty(1024, np.int64))
+        self.log = Rounds(np.empty((2, 1024)))
+        self.planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
+        self.buf = Buffers(n)
+
+    def run(self) -> i64:
+        """Replay every round; -1, or the job that found no room on the nodes (the
+        artifact asserts there), the replay stopped."""
+        S: i64[:] = self.S
+        k: i64
+        ns: i64
+        nd: i64
+        failed: i64
+        nxt: f64
+        if S[NE] == 0:
+            return -1
+        now: f64 = first_time(self.ev, S)
+        step: f64 = 0.0
+        while S[NE]:
+            self.grow()
+            self.progress(now, step)
+            k = find_event(self.ev.et, S[NE], now)
+            if k < 0:
+                break  # nothing due now: only waiting jobs without a wake-up (the artifact fails)
+            ns, nd = self.peek(k)
+            self.finish(nd, now)
+            self.arrive(ns)
+            self.plan(now)
+            k = find_event(self.ev.et, S[NE], now)
+            if k >= 0:  # the plans may have moved ends to now: they go with the event
+                self.drop(k)
+            self.start_planned(now)
+            self.scale_up(now)
+            self.wake_running()
+            failed = self.place(now)
+            if failed >= 0:
+                return failed
+            if S[NE] == 0:
+                break
+            self.charge_overhead()
+            merge_slot(now, self.slot, self.ev, self.nodes, S)
+            nxt = first_time(self.ev, S)
+            step = float(trunc(nxt - now)) + 0.0  # whole seconds, as the artifact's int()
+            now = nxt
+        return -1
+
+    def results(self) -> tuple:
+        """``(times, allocated, rounds)``: the GPU series and the round log (time, Σ speedup)."""
+        n: i64 = self.S[NMARK]
+        return (np.asarray(self.marks.times_owner)[:n], np.asarray(self.marks.allocated_owner)[:n],
+                np.asarray(self.log.owner)[:, : self.S[NROUND]])
+
+    @cython.cfunc
+    def grow(self) -> cython.void:
+        """Room for a round: up to 7n + GPUs events and list nodes (n end moves each in
+        progress, planning and overheads, n starts, 2n wake-ups, a step per GPU or job in
+        the scale-up), 3n points of the GPU series."""
+        S: i64[:] = self.S
+        n: i64 = self.left.shape[0]
+        need: i64 = 7 * n + self.total + 16
+        size: i64
+        if S[EFREE] < need:
+            self.ev = grown_events(self.ev, S, need)
+        if S[NFREE] < need:
+            self.nodes = grown_nodes(self.nodes, S, need)
+        if S[NMARK] + 3 * n + 8 > self.marks.times.shape[0]:
+            size = 2 * self.marks.times.shape[0] + 3 * n + 8
+            grown = Marks(np.empty(size), np.empty(size, np.int64))
+            grown.times[: S[NMARK]] = self.marks.times[: S[NMARK]]
+            grown.allocated[: S[NMARK]] = self.marks.allocated[: S[NMARK]]
+            self.marks = grown
+
+    @cython.cfunc
+    def progress(self, now: f64, step: f64) -> cython.void:
+        """Advance every job holding GPUs by ``step`` seconds (up to its unaligned end if
+        that came first) less its overhead; a job ahead of its plan ends at this event."""
+        i: i64
+        j: i64
+        g: i64
+        until: f64
+        run: f64
+        sp: f64
+        done: f64
+        fin: f64
+        end: f64[:] = self.end
+        left: f64[:] = self.left
+        overhead: f64[:] = self.overhead
+        for i in range(self.S[NRUNNABLE]):
+            j = self.runnable[i]
+            g = self.gpus[j]
+            if not g:
+                continue
+            until = self.real_end[j]
+            run = step - (now - until) if now > until else step
+            run = 0.0 if run < overhead[j] else run - overhead[j]
+            sp = efcore.rate(self.speed2, self.model[j], g)
+            done = run * sp
+            if left[j] <= done and end[j] > now:
+                fin = now - step + ceil(left[j] / sp)
+                done = (end[j] - now + step) * sp
+                move_end(j, end[j], now, self.ev, self.nodes, self.S)
+                end[j] = fin
+            left[j] -= done
+            overhead[j] = 0.0
+
+    @cython.cfunc
+    def peek(self, k: i64) -> tuple[i64, i64]:
+        """The jobs arriving and ending in the event at position ``k`` (into ``starts`` and
+        ``ends``), the event left in place. Returns their counts."""
+        e: i64 = self.ev.eid[k]
+        ns: i64 = list_length(self.ev.sh[e], self.nodes)
+        nd: i64 = list_length(self.ev.dh[e], self.nodes)
+        if nd > self.ends.shape[0]:  # merged events can list a job twice
+            self.ends = np.empty(2 * nd, np.int64)
+        copy_list(self.ev.sh[e], self.nodes, self.starts)
+        copy_list(self.ev.dh[e], self.nodes, self.ends)
+        return ns, nd
+
+    @cython.cfunc
+    def drop(self, k: i64) -> cython.void:
+        """Delete the event at position ``k`` and its lists."""
+        e: i64 = self.ev.eid[k]
+        free_list(self.ev.sh[e], self.nodes, self.S)
+        free_list(self.ev.dh[e], self.nodes, self.S)
+        drop_event(k, self.ev, self.S)
+
+    @cython.cfunc
+    def finish(self, nd: i64, now: f64) -> cython.void:
+        """Every job ending now ends at its planned end; on time if that meets its deadline."""
+        i: i64
+        j: i64
+        S: i64[:] = self.S
+        for i in range(nd):
+            j = self.ends[i]
+            discard(self.running, S, NRUN, j)
+            discard(self.runnable, S, NRUNNABLE, j)
+            discard(self.pending, S, NPEND, j)
+            self.status[j] = DONE
+            self.gpus[j] = 0
+            set_gpus(j, now, 0, self.rec, self.marks, S)
+            self.rec.finish[j] = self.end[j]
+            self.rec.met[j] = self.end[j] <= self.deadline[j]
+
+    @cython.cfunc
+    def arrive(self, ns: i64) -> cython.void:
+        """The arrivals wait, runnable (every arrival is accepted)."""
+        i: i64
+        j: i64
+        S: i64[:] = self.S
+        for i in range(ns):
+            j = self.starts[i]
+            self.status[j] = PENDING
+            self.pending[S[NPEND]] = j
+            S[NPEND] += 1
+            self.runnable[S[NRUNNABLE]] = j
+            S[NRUNNABLE] += 1
+
+    @cython.cfunc
+    def plan(self, now: f64) -> cython.void:
+        """Plan every runnable job in deadline order; the plans' GPUs now and ends apply."""
+        p: i64
+        j: i64
+        m: i64 = self.S[NRUNNABLE]
+        buf: Buffers = self.buf
+        planner: efcore.Planner = self.planner
+        by_deadline(self.runnable, m, self.deadline, buf)
+        for p in range(m):
+            self.runnable[p] = buf.order[p]
+            self.position[buf.order[p]] = p
+        estimate_in_order(now, self.total, self.slot, m, False, self.left, self.deadline,
+                          self.model, planner, buf)
+        for p in range(m):
+            j = self.runnable[p]
+            self.gpus[j] = planner.ag_all[planner.ptr[p]]
+            move_end(j, self.end[j], planner.end[p], self.ev, self.nodes, self.S)
+            self.end[j] = planner.end[p]
+            self.real_end[j] = planner.real_end[p]
+
+    @cython.cfunc
+    def start(self, j: i64, now: f64) -> cython.void:
+        """A waiting job starts (the artifact's ``remove_from_pending``)."""
+        S: i64[:] = self.S
+        remove_from(self.pending, S, NPEND, j)
+        self.running[S[NRUN]] = j
+        S[NRUN] += 1
+        self.status[j] = RUNNING
+        if self.rec.start[j] != self.rec.start[j]:
+            self.rec.start[j] = now
+
+    @cython.cfunc
+    def start_planned(self, now: f64) -> cython.void:
+        """Waiting jobs with GPUs now start; those planned to start later wake a round then."""
+        i: i64
+        j: i64
+        p: i64
+        x: i64
+        first: f64
+        count: i64 = 0
+        planner: efcore.Planner = self.planner
+        for i in range(self.S[NPEND]):
+            j = self.pending[i]
+            p = self.position[j]
+            first = NAN
+            for x in range(planner.ptr[p], planner.ptr[p + 1]):
+                if planner.ag_all[x] > 0:
+                    first = planner.at_all[x]
+                    break
+            if first == first and first > now:
+                event_at(first, self.ev, self.S)
+            elif self.gpus[j] > 0:
+                self.scratch[count] = j
+                count += 1
+        for i in range(count):
+            j = self.scratch[i]
+            self.start(j, now)
+            add_end(j, self.end[j], self.ev, self.nodes, self.S)
+
+    @cython.cfunc
+    def scale_up(self, now: f64) -> cython.void:
+        """Hand out the free GPUs (:func:`.efcore.scale_up`), moving a job's end at each of
+        its steps (a wake-up a step passes can vanish); note each job's next planned change."""
+        p: i64
+        s: i64
+        j: i64
+        m: i64 = self.S[NRUNNABLE]
+        buf: Buffers = self.buf
+        planner: efcore.Planner = self.planner
+        index: i64[:] = buf.index
+        for p in range(m):
+            j = self.runnable[p]
+            index[p] = j
+            buf.g_gpus[p] = self.gpus[j]
+            buf.g_left[p] = self.left[j]
+            buf.g_deadline[p] = self.deadline[j]
+            buf.g_model[p] = self.model[j]
+            buf.g_end[p] = self.end[j]
+        n: i64 = planner.timeline
+        efcore.scale_up(now, self.total, self.slot, True, planner.times[:n], planner.free[:n],
+                        buf.g_gpus[:m], buf.g_left[:m], buf.g_deadline[:m], buf.g_model[:m],
+                        buf.g_end[:m], planner.real_end[:m], planner.ptr[: m + 1],
+                        planner.at_all, planner.ag_all, planner)  # fmt: skip
+        for s in range(planner.nsteps):
+            j = index[planner.step_job[s]]
+            move_end(j, self.end[j], planner.step_end[s], self.ev, self.nodes, self.S)
+            self.end[j] = planner.step_end[s]
+        for p in range(m):
+            j = index[p]
+            self.gpus[j] = planner.gpus[p]
+            if planner.started[p] and self.status[j] != RUNNING:
+                self.start(j, now)
+            self.real_end[j] = planner.up_real[p]
+            self.change[j] = planner.next_change[p]
+        for p in range(m):
+            self.runnable[p] = index[planner.order[p]]
+
+    @cython.cfunc
+    def wake_running(self) -> cython.void:
+        """Every running job wakes a round at its next planned change of GPUs."""
+        i: i64
+        j: i64
+        for i in range(self.S[NRUN]):
+            j = self.running[i]
+            if self.change[j] < INF:
+                event_at(self.change[j], self.ev, self.S)
+
+    @cython.cfunc
+    def place(self, now: f64) -> i64:
+        """Lay the running jobs holding GPUs on fresh nodes in start order, those of a node
+        or more first, smaller ones by size; note which GPU sets are cached; record the
+        allocations and log the round. Returns -1, or the job that found no room."""
+        i: i64
+        j: i64
+        g: i64
+        r: i64
+        count: i64 = 0
+        S: i64[:] = self.S
+        PS: i64[:] = self.PS
+        held: i64[:] = self.scratch
+        for i in range(S[NRUN]):
+            j = self.running[i]
+            g = self.gpus[j]
+            if g > 0:
+                held[count] = j
+                count += 1
+                self.keys[j] = -INF if g >= self.per_node else -float(g)
+        sort_by_key(held, count, self.keys, self.buf.spare)
+        self.pl.nfiles[:] = 0
+        PS[GROUPS] = 0
+        PS[NEXT_NODE] = 0
+        PS[QUEUED] = 0
+        PS[FREE_NODES] = PS[NODES]
+        for i in range(count):
+            j = held[i]
+            if not place_job(j, self.gpus[j], self.pl, self.per_node, PS):
+                return j
+        for i in range(count):
+            j = held[i]
+            r = first_rank(j, self.pl, self.per_node, self.gpus)
+            g = self.size_class[self.gpus[j]]  # its size class (see __init__)
+            self.cached[j] = self.seen[r, g] == self.generation
+            self.seen[r, g] = self.generation
+        for i in range(S[NRUNNABLE]):
+            j = self.runnable[i]
+            set_gpus(j, now, self.gpus[j] if self.status[j] == RUNNING else 0, self.rec,
+                     self.marks, S)
+        self.log_round(now)
+        return -1
+
+    @cython.cfunc
+    def log_round(self, now: f64) -> cython.void:
+        """Log the round: ``now`` and Σ speedup of the jobs holding GPUs, in job order
+        (what :meth:`.results.Recorder.round` sums before it divides by the GPUs)."""
+        j: i64
+        held: i64[:] = self.rec.held
+        total: f64 = 0.0
+        for j in range(held.shape[0]):
+            if held[j]:
+                total += speedup(self.speed2, self.model[j], held[j])
+        n: i64 = self.S[NROUND]
+        if n == self.log.log.shape[1]:
+            grown = np.empty((2, 2 * n + 64))
+            grown[:, :n] = self.log.owner[:, :n]
+            self.log = Rounds(grown)
+        self.log.log[0, n] = now
+        self.log.log[1, n] = total
+        self.S[NROUND] = n + 1
+
+    @cython.cfunc
+    def charge_overhead(self) -> cython.void:
+        """This round's (re)start overhead for every running job with GPUs; their planned
+        ends move back by it. A periodic restart forgets the cached GPU sets first."""
+        i: i64
+        j: i64
+        g: i64
+        old: f64
+        every: i64 = self.restart_every
+        restart: cython.bint = every > 0 and self.rounds > 0 and self.rounds % every == 0
+        self.rounds += 1
+        if restart:
+            self.generation += 1
+        for i in range(self.S[NRUN]):
+            j = self.running[i]
+            g = self.gpus[j]
+            if g > 0:
+                if self.cached[j]:
+                    self.overhead[j] = self.cost_cached[g]
+                elif restart:
+                    self.overhead[j] = self.cost_restart[g]
+                else:
+                    self.overhead[j] = self.cost_plain[g]
+                old = self.end[j]
+                self.end[j] = old + self.overhead[j]
+                move_end(j, old, self.end[j], self.ev, self.nodes, self.S)
+            else:
+                self.overhead[j] = 0.0
+
+
+def arrivals(etimes: f64[:], eptr: i64[:], ejobs: i64[:], n: i64, S: i64[:]) -> tuple:
+    """The event list and list-node pool holding the arrivals (``etimes``, jobs
+    ``ejobs[eptr[i]:eptr[i+1]]``) with room for ``n`` jobs' ends."""
+    i: i64
+    k: i64
+    e: i64
+    x: i64
+    cap_e: i64 = etimes.shape[0] + 64
+    ev = Events(np.empty(cap_e), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
+                np.empty(cap_e, np.int64), np.empty(cap_e, np.int64), np.empty(cap_e, np.int64),
+                np.arange(cap_e - 1, -1, -1).astype(np.int64))  # fmt: skip
+    S[EFREE] = cap_e
+    cap_n: i64 = n + 64
+    nodes = Nodes(np.empty(cap_n, np.int64), np.empty(cap_n, np.int64),
+                  np.arange(cap_n - 1, -1, -1).astype(np.int64))  # fmt: skip
+    S[NFREE] = cap_n
+    for i in range(etimes.shape[0] - 1, -1, -1):  # latest first: each goes to the end
+        e = event_at(etimes[i], ev, S)
+        for k in range(eptr[i], eptr[i + 1]):
+            S[NFREE] -= 1
+            x = nodes.nfree[S[NFREE]]
+            nodes.nj[x] = ejobs[k]
+            nodes.nn[x] = -1
+            if ev.st[e] < 0:
+                ev.sh[e] = x
+            else:
+                nodes.nn[ev.st[e]] = x
+            ev.st[e] = x
+    return ev, nodes

@@ -118,6 +118,18 @@ def model_tables(setup: Setup) -> tuple[ModelTables, list[dict[int, float]]]:
     return tables, speeds
 
 
+def overhead_tables(setup: Setup) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A round's overhead by GPU count (index), for the compiled rounds: a plain round's,
+    a periodic restart's, and a cached GPU set's (which pays only the base, restart or not)."""
+    total = setup.gpus
+    plain, restart, cached = (np.zeros(total + 1) for _ in range(3))
+    for g in range(1, total + 1):
+        plain[g] = setup.overhead.cost(g, total, restart=False)
+        restart[g] = setup.overhead.cost(g, total, restart=True)
+        cached[g] = setup.overhead.cost(g, total, cached=True)
+    return plain, restart, cached
+
+
 @dataclass(frozen=True)
 class ElasticFlow:
     """Deadline-aware admission control and elastic scaling (the artifact's ``ef-accessctrl``).
@@ -151,11 +163,7 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
     rec = setup.recorder()
     submit = np.array([j.submit_time for j in jobs], float)
     etimes, eptr, ejobs = arrival_groups(submit, np.arange(n))
-    plain, restart, cached = (np.zeros(total + 1) for _ in range(3))
-    for g in range(1, total + 1):
-        plain[g] = setup.overhead.cost(g, total, restart=False)
-        restart[g] = setup.overhead.cost(g, total, restart=True)
-        cached[g] = setup.overhead.cost(g, total, cached=True)
+    plain, restart, cached = overhead_tables(setup)
     admitted = np.ones(n, np.bool_)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
     met, gpu_seconds, logged_end = np.zeros(n, np.bool_), np.zeros(n), np.full(n, np.nan)

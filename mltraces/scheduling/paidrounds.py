@@ -1,12 +1,13 @@
-"""What the interpreted replays of the artifact's overhead-paying rounds share.
+"""The interpreted replay's share of the artifact's overhead-paying rounds.
 
-:mod:`.edfadmit` (``edf-accessctrl``) and :mod:`.efnoadmit` (``ef``) keep the
-artifact's job lists (``running`` and ``pending`` in insertion order,
-``runnable`` as the round leaves it), its event list, and its per-round
-placement with the cache of GPU sets seen since the last periodic restart,
-which decides each running job's overhead. Subclasses hold ``gpus``, ``end``,
-``run_until`` (the end a job's run is counted to), ``left`` and ``speed`` (per
-job, GPUs → iterations/s), indexed by job, and run the round.
+:mod:`.edfadmit` (``edf-accessctrl``) keeps the artifact's job lists
+(``running`` and ``pending`` in insertion order, ``runnable`` as the round
+leaves it), its event list, and its per-round placement with the cache of GPU
+sets seen since the last periodic restart, which decides each running job's
+overhead. Subclasses hold ``gpus``, ``end``, ``run_until`` (the end a job's
+run is counted to), ``left`` and ``speed`` (per job, GPUs → iterations/s),
+indexed by job, and run the round. :mod:`.efnoadmit` (``ef``) keeps the same
+lists, placement and cache compiled (:class:`.efrounds.NoAdmit`).
 """
 
 from __future__ import annotations
