@@ -69,7 +69,7 @@ def _replay(setup: Setup) -> Recorder:
     failed = run.run()
     if failed >= 0:
         raise SchedulingError(f"no room on the nodes for job {jobs[failed].job_id!r} "
-                              "(the artifact asserts here)")
+                              f"on {run.gpus_of(failed)} GPUs (the artifact asserts here)")
     times, allocated, rounds = run.results()
     rec.start, rec.finish = start.tolist(), finish.tolist()
     rec.met, rec.gpu_seconds = met.tolist(), gpu_seconds.tolist()

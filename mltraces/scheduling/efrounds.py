@@ -1392,6 +1392,10 @@ class NoAdmit:
             now = nxt
         return -1
 
+    def gpus_of(self, job: i64) -> i64:
+        """The GPUs ``job`` holds now (for the message when it found no room)."""
+        return self.gpus[job]
+
     def results(self) -> tuple:
         """``(times, allocated, rounds)``: the GPU series and the round log (time, Σ speedup)."""
         n: i64 = self.S[NMARK]
