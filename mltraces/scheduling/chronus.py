@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -78,6 +79,11 @@ RESTART = 0.5
 #: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
 MAX_PLANNED = 1200 * LEASE // 60
 
+
+#: the queue's order (the larger first), and the spare GPUs' order (past the estimate first,
+#: then by priority, which is at most DECLINED, urgency, and submission, earliest first)
+_BY_PRIORITY = attrgetter("priority", "urgency", "submit")
+_FOR_SPARE = attrgetter("overdue", "priority", "urgency", "seniority")
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
@@ -144,11 +150,12 @@ class _Job:
     __slots__ = ("deadline", "done", "due", "duration", "end", "estimate", "executed", "gpus",
                  "index", "last_check", "leases", "listed", "on_lease", "overdue", "penalty",
                  "plan", "planned", "priority", "progress", "restarts", "running", "seen",
-                 "submit", "urgency", "width")
+                 "seniority", "submit", "urgency", "width")
 
     def __init__(self, index: int, gpus: int, submit: int, duration: float, relative: int):
         self.index, self.gpus, self.width = index, gpus, size_class(gpus)
         self.submit, self.duration = submit, duration
+        self.seniority = -submit  # the earlier submitted, the larger
         self.listed = self.deadline = relative  # seconds after submission; deadline may shrink
         self.estimate = int(duration * (1 + (1 + math.log2(gpus)) * RESTART / LEASE) * 1.1)
         self.leases = math.ceil(self.estimate / LEASE)
@@ -435,11 +442,10 @@ class _ChronusRun:
             else:
                 job.urgency = -(job.submit + job.deadline - now - job.estimate
                                 + job.progress) * job.gpus
-        self.pending.sort(key=lambda j: (j.priority, j.urgency, j.submit), reverse=True)
+        self.pending.sort(key=_BY_PRIORITY, reverse=True)
         free = self.size - self.used
         if free > 0:
-            self.pending.sort(key=lambda j: (j.overdue, min(j.priority, DECLINED), j.urgency,
-                                             -j.submit), reverse=True)
+            self.pending.sort(key=_FOR_SPARE, reverse=True)
             chosen = []
             for job in self.pending:
                 if job.priority != ACCEPTED and job.gpus <= free:
@@ -501,23 +507,23 @@ def _columns(jobs: list[_Job], index: int, spare: int = 0,
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The jobs' demands from lease ``index`` as int64 arrays (width, need, horizon), with
     ``spare`` more entries left at the end for arrivals."""
-    count = len(jobs) + spare
-    width, need, horizon = (np.zeros(count, np.int64) for _ in range(3))
-    width[:len(jobs)] = [job.width for job in jobs]
-    need[:len(jobs)] = [job.leases for job in jobs]
-    horizon[:len(jobs)] = [job.horizon(index) for job in jobs]
+    more = [0] * spare
+    width = np.array([job.width for job in jobs] + more, np.int64)
+    need = np.array([job.leases for job in jobs] + more, np.int64)
+    horizon = np.array([job.horizon(index) for job in jobs] + more, np.int64)
     return width, need, horizon
 
 
 def _take_next_lease(planned: list[_Job], flat: Flat) -> list[_Job]:
     """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
     chosen = []
-    later = flat.terms - 1
-    for job, start, count, now in zip(planned, flat.start.tolist(), flat.count.tolist(),
-                                      flat.opens().tolist(), strict=True):
+    opens = flat.advance()
+    terms = flat.terms
+    for job, start, count, now in zip(planned, flat.start.tolist(), flat.count.tolist(), opens,
+                                      strict=True):
         if now:
             chosen.append(job)
-        job.plan = later[start + now: start + count]
+        job.plan = terms[start: start + count]
     return chosen
 
 

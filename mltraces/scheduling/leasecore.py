@@ -312,3 +312,66 @@ def fullest_first(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
             best = s
             break
     return used >= best
+
+
+def slots(need: i64[:]) -> tuple:
+    """An empty flat plan: (terms, start, count) with ``max(need[k], 1)`` slots for job ``k``
+    (one at least, for a plan of term 0 alone)."""
+    n: i64 = need.shape[0]
+    start = np.empty(n, np.int64)
+    view: i64[:] = start
+    total: i64 = 0
+    k: i64
+    for k in range(n):
+        view[k] = total
+        total += max(need[k], 1)
+    return np.empty(total, np.int64), start, np.zeros(n, np.int64)  # only slots taken are read
+
+
+def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
+    """Whether some job needs more terms than its horizon holds."""
+    k: i64
+    for k in range(need.shape[0]):  # noqa: SIM110 (a C loop compiled, not a generator)
+        if need[k] > horizon[k]:
+            return True
+    return False
+
+
+def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
+              maximize: cython.bint, latest: cython.bint) -> object:
+    """A flat plan (terms, start, count) whose term 0 provably holds the program's optimum,
+    else None. Minimizing, term 0 holds the jobs whose every term is needed; maximizing,
+    :func:`fullest_first`'s jobs, when that is the fullest term 0 any choice reaches."""
+    n: i64 = width.shape[0]
+    room = room_for(horizon, profile, size, 1)
+    view: i64[:] = room
+    marks = np.zeros(n, np.uint8)
+    first: u8[:] = marks
+    k: i64
+    if maximize:
+        if not fullest_first(width, need, horizon, view[0], first):
+            return None
+    else:
+        for k in range(n):
+            first[k] = need[k] != 0 and need[k] == horizon[k]
+    flat = slots(need)
+    if not around(width, need, horizon, view, first, latest, flat[0], flat[1], flat[2]):
+        return None
+    return flat
+
+
+def advance(terms: i64[:], start: i64[:], count: i64[:]) -> np.ndarray:
+    """The plan one term later, in place: term 0 dropped from the plans that take it, every
+    other term one earlier. Whether each job took term 0 (uint8)."""
+    n: i64 = start.shape[0]
+    opens = np.zeros(n, np.uint8)
+    took: u8[:] = opens
+    k: i64
+    for k in range(terms.shape[0]):
+        terms[k] -= 1
+    for k in range(n):
+        if count[k] > 0 and terms[start[k]] == -1:
+            took[k] = 1
+            start[k] += 1
+            count[k] -= 1
+    return opens

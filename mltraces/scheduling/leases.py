@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 
@@ -69,22 +70,13 @@ def columns(demands: Sequence[Demand]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return width, need, horizon
 
 
-@dataclass(frozen=True)
-class Flat:
+class Flat(NamedTuple):
     """A plan written flat: job ``k``'s terms are ``terms[start[k]:start[k] + count[k]]``
     (one array for all jobs: cheaper than one per job where plans are made by the thousand)."""
 
     terms: np.ndarray
     start: np.ndarray
     count: np.ndarray
-
-    @classmethod
-    def empty(cls, need: np.ndarray) -> Flat:
-        """Room for every job's terms (one slot at least, for a term-0-only plan), none taken."""
-        slots = np.maximum(need, 1)
-        start = np.zeros(len(need), np.int64)
-        np.cumsum(slots[:-1], out=start[1:])
-        return cls(np.zeros(int(slots.sum()), np.int64), start, np.zeros(len(need), np.int64))
 
     @classmethod
     def of(cls, plan: Plan) -> Flat:
@@ -94,12 +86,10 @@ class Flat:
         terms = np.concatenate(plan).astype(np.int64) if plan else np.zeros(0, np.int64)
         return cls(terms, start, counts)
 
-    def opens(self) -> np.ndarray:
-        """Whether each job's plan takes term 0 (bool per job)."""
-        head = np.zeros(len(self.count), bool)
-        some = self.count > 0
-        head[some] = self.terms[self.start[some]] == 0
-        return head
+    def advance(self) -> list[bool]:
+        """Move the plan one term later, in place (term 0 dropped, the others one earlier);
+        whether each job's plan took term 0."""
+        return _core().advance(*self).view(bool).tolist()
 
     def rows(self) -> Plan:
         """One array of terms per job."""
@@ -150,8 +140,8 @@ def _packed(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size
     over (its terms given back)."""
     width, need, horizon = columns(demands)
     room = _core().room_for(horizon, as_profile(profile), size, 0)
-    flat = Flat.empty(need)
-    placed = _core().fill(width, need, horizon, room, stop, flat.terms, flat.start, flat.count)
+    flat = Flat(*_core().slots(need))
+    placed = _core().fill(width, need, horizon, room, stop, *flat)
     return placed == len(demands), room, flat.rows()
 
 
@@ -191,41 +181,19 @@ def solve_flat(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile
     """:func:`solve` for jobs given as int64 arrays, its plan written flat."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if (need > horizon).any():
+    if _core().overdrawn(need, horizon):
         return None
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if shortcut:
-        flat = _certified(width, need, horizon, profile, size, objective, layout)
+    if shortcut:  # a packing that provably reaches the optimum (see the module docstring)
+        flat = _core().certified(width, need, horizon, profile, size, objective == "maximize",
+                                 layout == "latest")
         if flat is not None:
-            return flat
+            return Flat(*flat)
     demands = [Demand(w, q, h) for w, q, h in zip(width.tolist(), need.tolist(),
                                                   horizon.tolist(), strict=True)]
     plan = _milp(demands, profile, size, objective)
     return None if plan is None else Flat.of(plan)
-
-
-def _certified(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile: np.ndarray,
-               size: int, objective: str, layout: str) -> Flat | None:
-    """A packing whose term 0 provably holds the optimum, else None.
-
-    ``"minimize"``: term 0 holds the jobs whose every term is needed; ``"maximize"``:
-    the jobs chosen least slack first while their widths fit, when their width sum is
-    the largest any subset of the jobs reaches (a subset sum).
-    """
-    core = _core()
-    room = core.room_for(horizon, profile, size, 1)
-    if objective == "minimize":
-        first = ((need != 0) & (need == horizon)).view(np.uint8)
-    else:
-        first = np.zeros(len(need), np.uint8)
-        if not core.fullest_first(width, need, horizon, int(room[0]), first):
-            return None
-    flat = Flat.empty(need)
-    if not core.around(width, need, horizon, room, first, layout == "latest",
-                       flat.terms, flat.start, flat.count):
-        return None
-    return flat
 
 
 def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
