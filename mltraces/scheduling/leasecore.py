@@ -29,6 +29,8 @@ u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
 #: sort keys: the artifact's packing order, and least slack first (term 0 of "maximize")
 BY_PACKING = cython.declare(i64, 0)
 BY_SLACK = cython.declare(i64, 1)
+#: the same keys by name, for callers in Python (the constants above exist only in C)
+KEYS = {"packing": BY_PACKING, "slack": BY_SLACK}
 
 
 # -- orders ------------------------------------------------------------------------------------

@@ -25,6 +25,12 @@ is the answer and HiGHS is not called; otherwise HiGHS solves the program, cut
 to the terms an optimal plan ever needs (after the last term whose room differs
 from the cluster's, no more terms than the jobs' total need: an empty term
 can take all of a later one's jobs).
+
+The packings run in :mod:`.leasecore` (compiled: a replay packs hundreds of
+thousands of times). Its callers that pack by the thousand (:mod:`.chronus`)
+pass the jobs as int64 arrays (:func:`fits`, :func:`earliest_horizon`,
+:func:`solve_flat`) and get plans written flat (:class:`Flat`); :func:`pack`,
+:func:`pack_each` and :func:`solve` take and give them per job.
 """
 
 from __future__ import annotations

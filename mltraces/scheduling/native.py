@@ -1,8 +1,9 @@
 """The scheduling cores: C extensions built by Cython at install, or the same source as Python.
 
-ElasticFlow's planner and rounds (:mod:`.efcore`, :mod:`.efrounds`) and
-Gandiva's rounds (:mod:`.gandivacore`) are written in Cython's *pure Python
-mode*: valid Python with C types in its annotations and a few decorators.
+ElasticFlow's planner and rounds (:mod:`.efcore`, :mod:`.efrounds`),
+Gandiva's rounds (:mod:`.gandivacore`) and Chronus's lease packing
+(:mod:`.leasecore`) are written in Cython's *pure Python mode*: valid Python
+with C types in its annotations and a few decorators.
 ``pip install`` compiles them ahead of time (``setup.py``; Cython is a build
 requirement), so nothing is compiled when a replay runs. Where they could not
 be compiled (no C compiler), the same files run as plain Python: same
