@@ -139,15 +139,20 @@ def test_chronus_is_a_registered_policy_with_checked_options() -> None:
         schedule(itp([("a", 0, 100, 1000, 1)]), "n1g8", None, Chronus(check=70))
 
 
-def test_plans_and_ties_give_valid_replays_of_a_busy_trace() -> None:
-    rng = np.random.default_rng(5)
+def busy_trace(seed: int = 5, jobs: int = 40) -> pd.DataFrame:
+    """Jobs of 1-8 GPUs arriving faster than two 8-GPU nodes run them, some turned down."""
+    rng = np.random.default_rng(seed)
     rows = []
-    for k in range(40):
+    for k in range(jobs):
         duration = int(rng.integers(300, 6000))
         submit = int(k * rng.integers(60, 600))
         rows.append((f"j{k}", submit, duration, submit + int(duration * rng.uniform(0.8, 3)),
                      int(rng.choice([1, 2, 4, 8]))))
-    trace = itp(rows)
+    return itp(rows)
+
+
+def test_plans_and_ties_give_valid_replays_of_a_busy_trace() -> None:
+    trace = busy_trace()
     ratios = {}
     for policy in (Chronus(), Chronus(plans="highs"), Chronus(ties=1), Chronus(plans="packing")):
         try:
@@ -168,3 +173,57 @@ def test_jobs_wider_than_the_cluster_are_turned_away() -> None:
                          None, "chronus"))
     assert not out.loc["huge", "admitted"] and math.isnan(out.loc["huge", "finish_time"])
     assert out.loc["ok", "deadline_met"]
+
+
+def test_the_packing_order_is_the_artifacts_sort() -> None:
+    """The compiled merge sort orders jobs as Python's stable sort on the artifact's keys."""
+    from mltraces.scheduling import leasecore
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 7, 33, 100):
+        width, need, horizon = (rng.integers(0, 4, n).astype(np.int64) for _ in range(3))
+        out = np.zeros(n, np.int64)
+        leasecore.order(width, need, horizon, leasecore.KEYS["packing"], out)
+        expected = sorted(range(n), key=lambda k: (-width[k], horizon[k] - need[k], -horizon[k]))
+        assert out.tolist() == expected
+        leasecore.order(width, need, horizon, leasecore.KEYS["slack"], out)
+        assert out.tolist() == sorted(range(n), key=lambda k: horizon[k] - need[k])
+
+
+_INTERPRETED_CHRONUS = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_chronus import busy_trace
+from mltraces.scheduling import Chronus, leasecore, schedule
+assert leasecore.__file__.endswith(".py"), leasecore.__file__  # the packing runs as Python
+for name, policy in {policies!r}.items():
+    schedule(busy_trace(), "n2g8", None, eval(policy)).jobs.to_csv({out!r} + name + ".csv",
+                                                                   index=False)
+"""
+
+
+def test_compiled_chronus_equals_the_interpreted_one(tmp_path) -> None:
+    """Chronus's packing loops give the same jobs compiled and as plain Python (both
+    objectives and both layouts of its certified plans occur on this trace)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mltraces.scheduling import leasecore, native
+
+    if not native.build().compiled:
+        pytest.skip(f"the cores run as plain Python here: {native.build().reason}")
+    assert not leasecore.__file__.endswith(".py"), leasecore.__file__
+    policies = {"latest": "Chronus()", "earliest": "Chronus(layout='earliest')",
+                "ties": "Chronus(ties=2)"}
+    script = _INTERPRETED_CHRONUS.format(tests=str(Path(__file__).parent), policies=policies,
+                                         out=f"{tmp_path}/")
+    env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
+    for name, policy in policies.items():
+        compiled = schedule(busy_trace(), "n2g8", None, eval(policy)).jobs
+        interpreted = pd.read_csv(tmp_path / f"{name}.csv", dtype={"job_id": str})
+        pd.testing.assert_frame_equal(
+            compiled.astype(interpreted.dtypes.to_dict(), errors="ignore"), interpreted,
+            check_dtype=False)

@@ -36,8 +36,9 @@ def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
     import mltraces.scheduling.efcore as efcore
     import mltraces.scheduling.efrounds as efrounds
     import mltraces.scheduling.gandivacore as gandivacore
+    import mltraces.scheduling.leasecore as leasecore
 
-    for module in (efcore, efrounds, gandivacore):
+    for module in (efcore, efrounds, gandivacore, leasecore):
         assert not module.__file__.endswith(".py"), module.__file__
 
 
@@ -60,10 +61,10 @@ import sys
 sys.modules["cython"] = None  # as if Cython were not installed: the stand-in decorators
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import efcore, efrounds, gandivacore, native
+from mltraces.scheduling import efcore, efrounds, gandivacore, leasecore, native
 assert not native.build().compiled
-assert all(m.__file__.endswith(".py") for m in (efcore, efrounds, gandivacore))
-schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva").jobs.to_csv(
+assert all(m.__file__.endswith(".py") for m in (efcore, efrounds, gandivacore, leasecore))
+schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva,chronus").jobs.to_csv(
     {out!r} + "mixed.csv", index=False)
 schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
     {out!r} + "crowded.csv", index=False)
@@ -77,7 +78,7 @@ def test_the_cores_run_as_python_without_cython_and_give_the_same_jobs(tmp_path)
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
     cases = {
-        "mixed": schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva"),
+        "mixed": schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva,chronus"),
         "crowded": schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva"),
     }
     for name, result in cases.items():
@@ -97,7 +98,7 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
-    cores = 'CORES = ("gandivacore", "efcore", "efrounds")'
+    cores = 'CORES = ("gandivacore", "efcore", "efrounds", "leasecore")'
     assert cores in setup
     (tmp_path / "setup.py").write_text(setup.replace(cores, 'CORES = ("gandivacore",)'))
     env = {**os.environ, "CC": "false", "LDSHARED": "false"}

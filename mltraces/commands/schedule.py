@@ -276,12 +276,12 @@ def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
 
     The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import EDFElastic, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva, native
 
     if quiet:
         return
     for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
-                       (Gandiva, "Gandiva's rounds")):
+                       (Gandiva, "Gandiva's rounds"), (Chronus, "Chronus's lease packing")):
         said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
         if said:
             print(said, file=sys.stderr)

@@ -53,12 +53,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.leases import LAYOUTS, Demand, pack, pack_each, solve
+from mltraces.scheduling.leases import (
+    LAYOUTS,
+    Demand,
+    Flat,
+    earliest_horizon,
+    fits,
+    pack_each,
+    solve_flat,
+)
 from mltraces.scheduling.results import Recorder
 
 #: the artifact's lease term and the period of its admission and spare-GPU rounds (BEST_SLOT)
@@ -70,6 +79,11 @@ RESTART = 0.5
 #: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
 MAX_PLANNED = 1200 * LEASE // 60
 
+
+#: the queue's order (the larger first), and the spare GPUs' order (past the estimate first,
+#: then by priority, which is at most DECLINED, urgency, and submission, earliest first)
+_BY_PRIORITY = attrgetter("priority", "urgency", "submit")
+_FOR_SPARE = attrgetter("overdue", "priority", "urgency", "seniority")
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
@@ -136,11 +150,12 @@ class _Job:
     __slots__ = ("deadline", "done", "due", "duration", "end", "estimate", "executed", "gpus",
                  "index", "last_check", "leases", "listed", "on_lease", "overdue", "penalty",
                  "plan", "planned", "priority", "progress", "restarts", "running", "seen",
-                 "submit", "urgency", "width")
+                 "seniority", "submit", "urgency", "width")
 
     def __init__(self, index: int, gpus: int, submit: int, duration: float, relative: int):
         self.index, self.gpus, self.width = index, gpus, size_class(gpus)
         self.submit, self.duration = submit, duration
+        self.seniority = -submit  # the earlier submitted, the larger
         self.listed = self.deadline = relative  # seconds after submission; deadline may shrink
         self.estimate = int(duration * (1 + (1 + math.log2(gpus)) * RESTART / LEASE) * 1.1)
         self.leases = math.ceil(self.estimate / LEASE)
@@ -305,21 +320,15 @@ class _ChronusRun:
             )
         chosen: list[_Job] = []
         if planned:
-            demands = [job.demand(index) for job in planned]
-            for job, demand in zip(planned, demands, strict=True):
-                if job.plan is not None and demand.horizon < demand.need:
+            width, need, horizon = _columns(planned, index)
+            for job, leases, left in zip(planned, need.tolist(), horizon.tolist(), strict=True):
+                if job.plan is not None and left < leases:
                     raise SchedulingError(
-                        f"job {job.index} needs {demand.need} leases in {demand.horizon} at "
+                        f"job {job.index} needs {leases} leases in {left} at "
                         f"t={now}: the artifact stops here (its assertion)")
-            plans = self._solve(demands, np.zeros(0, np.int64))
-            if plans is None:
-                chosen = self._fallback(now, index)
-            else:
-                for job, terms in zip(planned, plans, strict=True):
-                    if len(terms) and terms[0] == 0:  # runs in the coming lease
-                        chosen.append(job)
-                        terms = terms[1:]
-                    job.plan = terms - 1  # one lease later
+            flat = self._solve(width, need, horizon, np.zeros(0, np.int64))
+            chosen = (self._fallback(now, index) if flat is None
+                      else _take_next_lease(planned, flat))
         for job in chosen:
             job.on_lease = True
             job.leases -= 1
@@ -329,9 +338,9 @@ class _ChronusRun:
 
     def _fallback(self, now: int, index: int) -> list[_Job]:
         """The artifact's path when its program fails: pack the unplanned jobs one by one."""
-        jobs, demands, profile = self._planned_room(index)
-        fits, plans = pack_each(demands, profile, self.size)
-        if not fits:
+        jobs, profile = self._planned_room(index)
+        every, plans = pack_each([job.demand(index) for job in jobs], profile, self.size)
+        if not every:
             raise SchedulingError(
                 f"t={now}: the lease program and the packing both fail; the artifact stops here")
         for job, terms in zip(jobs, plans, strict=True):
@@ -348,20 +357,19 @@ class _ChronusRun:
             job.plan = _after_this_lease(job.plan)
         return chosen
 
-    def _planned_room(self, index: int) -> tuple[list[_Job], list[Demand], np.ndarray]:
-        """Accepted jobs without a plan, their demands, and the GPUs the planned ones leave."""
+    def _planned_room(self, index: int) -> tuple[list[_Job], np.ndarray]:
+        """Accepted jobs without a plan, and the GPUs the planned ones leave per lease."""
         jobs = [job for job in self.pending + self.running
                 if job.priority == ACCEPTED and job.planned and job.leases > 0]
-        demands = [job.demand(index) for job in jobs]
-        profile = np.full(max((d.horizon for d in demands), default=0), self.size, np.int64)
-        unplanned, open_demands = [], []
-        for job, demand in zip(jobs, demands, strict=True):
+        profile = np.full(max((job.horizon(index) for job in jobs), default=0), self.size,
+                          np.int64)
+        unplanned = []
+        for job in jobs:
             if job.plan is None:
                 unplanned.append(job)
-                open_demands.append(demand)
                 continue
             profile[job.plan] -= job.gpus
-        return unplanned, open_demands, profile
+        return unplanned, profile
 
     # -- arrivals ------------------------------------------------------------------------------
     def admit(self, now: int) -> None:
@@ -373,48 +381,49 @@ class _ChronusRun:
         if not due:
             return
         index = now // LEASE + 1
-        jobs, demands, profile = self._planned_room(index)
-        if not pack(demands, profile, self.size)[0]:
-            plans = self._solve(demands, profile)
-            if plans is None:
-                raise SchedulingError(
-                    f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
-                    "need the program the artifact cannot solve without Gurobi); the artifact "
-                    "stops here")
-            for job, terms in zip(jobs, plans, strict=True):
-                job.plan = terms
-            jobs, demands, profile = self._planned_room(index)
-            if not pack(demands, profile, self.size)[0]:
+        jobs, profile = self._planned_room(index)
+        if not fits(*_columns(jobs, index), profile, self.size):
+            self._replan(jobs, profile, now, index)
+            jobs, profile = self._planned_room(index)
+            if not fits(*_columns(jobs, index), profile, self.size):
                 raise SchedulingError(f"t={now}: the new lease plan does not pack; the artifact "
                                       "stops here (its assertion)")
-        for job in due:
-            demands.append(job.demand(index))
-            if demands[-1].need <= demands[-1].horizon:
-                fits = pack(demands, profile, self.size)[0]
+        width, need, horizon = _columns(jobs, index, len(due))
+        for count, job in enumerate(due, len(jobs) + 1):
+            # the arrivals so far, each with the horizon its admission left it
+            width[count - 1], need[count - 1] = job.width, job.leases
+            horizon[count - 1] = job.horizon(index)
+            columns = width[:count], need[:count], horizon[:count]
+            if job.leases <= horizon[count - 1]:
+                packs = fits(*columns, profile, self.size)
             else:
-                fits = False
-            if fits or self._search_deadline(job, demands, profile, index):
-                job.deadline = LEASE * (demands[-1].horizon + index) - job.submit
+                packs = False
+            if packs or self._search_deadline(job, *columns, profile, index):
+                job.deadline = LEASE * (int(horizon[count - 1]) + index) - job.submit
             job.last_check = now
             self.pending.append(job)
             if job.priority == DECLINED:
                 self.declined += 1
 
-    def _search_deadline(self, job: _Job, demands: list[Demand], profile: np.ndarray,
-                         index: int) -> bool:
+    def _replan(self, jobs: list[_Job], profile: np.ndarray, now: int, index: int) -> None:
+        """New plans for the jobs without one, beside the planned ones (the program)."""
+        flat = self._solve(*_columns(jobs, index), profile)
+        if flat is None:
+            raise SchedulingError(
+                f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
+                "need the program the artifact cannot solve without Gurobi); the artifact "
+                "stops here")
+        for job, terms in zip(jobs, flat.rows(), strict=True):
+            job.plan = terms
+
+    def _search_deadline(self, job: _Job, width: np.ndarray, need: np.ndarray,
+                         horizon: np.ndarray, profile: np.ndarray, index: int) -> bool:
         """The earliest lease count that packs (binary search, as the artifact); True if it
-        ends by the job's deadline. The job's demand keeps that count either way."""
-        last = demands[-1]
-        low = max(last.horizon, last.need)
-        high = max(low, *(d.horizon for d in demands[:-1]), len(profile)) + job.leases + 1
-        while low < high:
-            middle = low + (high - low) // 2
-            demands[-1] = Demand(last.width, last.need, middle)
-            if pack(demands, profile, self.size)[0]:
-                high = middle
-            else:
-                low = middle + 1
-        demands[-1] = Demand(last.width, last.need, high)
+        ends by the job's deadline. The job's horizon (the last) keeps that count either way."""
+        low = max(int(horizon[-1]), int(need[-1]))
+        others = int(horizon[:-1].max()) if len(horizon) > 1 else low
+        high = max(low, others, len(profile)) + job.leases + 1
+        high = earliest_horizon(width, need, horizon, profile, self.size, low, high)
         if LEASE * (high + index) - job.submit <= job.listed:
             return True
         job.priority = DECLINED
@@ -433,11 +442,10 @@ class _ChronusRun:
             else:
                 job.urgency = -(job.submit + job.deadline - now - job.estimate
                                 + job.progress) * job.gpus
-        self.pending.sort(key=lambda j: (j.priority, j.urgency, j.submit), reverse=True)
+        self.pending.sort(key=_BY_PRIORITY, reverse=True)
         free = self.size - self.used
         if free > 0:
-            self.pending.sort(key=lambda j: (j.overdue, min(j.priority, DECLINED), j.urgency,
-                                             -j.submit), reverse=True)
+            self.pending.sort(key=_FOR_SPARE, reverse=True)
             chosen = []
             for job in self.pending:
                 if job.priority != ACCEPTED and job.gpus <= free:
@@ -447,20 +455,21 @@ class _ChronusRun:
         self._settle(before, now)
 
     # -- helpers -------------------------------------------------------------------------------
-    def _solve(self, demands: list[Demand], profile: np.ndarray) -> list[np.ndarray] | None:
-        """One lease program, answered as the policy says (rows in the demands' order)."""
+    def _solve(self, width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
+               profile: np.ndarray) -> Flat | None:
+        """One lease program, answered as the policy says (rows in the jobs' order)."""
         if self.plans == "packing":
             return None  # python-mip without Gurobi: every program raises
-        order = (np.arange(len(demands)) if self.shuffle is None
-                 else self.shuffle.permutation(len(demands)))
-        plans = solve([demands[k] for k in order], profile, self.size, self.objective,
-                      shortcut=self.plans == "auto", layout=self.layout)
-        if plans is None:
+        if self.shuffle is None:
+            return solve_flat(width, need, horizon, profile, self.size, self.objective,
+                              shortcut=self.plans == "auto", layout=self.layout)
+        order = self.shuffle.permutation(len(width))
+        flat = solve_flat(width[order], need[order], horizon[order], profile, self.size,
+                          self.objective, shortcut=self.plans == "auto", layout=self.layout)
+        if flat is None:
             return None
-        rows: list[np.ndarray] = [plans[0]] * len(demands)
-        for terms, k in zip(plans, order, strict=True):
-            rows[k] = terms
-        return rows
+        rows = flat.rows()
+        return Flat.of([rows[k] for k in np.argsort(order)])
 
     def _start(self, chosen: list[_Job]) -> None:
         """Move pending jobs to running, in the given order (the artifact's list order)."""
@@ -492,6 +501,30 @@ class _ChronusRun:
         for job in before:
             if not job.running and not job.done:
                 self.rec.set_gpus(job.index, now, 0)
+
+
+def _columns(jobs: list[_Job], index: int, spare: int = 0,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs' demands from lease ``index`` as int64 arrays (width, need, horizon), with
+    ``spare`` more entries left at the end for arrivals."""
+    more = [0] * spare
+    width = np.array([job.width for job in jobs] + more, np.int64)
+    need = np.array([job.leases for job in jobs] + more, np.int64)
+    horizon = np.array([job.horizon(index) for job in jobs] + more, np.int64)
+    return width, need, horizon
+
+
+def _take_next_lease(planned: list[_Job], flat: Flat) -> list[_Job]:
+    """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
+    chosen = []
+    opens = flat.advance()
+    terms = flat.terms
+    for job, start, count, now in zip(planned, flat.start.tolist(), flat.count.tolist(), opens,
+                                      strict=True):
+        if now:
+            chosen.append(job)
+        job.plan = terms[start: start + count]
+    return chosen
 
 
 def _drop_leases(job: _Job, count: int) -> None:

@@ -25,12 +25,21 @@ is the answer and HiGHS is not called; otherwise HiGHS solves the program, cut
 to the terms an optimal plan ever needs (after the last term whose room differs
 from the cluster's, no more terms than the jobs' total need: an empty term
 can take all of a later one's jobs).
+
+The packings run in :mod:`.leasecore` (compiled: a replay packs hundreds of
+thousands of times). Its callers that pack by the thousand (:mod:`.chronus`)
+pass the jobs as int64 arrays (:func:`fits`, :func:`earliest_horizon`,
+:func:`solve_flat`) and get plans written flat (:class:`Flat`); :func:`pack`,
+:func:`pack_each` and :func:`solve` take and give them per job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import NamedTuple
 
 import numpy as np
 
@@ -52,10 +61,6 @@ class Demand:
 Plan = list[np.ndarray]  # per job, the terms it runs in, ascending (int64)
 
 
-_NONE = np.zeros(0, np.int64)  # a plan with no terms (never written to)
-_FIRST = np.zeros(1, np.int64)  # term 0 only
-
-
 def room_of(profile: Sequence[int] | np.ndarray, size: int, terms: int) -> np.ndarray:
     """GPUs free per term for ``terms`` terms: the profile, then the whole cluster."""
     room = np.full(max(terms, len(profile)), size, dtype=np.int64)
@@ -63,52 +68,87 @@ def room_of(profile: Sequence[int] | np.ndarray, size: int, terms: int) -> np.nd
     return room
 
 
-def _order(demands: Sequence[Demand]) -> list[int]:
-    """The artifact's packing order: widest first, then least slack, then latest horizon."""
-    return sorted(range(len(demands)), key=lambda k: (-demands[k].width,
-                                                      demands[k].horizon - demands[k].need,
-                                                      -demands[k].horizon))
+def columns(demands: Sequence[Demand]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The demands as the int64 arrays (width, need, horizon) the compiled loops read."""
+    width = np.array([d.width for d in demands], np.int64)
+    need = np.array([d.need for d in demands], np.int64)
+    horizon = np.array([d.horizon for d in demands], np.int64)
+    return width, need, horizon
+
+
+class Flat(NamedTuple):
+    """A plan written flat: job ``k``'s terms are ``terms[start[k]:start[k] + count[k]]``
+    (one array for all jobs: cheaper than one per job where plans are made by the thousand)."""
+
+    terms: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, plan: Plan) -> Flat:
+        counts = np.array([len(terms) for terms in plan], np.int64)
+        start = np.zeros(len(plan), np.int64)
+        np.cumsum(counts[:-1], out=start[1:])
+        terms = np.concatenate(plan).astype(np.int64) if plan else np.zeros(0, np.int64)
+        return cls(terms, start, counts)
+
+    def advance(self) -> list[bool]:
+        """Move the plan one term later, in place (term 0 dropped, the others one earlier);
+        whether each job's plan took term 0."""
+        return _core().advance(*self).view(bool).tolist()
+
+    def rows(self) -> Plan:
+        """One array of terms per job."""
+        return [self.terms[a: a + c] for a, c in zip(self.start.tolist(), self.count.tolist(),
+                                                      strict=True)]
+
+
+@cache
+def _core() -> ModuleType:
+    """The compiled packing loops (imported on first use, after :mod:`.native` is set up)."""
+    from mltraces.scheduling import leasecore
+
+    return leasecore
+
+
+def as_profile(profile: Sequence[int] | np.ndarray) -> np.ndarray:
+    return np.asarray(profile, dtype=np.int64).reshape(-1)
 
 
 def pack(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
          ) -> tuple[bool, np.ndarray, Plan]:
     """The artifact's quick test: (every job fits?, room left per term, each job's terms).
 
-    Jobs are taken in :func:`_order` (ties in the given order); each takes the
-    latest terms before its horizon with room for it. Packing stops at the first
-    job that does not fit.
+    Jobs are taken in the artifact's order (widest first, then least slack, then latest
+    horizon; ties in the given order); each takes the latest terms before its horizon
+    with room for it. Packing stops at the first job that does not fit.
     """
-    room = room_of(profile, size, max((d.horizon for d in demands), default=0))
-    plan: Plan = [_NONE] * len(demands)
-    for k in _order(demands):
-        taken = _fill_latest(demands[k], room)
-        if taken is None:
-            return False, room, plan
-        plan[k] = taken
-    return True, room, plan
+    return _packed(demands, profile, size, stop=True)
 
 
-def _fill_latest(demand: Demand, room: np.ndarray) -> np.ndarray | None:
-    """Take the latest terms with room for the job (``room`` is updated); None if too few.
+def fits(width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
+         profile: np.ndarray, size: int) -> bool:
+    """:func:`pack`'s answer alone, for jobs given as int64 arrays (nothing is allocated
+    for the plan)."""
+    return bool(_core().fits(width, need, horizon, profile, size))
 
-    The artifact walks terms from the latest down, taking each with room until it
-    has ``need``; for ``need`` 0 that walk ends at once only if the latest term
-    is full (kept as it is).
-    """
-    horizon = max(demand.horizon, 0)
-    if demand.need <= 0:
-        return _NONE if horizon and room[horizon - 1] < demand.width else None
-    if demand.need <= horizon:  # the common case: the latest terms all have room
-        latest = room[horizon - demand.need:horizon]
-        if latest.min() >= demand.width:
-            latest -= demand.width
-            return np.arange(horizon - demand.need, horizon)
-    open_terms = (room[:horizon] >= demand.width).nonzero()[0]
-    if len(open_terms) < demand.need:
-        return None
-    chosen = open_terms[len(open_terms) - demand.need:]
-    room[chosen] -= demand.width
-    return chosen
+
+def earliest_horizon(width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
+                     profile: np.ndarray, size: int, low: int, high: int) -> int:
+    """The artifact's binary search for the least horizon in ``[low, high]`` of the last job
+    with which :func:`fits` (``high`` when none below it); ``horizon[-1]`` is left at it."""
+    return int(_core().earliest_horizon(width, need, horizon, profile, size, low, high))
+
+
+def _packed(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
+            stop: bool) -> tuple[bool, np.ndarray, Plan]:
+    """Pack in the artifact's order; a job that does not fit ends it (``stop``) or is passed
+    over (its terms given back)."""
+    width, need, horizon = columns(demands)
+    room = _core().room_for(horizon, as_profile(profile), size, 0)
+    flat = Flat(*_core().slots(need))
+    placed = _core().fill(width, need, horizon, room, stop, *flat)
+    return placed == len(demands), room, flat.rows()
 
 
 def pack_each(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
@@ -116,18 +156,8 @@ def pack_each(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, si
     """The artifact's fallback when its integer program fails: :func:`pack`'s order, but a job
     that does not fit gives its terms back and the next is tried. True if every job got terms.
     """
-    room = room_of(profile, size, max((d.horizon for d in demands), default=0))
-    plan: Plan = [_NONE] * len(demands)
-    placed = 0
-    for k in _order(demands):
-        before = room.copy()
-        taken = _fill_latest(demands[k], room)
-        if taken is None:
-            room[:] = before
-            continue
-        plan[k] = taken
-        placed += 1
-    return placed == len(demands), plan
+    fit, _, plan = _packed(demands, profile, size, stop=False)
+    return fit, plan
 
 
 def solve(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
@@ -146,89 +176,30 @@ def solve(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: 
             late as each job can, the artifact's own packing) or ``"earliest"``;
             both are optimal plans, so the choice is one among ties.
     """
+    flat = solve_flat(*columns(demands), as_profile(profile), size, objective,
+                      shortcut=shortcut, layout=layout)
+    return None if flat is None else flat.rows()
+
+
+def solve_flat(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile: np.ndarray,
+               size: int, objective: str,
+               *, shortcut: bool = True, layout: str = "latest") -> Flat | None:
+    """:func:`solve` for jobs given as int64 arrays, its plan written flat."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-    if any(d.need > d.horizon for d in demands):
+    if _core().overdrawn(need, horizon):
         return None
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
-    if shortcut:
-        plan = _certified(demands, profile, size, objective, layout)
-        if plan is not None:
-            return plan
-    return _milp(demands, profile, size, objective)
-
-
-def _certified(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
-               objective: str, layout: str) -> Plan | None:
-    """A packing whose term 0 provably holds the optimum, else None."""
-    room0 = int(profile[0]) if len(profile) else size
-    if objective == "minimize":
-        first = [k for k, d in enumerate(demands) if d.need and d.need == d.horizon]
-    else:
-        first = _fullest_first_term(demands, room0)
-        if first is None:
-            return None
-    return _pack_around(demands, profile, size, set(first), layout)
-
-
-def _fullest_first_term(demands: Sequence[Demand], room0: int) -> list[int] | None:
-    """Jobs for term 0 with the largest width sum that fits (least slack first), if that sum
-    is the most any choice can reach; None when the greedy choice falls short of it."""
-    eligible = [k for k, d in enumerate(demands) if d.need and d.horizon]
-    chosen, used = [], 0
-    for k in sorted(eligible, key=lambda k: (demands[k].horizon - demands[k].need, k)):
-        if used + demands[k].width <= room0:
-            chosen.append(k)
-            used += demands[k].width
-    if used < _best_width_sum([demands[k].width for k in eligible], room0):
-        return None
-    return chosen
-
-
-def _best_width_sum(widths: Sequence[int], limit: int) -> int:
-    """The largest sum of a subset of ``widths`` that is at most ``limit`` (subset sum)."""
-    limit = max(int(limit), 0)
-    reachable = np.zeros(limit + 1, dtype=bool)
-    reachable[0] = True
-    for width in widths:
-        if 0 < width <= limit:
-            reachable[width:] |= reachable[:-width].copy()
-    return int(np.flatnonzero(reachable).max())
-
-
-def _pack_around(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
-                 first: set[int], layout: str = "latest") -> Plan | None:
-    """Term 0 holds exactly the jobs in ``first``; the rest is packed in :func:`pack`'s order,
-    each job in its latest (or earliest) open terms from term 1 on. None if that fails."""
-    room = room_of(profile, size, max(max((d.horizon for d in demands), default=0), 1))
-    plan: Plan = [_NONE] * len(demands)
-    for k in first:
-        if room[0] < demands[k].width:
-            return None
-        room[0] -= demands[k].width
-        plan[k] = _FIRST
-    room[0] = -1  # nobody else takes term 0
-    for k in _order(demands):
-        d = demands[k]
-        rest = Demand(d.width, d.need - (k in first), d.horizon)
-        if rest.need == 0:
-            continue
-        taken = _fill_latest(rest, room) if layout == "latest" else _fill_earliest(rest, room)
-        if taken is None:
-            return None
-        plan[k] = np.concatenate([plan[k], taken]) if k in first else taken
-    return plan
-
-
-def _fill_earliest(demand: Demand, room: np.ndarray) -> np.ndarray | None:
-    """Take the earliest terms with room for the job (``room`` is updated); None if too few."""
-    open_terms = (room[: max(demand.horizon, 0)] >= demand.width).nonzero()[0]
-    if len(open_terms) < demand.need:
-        return None
-    chosen = open_terms[: demand.need]
-    room[chosen] -= demand.width
-    return chosen
+    if shortcut:  # a packing that provably reaches the optimum (see the module docstring)
+        flat = _core().certified(width, need, horizon, profile, size, objective == "maximize",
+                                 layout == "latest")
+        if flat is not None:
+            return Flat(*flat)
+    demands = [Demand(w, q, h) for w, q, h in zip(width.tolist(), need.tolist(),
+                                                  horizon.tolist(), strict=True)]
+    plan = _milp(demands, profile, size, objective)
+    return None if plan is None else Flat.of(plan)
 
 
 def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
@@ -242,7 +213,7 @@ def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: 
     horizons = [min(d.horizon, cut) for d in demands]
     terms = max(horizons, default=0)
     if terms == 0:
-        return [_NONE] * len(demands)
+        return [np.zeros(0, np.int64) for _ in demands]
     room = room_of(profile, size, terms)[:terms]
     starts = np.concatenate([[0], np.cumsum(horizons)]).astype(np.int64)
     count = int(starts[-1])
