@@ -11,12 +11,17 @@ spawn fresh interpreters.
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import pickle
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["process_pool"]
+__all__ = ["Ahead", "Deferred", "ahead", "current_ahead", "process_pool"]
 
 
 def process_pool(
@@ -39,3 +44,84 @@ def process_pool(
         context.set_forkserver_preload(list(preload))
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=initializer, initargs=initargs)
+
+
+# --------------------------------------------------------------------------- work ahead
+#
+# A figure run computes its figures' data one after the other, and several of them
+# replay schedulers in a pool of their own: each pool idles at its end while its last
+# replays finish, and the next figure's replays have not been asked for yet. Asked
+# ahead, the replays of every figure share one pool that stays busy to the end: a
+# first pass asks each figure for its data with :func:`ahead` collecting (work is
+# submitted, and the figure stops with :class:`Deferred`), the second pass asks
+# again and each identical request gets the future submitted the first time.
+
+
+class Deferred(BaseException):
+    """The work a computation needs was submitted ahead (:func:`ahead`); ask it again later.
+
+    A BaseException, so that no ``except Exception`` on the way takes it for a
+    failure and goes on with half a result.
+    """
+
+
+@dataclass
+class Ahead:
+    """A pool whose work is found again by its content: the same call gets the same future.
+
+    While ``collecting``, callers submit and raise :class:`Deferred`; afterwards
+    they wait for their futures (work never submitted before is submitted then).
+    """
+
+    executor: ProcessPoolExecutor
+    collecting: bool = True
+    futures: dict[str, Future] = field(default_factory=dict)
+    keys: dict[int, str] = field(default_factory=dict)  # id(future) -> its key
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> Future:
+        """The future of ``function(*args)``: the one submitted before, or a new one."""
+        key = _content_key(function, args)
+        future = self.futures.get(key)
+        if future is None:
+            if not self.collecting:  # fine, but the work was not overlapped: say so for -v
+                from mltraces.logs import get_logger
+
+                get_logger(__name__).debug("%s was not asked for ahead", function.__qualname__)
+            future = self.futures[key] = self.executor.submit(function, *args)
+            self.keys[id(future)] = key
+        return future
+
+    def release(self, future: Future) -> None:
+        """Forget a future whose result was taken (results can be large)."""
+        key = self.keys.pop(id(future), None)
+        if key is not None:
+            self.futures.pop(key, None)
+
+
+def _content_key(function: Callable[..., Any], args: tuple) -> str:
+    """What identifies a call: the function's name and its pickled arguments."""
+    payload = pickle.dumps((function.__module__, function.__qualname__, args), protocol=5)
+    return hashlib.sha256(payload).hexdigest()
+
+
+_current: ContextVar[Ahead | None] = ContextVar("mltraces_ahead", default=None)
+
+
+def current_ahead() -> Ahead | None:
+    """The :class:`Ahead` pool of the enclosing :func:`ahead` block, if any."""
+    return _current.get()
+
+
+@contextmanager
+def ahead(workers: int, *, preload: Sequence[str] = ()) -> Iterator[Ahead]:
+    """A block in which work is asked for ahead, in one pool of ``workers`` processes.
+
+    Leaving the block cancels what was submitted and never asked for again.
+    """
+    session = Ahead(process_pool(workers, preload=preload))
+    token = _current.set(session)
+    try:
+        yield session
+    finally:
+        _current.reset(token)
+        session.executor.shutdown(wait=True, cancel_futures=True)

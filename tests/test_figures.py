@@ -755,6 +755,40 @@ def test_worker_processes_write_the_same_bytes(real_con, tmp_path: Path) -> None
         assert [p.read_bytes() for p in a.paths] == [p.read_bytes() for p in b.paths]
 
 
+@pytest.mark.slow
+@pytest.mark.upstream
+def test_a_pooled_figure_run_replays_every_figure_ahead_in_one_pool(
+    real_con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With several processes, the figures that replay are asked twice: their replays all
+    go to one pool in the first pass, none is submitted again in the second, and the
+    figures are the committed bytes."""
+    from mltraces import workers
+    from mltraces.datasets.elasticflow import cached
+
+    # a scheduler version of its own: this test's replays are never in the cache yet
+    monkeypatch.setattr(cached, "scheduler_version", lambda: f"ahead-test-{tmp_path.name}")
+    asked, late = [], []
+    submit = workers.Ahead.submit
+
+    def counting(self, function, *args):
+        if self.collecting:
+            asked.append(function)
+        elif workers._content_key(function, args) not in self.futures:
+            late.append(function)
+        return submit(self, function, *args)
+
+    monkeypatch.setattr(workers.Ahead, "submit", counting)
+    names = ["itp_gpu_count", "elasticflow_fig7a", "elasticflow_fig10"]
+    results = figures.render_all(real_con, output_dir=tmp_path, names=names, processes=2,
+                                 redraw=True)
+    assert [r.name for r in results] == names and all(r.paths for r in results)
+    assert len(asked) == 12 and late == []  # Fig. 7(a)'s six policies, Fig. 10's six
+    for name in names[1:]:
+        for suffix in (".png", ".pdf"):
+            assert (tmp_path / name).with_suffix(suffix).read_bytes() == (
+                COMMITTED / name).with_suffix(suffix).read_bytes(), name
+
 @pytest.mark.upstream
 def test_unchanged_figures_are_copied_from_the_render_cache(
     real_con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -589,6 +589,55 @@ def test_sweep_through_a_dask_executor() -> None:
     pd.testing.assert_frame_equal(expected.jobs, result.jobs)
 
 
+
+def test_sweeps_asked_ahead_share_one_pool_and_replay_once() -> None:
+    """A figure run's first pass submits every figure's replays and stops each figure
+    (Deferred); the second pass finds them by content, even from cases built anew."""
+    from mltraces.workers import Deferred, ahead
+
+    expected = sweep(small_cases(), "edf,tiresias", ThreadPoolExecutor(1))
+    with ahead(2) as session:
+        with pytest.raises(Deferred):
+            sweep(small_cases(), "edf,tiresias")
+        with pytest.raises(Deferred):
+            sweep(small_cases()[:1], "fifo")  # another figure's replays, in the same pool
+        assert len(session.futures) == 5
+        session.collecting = False
+        submitted = session.executor.submit
+        session.executor.submit = lambda *a, **k: pytest.fail("replayed a second time")
+        again = sweep(small_cases(), "edf,tiresias")
+        session.executor.submit = submitted
+        assert len(session.futures) == 1  # taken results are let go; fifo's still waits
+        pd.testing.assert_frame_equal(again.jobs, expected.jobs)
+        late = sweep(small_cases(), "fifo")  # not asked ahead: submitted now, still right
+    serial = sweep(small_cases(), "fifo", ThreadPoolExecutor(1))
+    pd.testing.assert_frame_equal(late.jobs, serial.jobs)
+
+
+def test_a_deferred_sweep_is_not_taken_for_a_failure() -> None:
+    """Code between the figure and its sweep may catch Exception; Deferred passes it."""
+    from mltraces.workers import Deferred, ahead
+
+    with ahead(1):
+        try:
+            sweep(small_cases(), "edf")
+        except Exception:  # what a careless caller writes
+            pytest.fail("Deferred was caught as an ordinary error")
+        except Deferred:
+            pass
+
+
+def test_leaving_an_ahead_block_cancels_the_work_never_asked_for() -> None:
+    import time
+
+    from mltraces.workers import ahead
+
+    started = time.perf_counter()
+    with ahead(1) as session:
+        futures = [session.submit(time.sleep, 0.5 + k / 1000) for k in range(40)]
+    assert time.perf_counter() - started < 10  # not 40 x 0.5 s
+    assert sum(future.cancelled() for future in futures) >= 30
+
 # -- inputs ---------------------------------------------------------------------------------
 def test_the_artifact_philly_columns_are_read_as_the_reference_does() -> None:
     philly = pd.DataFrame(

@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import sys
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +38,13 @@ from mltraces.figures.specs import (  # the registry, re-exported
     tables_for,
 )
 from mltraces.logs import get_logger
+from mltraces.workers import Deferred
 
 if TYPE_CHECKING:
     import duckdb
     import pandas as pd
+
+    from mltraces.workers import Ahead
 
 log = get_logger(__name__)
 
@@ -229,7 +233,10 @@ def render_all(
 
     A figure whose tables are unavailable is skipped with a message that says
     which files to fetch (or which ``local`` file failed); the others are still
-    drawn. Data is computed here, in figure order; a figure whose data and
+    drawn. Data is computed here, in figure order (with several processes in two
+    passes: the first submits every figure's scheduler replays to one shared pool,
+    the second computes the data of the figures that replay; see
+    :mod:`mltraces.workers`); a figure whose data and
     drawing code are unchanged since it was last rendered is copied from the
     render cache (:mod:`.render`); the others are plotted and saved in
     ``processes`` worker processes (default: one per core; 1 draws in this
@@ -247,27 +254,42 @@ def render_all(
     known: dict[str, str | None] = {}
     bar = _progress(len(specs), progress)
     executor = render.pool(count) if count > 1 else None
+    pending: dict[str, tuple[str, Any]] = {}
+
+    def draw_or_reuse(spec: FigureSpec, table: pd.DataFrame) -> None:
+        task = (spec.name, table, unverified_inputs(con, spec.inputs), str(output_dir), style)
+        key = render.render_key(*task[:3], style)
+        reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
+        if reused is not None:  # same data, same code: the same bytes as last time
+            results[spec.name] = _written(spec.name, reused)
+            bar.update()
+        elif executor is None:
+            results[spec.name] = _kept(spec.name, key, render.render(*task), style)
+            bar.update()
+        else:
+            pending[spec.name] = (key, executor.submit(render.render, *task))
+
     try:
-        pending = {}
-        for spec in specs.values():
-            missing = missing_inputs(con, spec, known)
-            if missing:
-                results[spec.name] = Rendered(spec.name, skipped=skip_reason(spec, missing, local))
-                log.info("skipped %s: %s", spec.name, results[spec.name].skipped)
-                bar.update()
-                continue
-            task = (spec.name, frame(spec.name, con), unverified_inputs(con, spec.inputs),
-                    str(output_dir), style)
-            key = render.render_key(*task[:3], style)
-            reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
-            if reused is not None:  # same data, same code: the same bytes as last time
-                results[spec.name] = _written(spec.name, reused)
-                bar.update()
-            elif executor is None:
-                results[spec.name] = _kept(spec.name, key, render.render(*task), style)
-                bar.update()
-            else:
-                pending[spec.name] = (key, executor.submit(render.render, *task))
+        with _work_ahead(count) as session:
+            later = []
+            for spec in specs.values():
+                missing = missing_inputs(con, spec, known)
+                if missing:
+                    results[spec.name] = Rendered(spec.name,
+                                                  skipped=skip_reason(spec, missing, local))
+                    log.info("skipped %s: %s", spec.name, results[spec.name].skipped)
+                    bar.update()
+                    continue
+                try:
+                    table = frame(spec.name, con)
+                except Deferred:  # its replays are under way: its data comes in the 2nd pass
+                    later.append(spec)
+                    continue
+                draw_or_reuse(spec, table)
+            if session is not None:
+                session.collecting = False
+            for spec in later:
+                draw_or_reuse(spec, frame(spec.name, con))
         for name, (key, future) in pending.items():
             results[name] = _kept(name, key, future.result(), style)
             bar.update()
@@ -276,6 +298,20 @@ def render_all(
         if executor is not None:
             executor.shutdown()
     return [results[name] for name in specs]
+
+
+@contextmanager
+def _work_ahead(workers: int) -> Iterator[Ahead | None]:
+    """One pool for every figure's replays when drawing with several processes (see
+    :mod:`mltraces.workers`): a figure's replays no longer wait for the previous
+    figure's last ones. Nothing with one process (it runs in this one)."""
+    if workers <= 1:
+        yield None
+        return
+    from mltraces.workers import ahead
+
+    with ahead(workers) as session:
+        yield session
 
 
 def _kept(name: str, key: str, paths: Sequence[Path], style: str = "default") -> Rendered:

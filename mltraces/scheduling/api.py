@@ -26,7 +26,7 @@ from mltraces.scheduling.profiles import Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, ScheduleResult
 from mltraces.scheduling.themis import Themis
 from mltraces.scheduling.tiresias import Tiresias
-from mltraces.workers import process_pool
+from mltraces.workers import Ahead, Deferred, current_ahead, process_pool
 
 #: the shipped policies by name
 POLICIES: dict[str, type] = {
@@ -160,6 +160,12 @@ def expected_cost(case: Case, policy: str | Policy) -> float:
     return len(case.jobs) * weight
 
 
+def _costliest_first(pairs: Sequence[tuple[Case, Policy]]) -> list[int]:
+    """Positions of ``pairs``, costliest replay first: a pool is not left waiting on one
+    long replay at its end."""
+    return sorted(range(len(pairs)), key=lambda k: -expected_cost(*pairs[k]))
+
+
 def sweep(
     cases: Sequence[Case],
     policies: str | Policy | Iterable[str | Policy] = "all",
@@ -178,6 +184,8 @@ def sweep(
             ``max_workers`` (default: the CPU count) workers, closed afterwards;
             its workers import policies by name, so a policy class defined in a
             notebook needs an executor of your own (a ``ThreadPoolExecutor``).
+            Inside a :func:`mltraces.workers.ahead` block (a figure run), the
+            block's one pool for every figure's replays.
         on_done: Called with each outcome as its replay finishes (a progress bar).
 
     Returns:
@@ -185,13 +193,14 @@ def sweep(
     """
     chosen = resolve_policies(policies)
     pairs = [(case, policy) for case in cases for policy in chosen]
+    session = current_ahead() if executor is None else None
+    if session is not None:  # inside a figure run: one pool for every figure's replays
+        return _sweep_ahead(session, pairs, on_done)
     own = executor is None
     if own:
         executor = process_pool(max_workers or os.cpu_count() or 1)
     try:
-        # the costliest replays first, so that a pool is not left waiting on one at the end
-        order = sorted(range(len(pairs)), key=lambda k: -expected_cost(*pairs[k]))
-        futures = {k: executor.submit(run_case, *pairs[k]) for k in order}
+        futures = {k: executor.submit(run_case, *pairs[k]) for k in _costliest_first(pairs)}
         if on_done is not None:
             for future in as_completed(futures.values()):
                 on_done(future.result())
@@ -199,3 +208,22 @@ def sweep(
     finally:
         if own:
             executor.shutdown()
+
+
+def _sweep_ahead(session: Ahead, pairs: list[tuple[Case, Policy]],
+                 on_done: Callable[[Outcome], None] | None) -> ScheduleResult:
+    """:func:`sweep` through a :func:`mltraces.workers.ahead` pool.
+
+    Collecting, it submits the replays (costliest first) and raises
+    :class:`~mltraces.workers.Deferred`; asked again, it takes their results.
+    """
+    futures = {k: session.submit(run_case, *pairs[k]) for k in _costliest_first(pairs)}
+    if session.collecting:
+        raise Deferred
+    if on_done is not None:
+        for future in as_completed(futures.values()):
+            on_done(future.result())
+    outcomes = [futures[k].result() for k in range(len(pairs))]
+    for future in futures.values():
+        session.release(future)
+    return ScheduleResult(outcomes)
