@@ -58,7 +58,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
-from operator import attrgetter
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -89,11 +88,6 @@ RESTART = 0.5
 #: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
 MAX_PLANNED = 1200 * LEASE // 60
 
-
-#: the queue's order (the larger first), and the spare GPUs' order (past the estimate first,
-#: then by priority, which is at most DECLINED, urgency, and submission, earliest first)
-_BY_PRIORITY = attrgetter("priority", "urgency", "submit")
-_FOR_SPARE = attrgetter("overdue", "priority", "urgency", "seniority")
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
@@ -302,19 +296,16 @@ class _ChronusRun:
         chosen: list[Job] = []
         if planned:
             width, need, horizon = self.core.columns(planned, index, 0)
-            for job, leases, left in zip(planned, need.tolist(), horizon.tolist(), strict=True):
-                if job.plan is not None and left < leases:
-                    raise SchedulingError(
-                        f"job {job.index} needs {leases} leases in {left} at "
-                        f"t={now}: the artifact stops here (its assertion)")
+            short = self.core.short(planned, need, horizon)
+            if short >= 0:
+                raise SchedulingError(
+                    f"job {planned[short].index} needs {need[short]} leases in "
+                    f"{horizon[short]} at t={now}: the artifact stops here (its assertion)")
             flat = self._solve(width, need, horizon, np.zeros(0, np.int64))
             chosen = (self._fallback(now, index) if flat is None
                       else self._take_next_lease(planned, flat))
-        for job in chosen:
-            job.on_lease = True
-            job.leases -= 1
         self._start(chosen)
-        # those that did not hold GPUs (re)start; the others keep running
+        # on their lease; those that did not hold GPUs (re)start, the others keep running
         self.core.start_leased(chosen, now, self.check, self.round, self.rec)
         self.declined = self.core.declined(self.pending) + self.core.declined(self.running)
         return before
@@ -342,17 +333,7 @@ class _ChronusRun:
 
     def _planned_room(self, index: int) -> tuple[list[Job], np.ndarray]:
         """Accepted jobs without a plan, and the GPUs the planned ones leave per lease."""
-        jobs = [job for job in self.pending + self.running
-                if job.priority == ACCEPTED and job.planned and job.leases > 0]
-        profile = np.full(max((job.horizon(index) for job in jobs), default=0), self.size,
-                          np.int64)
-        unplanned = []
-        for job in jobs:
-            if job.plan is None:
-                unplanned.append(job)
-                continue
-            profile[job.plan] -= job.gpus
-        return unplanned, profile
+        return self.core.planned_room(self.pending + self.running, index, self.size)
 
     # -- arrivals ------------------------------------------------------------------------------
     def admit(self, now: int) -> None:
@@ -421,7 +402,7 @@ class _ChronusRun:
         free = self.size - self.used
         # the queue's order, then (stably) the spare GPUs': jobs tied on the latter are tied
         # on the former too, so sorting by the latter alone leaves the same order
-        self.pending.sort(key=_FOR_SPARE if free > 0 else _BY_PRIORITY, reverse=True)
+        self.pending = self.core.queue(self.pending, free > 0)
         if free > 0:
             chosen = self.core.pick(self.pending, free)
             self._start(chosen)
@@ -454,10 +435,7 @@ class _ChronusRun:
         """Move pending jobs to running, in the given order (the artifact's list order)."""
         if not chosen:
             return
-        for job in chosen:
-            job.running = True
-            self.used += job.gpus
-        self.running.extend(chosen)
+        self.used += self.core.start(chosen, self.running)
         self.pending = self.core.waiting(self.pending)
 
 

@@ -198,6 +198,18 @@ def take_next_lease(jobs: list, terms: object, start: i64[:], count: i64[:],
 
 
 @cython.ccall
+def short(jobs: list, need: i64[:], horizon: i64[:]) -> i64:
+    """The first planned job whose leases no longer fit before its horizon (-1: none)."""
+    job: Job
+    k: i64
+    for k in range(len(jobs)):
+        job = jobs[k]
+        if job.plan is not None and horizon[k] < need[k]:
+            return k
+    return -1
+
+
+@cython.ccall
 def declined(jobs: list) -> i64:
     """How many of the jobs were turned down."""
     job: Job
@@ -224,6 +236,102 @@ def rank(pending: list, now: i64) -> cython.void:
                             + job.progress) * job.gpus
 
 
+@cython.cfunc
+@cython.exceptval(check=False)
+def _ahead(a: Job, b: Job, spare: cython.bint) -> cython.bint:
+    """Whether ``a`` sorts strictly before ``b``, the larger key first: the queue's key
+    (priority, urgency, submission: the latest first) or the spare GPUs' (past the estimate
+    first, then priority, urgency, seniority: the earliest submitted first), compared
+    field by field as Python compares the tuples (no urgency is NaN)."""
+    if spare and a.overdue != b.overdue:
+        return a.overdue > b.overdue
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    if a.urgency != b.urgency:
+        return a.urgency > b.urgency
+    if spare:
+        return a.seniority > b.seniority
+    return a.submit > b.submit
+
+
+@cython.ccall
+def queue(pending: list, spare: cython.bint) -> list:
+    """The waiting jobs in the queue's order (``spare``: the spare GPUs'), as Python's
+    stable ``sort(key=..., reverse=True)`` leaves them: equal keys keep their order
+    (bottom-up merge sort)."""
+    n: i64 = len(pending)
+    src: list = list(pending)
+    dst: list = list(pending)
+    swap: list
+    run: i64 = 1
+    low: i64
+    middle: i64
+    high: i64
+    i: i64
+    j: i64
+    at: i64
+    while run < n:
+        low = 0
+        while low < n:
+            middle = min(low + run, n)
+            high = min(low + 2 * run, n)
+            i, j, at = low, middle, low
+            while i < middle and j < high:
+                if _ahead(src[j], src[i], spare):
+                    dst[at] = src[j]
+                    j += 1
+                else:
+                    dst[at] = src[i]
+                    i += 1
+                at += 1
+            while i < middle:
+                dst[at] = src[i]
+                i += 1
+                at += 1
+            while j < high:
+                dst[at] = src[j]
+                j += 1
+                at += 1
+            low = high
+        swap = src
+        src = dst
+        dst = swap
+        run *= 2
+    return src
+
+
+@cython.ccall
+def planned_room(jobs: list, index: i64, size: i64) -> tuple:
+    """The accepted jobs that still need leases and have no plan, and the GPUs the planned
+    ones leave per lease from lease ``index`` (as long as the latest horizon among them)."""
+    taking: list = planned(jobs)
+    job: Job
+    longest: i64 = 0
+    k: i64
+    for k in range(len(taking)):  # the latest horizon (0 for none)
+        job = taking[k]
+        if k == 0 or (job.listed + job.submit) // LEASE - index > longest:
+            longest = (job.listed + job.submit) // LEASE - index
+    profile_array = np.full(longest, size, np.int64)
+    profile: i64[:] = profile_array
+    plan: i64[:]
+    unplanned: list = []
+    t: i64
+    for job in taking:
+        if job.plan is None:
+            unplanned.append(job)
+            continue
+        plan = job.plan
+        for k in range(plan.shape[0]):
+            t = plan[k]
+            if t < -longest or t >= longest:
+                raise IndexError(f"lease {t} is outside the {longest} planned")
+            if t < 0:
+                t += longest
+            profile[t] -= job.gpus
+    return unplanned, profile_array
+
+
 @cython.ccall
 def pick(pending: list, free: i64) -> list:
     """The jobs without a guarantee that get spare GPUs, in queue order, while they fit."""
@@ -234,6 +342,18 @@ def pick(pending: list, free: i64) -> list:
             free -= job.gpus
             chosen.append(job)
     return chosen
+
+
+@cython.ccall
+def start(chosen: list, running: list) -> i64:
+    """Move the chosen jobs to ``running``, in order; the GPUs they take."""
+    job: Job
+    taken: i64 = 0
+    for job in chosen:
+        job.running = True
+        taken += job.gpus
+        running.append(job)
+    return taken
 
 
 @cython.ccall
@@ -274,10 +394,12 @@ def restart(job: Job, check: i64) -> cython.void:
 
 @cython.ccall
 def start_leased(chosen: list, now: i64, check: i64, step: i64, rec: object) -> cython.void:
-    """The jobs a plan runs in the coming lease: those that did not hold GPUs at this
-    step's start (re)start now; the others keep running."""
+    """The jobs a plan runs in the coming lease take it: those that did not hold GPUs at
+    this step's start (re)start now; the others keep running."""
     job: Job
     for job in chosen:
+        job.on_lease = True
+        job.leases -= 1
         if job.seen != step:
             restart(job, check)
             rec.set_gpus(job.index, now, job.gpus)
