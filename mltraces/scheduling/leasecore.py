@@ -181,6 +181,7 @@ def room_for(horizon: i64[:], profile: i64[:], size: i64, least: i64) -> np.ndar
     return room
 
 
+@cython.ccall
 def fill(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], stop: cython.bint,
          terms: i64[:], start: i64[:], count: i64[:]) -> i64:
     """Each job in the packing order takes its latest open terms; a job that does not fit
@@ -218,6 +219,7 @@ def _fits_in(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:],
     return True
 
 
+@cython.ccall
 def fits(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64) -> cython.bint:
     """Whether every job packs (the artifact's quick test) into the room ``profile`` then
     ``size`` GPUs leave."""
@@ -225,6 +227,7 @@ def fits(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i6
     return _fits_in(width, need, horizon, room_for(horizon, profile, size, 0), ranked)
 
 
+@cython.ccall
 def earliest_horizon(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
                      low: i64, high: i64) -> i64:
     """The least horizon in ``[low, high]`` for the last job with which every job packs, by
@@ -246,6 +249,7 @@ def earliest_horizon(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[
     return high
 
 
+@cython.ccall
 def around(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], first: u8[:],
            latest: cython.bint, terms: i64[:], start: i64[:], count: i64[:]) -> cython.bint:
     """Term 0 holds exactly the jobs marked in ``first``; the others' terms (and the rest of
@@ -281,6 +285,7 @@ def around(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], first: u8
     return True
 
 
+@cython.ccall
 def fullest_first(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
                   first: u8[:]) -> cython.bint:
     """Mark in ``first`` the jobs for term 0 chosen greedily, least slack first, while their
@@ -316,6 +321,7 @@ def fullest_first(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
     return used >= best
 
 
+@cython.ccall
 def slots(need: i64[:]) -> tuple:
     """An empty flat plan: (terms, start, count) with ``max(need[k], 1)`` slots for job ``k``
     (one at least, for a plan of term 0 alone)."""
@@ -330,6 +336,7 @@ def slots(need: i64[:]) -> tuple:
     return np.empty(total, np.int64), start, np.zeros(n, np.int64)  # only slots taken are read
 
 
+@cython.ccall
 def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
     """Whether some job needs more terms than its horizon holds."""
     k: i64
@@ -339,6 +346,7 @@ def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
     return False
 
 
+@cython.ccall
 def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
               maximize: cython.bint, latest: cython.bint) -> object:
     """A flat plan (terms, start, count) whose term 0 provably holds the program's optimum,
@@ -362,6 +370,7 @@ def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], siz
     return flat
 
 
+@cython.ccall
 def advance(terms: i64[:], start: i64[:], count: i64[:]) -> np.ndarray:
     """The plan one term later, in place: term 0 dropped from the plans that take it, every
     other term one earlier. Whether each job took term 0 (uint8)."""
