@@ -109,34 +109,39 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
 def _take_latest(width: i64, need: i64, horizon: i64, room: i64[:], terms: i64[:], at: i64,
                  write: cython.bint) -> i64:
     """Take the latest terms with room for the job (written ascending from ``terms[at]``
-    when ``write``); the number taken, or -1 if too few (``room`` then unchanged).
+    when ``write``); the number taken, or -1 if too few. One walk down the terms: when
+    ``write``, the terms found are taken once they are enough (``room`` is unchanged on
+    failure, the slots from ``terms[at]`` not, and nobody reads them then); otherwise each
+    is taken as it is found (``room`` is spoiled on failure: a test discards it).
 
     For ``need`` 0 (or less) the artifact's walk ends at once only if the latest term
     is full: nothing is taken then, and the job fails otherwise.
     """
     found: i64 = 0
     t: i64
+    k: i64
     if horizon < 0:
         horizon = 0
     if need <= 0:
         return 0 if horizon and room[horizon - 1] < width else -1
     t = horizon - 1
+    if write:
+        while t >= 0 and found < need:
+            if room[t] >= width:
+                found += 1
+                terms[at + need - found] = t
+            t -= 1
+        if found < need:
+            return -1
+        for k in range(at, at + need):
+            room[terms[k]] -= width
+        return need
     while t >= 0 and found < need:
         if room[t] >= width:
-            found += 1
-        t -= 1
-    if found < need:
-        return -1
-    found = 0
-    t = horizon - 1
-    while found < need:
-        if room[t] >= width:
-            found += 1
-            if write:
-                terms[at + need - found] = t
             room[t] -= width
+            found += 1
         t -= 1
-    return need
+    return need if found == need else -1
 
 
 @cython.cfunc
@@ -208,7 +213,7 @@ def fill(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], stop: cytho
 @cython.cfunc
 def _fits_in(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:],
              ranked: i64[:]) -> cython.bint:
-    """Whether every job packs into ``room`` (updated), nothing written."""
+    """Whether every job packs into ``room`` (updated; spoiled when not), nothing written."""
     i: i64
     k: i64
     order(width, need, horizon, BY_PACKING, ranked)
