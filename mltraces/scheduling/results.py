@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 import numpy as np
 import pandas as pd
@@ -51,7 +53,8 @@ class Recorder:
         self.logged_finish: list[float] | None = None
         self._speedups = speedups
         self._cluster_gpus = gpus
-        self._holding: dict[int, int] = {}
+        #: per job holding GPUs: its throughput there / on one GPU (its term of the efficiency)
+        self._holding: dict[int, float] = {}
         #: the efficiency sum of ``_holding`` as :meth:`round` last found it (None: changed since)
         self._held_sum: float | None = None
 
@@ -65,12 +68,13 @@ class Recorder:
         """
         if self._speedups is None:
             return
-        if holding is None and self._held_sum is not None:  # nobody took or gave GPUs since
+        if holding is not None:
+            total = self._efficiency_sum(holding)
+        elif self._held_sum is not None:  # nobody took or gave GPUs since
             total = self._held_sum
-        else:
-            total = self._efficiency_sum(self._holding.items() if holding is None else holding)
-            if holding is None:
-                self._held_sum = total
+        else:  # the same additions as _efficiency_sum's, in job order, looped in C
+            terms = self._holding
+            total = self._held_sum = reduce(add, map(terms.__getitem__, sorted(terms)), 0.0)
         self.rounds.append(now)
         self.efficiency.append(total / self._cluster_gpus)
 
@@ -110,7 +114,7 @@ class Recorder:
         if self._speedups is not None:  # only a replay that logs its rounds reads it
             self._held_sum = None
             if gpus:
-                self._holding[job] = gpus
+                self._holding[job] = self._speedups[job].get(gpus, NAN)
             else:
                 del self._holding[job]
         if self.times and self.times[-1] == now:
