@@ -220,7 +220,8 @@ class _ChronusRun:
             self.step(now)
             self.rec.round(float(now))
             after = self._next_step(now)
-            self.rec.unchanged_rounds(range(now + self.check, after, self.check))
+            if after > now + self.check:  # steps passed over
+                self.rec.unchanged_rounds(range(now + self.check, after, self.check))
             now = after
         for job in self.jobs:
             self.rec.met[job.index] = job.end - job.submit <= job.deadline
@@ -412,8 +413,7 @@ class _ChronusRun:
     # -- helpers -------------------------------------------------------------------------------
     def _take_next_lease(self, planned: list[Job], flat: Flat) -> list[Job]:
         """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
-        opens = flat.advance()
-        return self.core.take_next_lease(planned, flat.terms, flat.start, flat.count, opens)
+        return self.core.take_next_lease(planned, flat.terms, flat.start, flat.count)
 
     def _solve(self, width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
                profile: np.ndarray) -> Flat | None:

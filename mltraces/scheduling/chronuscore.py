@@ -182,16 +182,21 @@ def columns(jobs: list, index: i64, spare: i64) -> tuple:
 
 
 @cython.ccall
-def take_next_lease(jobs: list, terms: object, start: i64[:], count: i64[:],
-                    opens: list) -> list:
-    """The jobs a plan runs in the coming lease (``opens``); each job's plan becomes its
-    terms ``terms[start:start + count]``."""
+def take_next_lease(jobs: list, terms: object, start: i64[:], count: i64[:]) -> list:
+    """The jobs whose plan (a flat plan: job ``k``'s terms are ``terms[start[k]:start[k] +
+    count[k]]``) runs in the coming lease; every plan moves one lease later, in place (as
+    :meth:`.leases.Flat.advance`), and becomes its job's ``plan``."""
     chosen: list = []
+    view: i64[:] = terms
     job: Job
     k: i64
+    for k in range(view.shape[0]):
+        view[k] -= 1
     for k in range(len(jobs)):
         job = jobs[k]
-        if opens[k]:
+        if count[k] > 0 and view[start[k]] == -1:
+            start[k] += 1
+            count[k] -= 1
             chosen.append(job)
         job.plan = terms[start[k]: start[k] + count[k]]
     return chosen
@@ -410,18 +415,21 @@ def start_spare(chosen: list, now: i64, check: i64, step: i64, rec: object) -> c
     """The jobs put on spare GPUs (re)start, those released at this step's lease too (as in
     the artifact), though these kept their GPUs throughout (``rec.hold``)."""
     job: Job
+    hold = rec.hold
+    set_gpus = rec.set_gpus
     for job in chosen:
         restart(job, check)
         if job.seen == step:
-            rec.hold(job.index, now)
+            hold(job.index, now)
         else:
-            rec.set_gpus(job.index, now, job.gpus)
+            set_gpus(job.index, now, job.gpus)
 
 
 @cython.ccall
 def give_back(before: list, now: i64, rec: object) -> cython.void:
     """Record the releases of the jobs of ``before`` that do not run now."""
     job: Job
+    set_gpus = rec.set_gpus
     for job in before:
         if not job.running:
-            rec.set_gpus(job.index, now, 0)
+            set_gpus(job.index, now, 0)

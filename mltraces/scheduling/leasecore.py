@@ -109,10 +109,10 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
 def _take_latest(width: i64, need: i64, horizon: i64, room: i64[:], terms: i64[:], at: i64,
                  write: cython.bint) -> i64:
     """Take the latest terms with room for the job (written ascending from ``terms[at]``
-    when ``write``); the number taken, or -1 if too few. One walk down the terms: when
-    ``write``, the terms found are taken once they are enough (``room`` is unchanged on
-    failure, the slots from ``terms[at]`` not, and nobody reads them then); otherwise each
-    is taken as it is found (``room`` is spoiled on failure: a test discards it).
+    when ``write``); the number taken, or -1 if too few. One walk down the terms, each
+    taken as it is found: on failure, when ``write``, the terms taken are given back
+    (``room`` is unchanged, the slots from ``terms[at]`` not, and nobody reads them then);
+    otherwise ``room`` is spoiled (a test discards it).
 
     For ``need`` 0 (or less) the artifact's walk ends at once only if the latest term
     is full: nothing is taken then, and the job fails otherwise.
@@ -128,13 +128,14 @@ def _take_latest(width: i64, need: i64, horizon: i64, room: i64[:], terms: i64[:
     if write:
         while t >= 0 and found < need:
             if room[t] >= width:
+                room[t] -= width
                 found += 1
                 terms[at + need - found] = t
             t -= 1
         if found < need:
+            for k in range(at + need - found, at + need):
+                room[terms[k]] += width
             return -1
-        for k in range(at, at + need):
-            room[terms[k]] -= width
         return need
     while t >= 0 and found < need:
         if room[t] >= width:
