@@ -296,8 +296,7 @@ class _ChronusRun:
             )
         chosen: list[Job] = []
         if planned:
-            width, need, horizon = self.core.columns(planned, index, 0)
-            short = self.core.short(planned, need, horizon)
+            width, need, horizon, short = self.core.lease_columns(planned, index)
             if short >= 0:
                 raise SchedulingError(
                     f"job {planned[short].index} needs {need[short]} leases in "
@@ -308,7 +307,7 @@ class _ChronusRun:
         self._start(chosen)
         # on their lease; those that did not hold GPUs (re)start, the others keep running
         self.core.start_leased(chosen, now, self.check, self.round, self.rec)
-        self.declined = self.core.declined(self.pending) + self.core.declined(self.running)
+        self.declined = self.core.declined(self.pending, self.running)
         return before
 
     def _fallback(self, now: int, index: int) -> list[Job]:

@@ -164,7 +164,21 @@ def planned(jobs: list) -> list:
 def columns(jobs: list, index: i64, spare: i64) -> tuple:
     """The jobs' demands from lease ``index`` as int64 arrays (width, need, horizon), with
     ``spare`` more entries (0) at the end."""
+    return _columns(jobs, index, spare)[:3]
+
+
+@cython.ccall
+def lease_columns(jobs: list, index: i64) -> tuple:
+    """:func:`columns` of the planned jobs, and the first of them whose leases no longer
+    fit before its horizon (-1: none; the artifact's assertion)."""
+    return _columns(jobs, index, 0)
+
+
+@cython.cfunc
+def _columns(jobs: list, index: i64, spare: i64) -> tuple:
+    """:func:`lease_columns` with ``spare`` more entries (0) at the end."""
     n: i64 = len(jobs)
+    short: i64 = -1
     width_array = np.zeros(n + spare, np.int64)
     need_array = np.zeros(n + spare, np.int64)
     horizon_array = np.zeros(n + spare, np.int64)
@@ -178,7 +192,9 @@ def columns(jobs: list, index: i64, spare: i64) -> tuple:
         width[k] = job.width
         need[k] = job.leases
         horizon[k] = (job.listed + job.submit) // LEASE - index
-    return width_array, need_array, horizon_array
+        if short < 0 and job.plan is not None and horizon[k] < need[k]:
+            short = k
+    return width_array, need_array, horizon_array, short
 
 
 @cython.ccall
@@ -203,23 +219,13 @@ def take_next_lease(jobs: list, terms: object, start: i64[:], count: i64[:]) -> 
 
 
 @cython.ccall
-def short(jobs: list, need: i64[:], horizon: i64[:]) -> i64:
-    """The first planned job whose leases no longer fit before its horizon (-1: none)."""
-    job: Job
-    k: i64
-    for k in range(len(jobs)):
-        job = jobs[k]
-        if job.plan is not None and horizon[k] < need[k]:
-            return k
-    return -1
-
-
-@cython.ccall
-def declined(jobs: list) -> i64:
+def declined(pending: list, running: list) -> i64:
     """How many of the jobs were turned down."""
     job: Job
     count: i64 = 0
-    for job in jobs:
+    for job in pending:
+        count += job.priority == DECLINED
+    for job in running:
         count += job.priority == DECLINED
     return count
 
