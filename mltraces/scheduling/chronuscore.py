@@ -6,8 +6,11 @@ running job, ranks every waiting one and restarts all those put on spare GPUs
 busiest clusters a few hundred jobs in each of ~20,000 steps, a few dozen
 attribute reads and writes each. As Python objects that was most of a replay.
 Here a job is a C struct (:class:`Job`, its fields readable and writable from
-Python as before) and those loops run in C; the lease programs, arrivals and
-the recording of outcomes stay in :mod:`.chronus` and :mod:`.results`.
+Python as before) and those loops run in C: crediting and releasing, the
+planned jobs' columns and room, moving plans one lease on, ranking and sorting
+the queue, handing out spare GPUs, (re)starts. The lease programs and the
+packing (:mod:`.leases`, :mod:`.leasecore`), arrivals and the recording of
+outcomes (:class:`.results.Recorder`, called from here) stay where they were.
 
 The source is Cython's pure Python mode (see :mod:`.native`): compiled when
 mltraces is installed, the same file runs as Python otherwise. Each expression
