@@ -1,7 +1,7 @@
 """Build the scheduling cores as C extensions when Cython and a C compiler are available.
 
 Everything else about the package is in pyproject.toml. The cores
-(``mltraces/scheduling/{efcore,efrounds,gandivacore,leasecore}.py``, see
+(``mltraces/scheduling/{efcore,efrounds,gandivacore,leasecore,chronuscore}.py``, see
 ``mltraces/scheduling/native.py``) are Cython pure-Python-mode modules: the same
 files run as plain Python when they could not be compiled, so a failed build is
 a notice, never an error. Each built extension gets a ``.sha256`` beside it
@@ -19,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORES = ("gandivacore", "efcore", "efrounds", "leasecore")
+CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore")
 FOLDER = Path("mltraces") / "scheduling"
 #: bounds are not checked (every index is in range by construction, as it was under
 #: numba); negative indices wrap and division keeps Python's semantics (floor, modulo of

@@ -33,12 +33,13 @@ def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
         pytest.skip("no C compiler: the cores run as plain Python here")
     state = native.build()
     assert state.compiled, state.reason
+    import mltraces.scheduling.chronuscore as chronuscore
     import mltraces.scheduling.efcore as efcore
     import mltraces.scheduling.efrounds as efrounds
     import mltraces.scheduling.gandivacore as gandivacore
     import mltraces.scheduling.leasecore as leasecore
 
-    for module in (efcore, efrounds, gandivacore, leasecore):
+    for module in (efcore, efrounds, gandivacore, leasecore, chronuscore):
         assert not module.__file__.endswith(".py"), module.__file__
 
 
@@ -61,9 +62,10 @@ import sys
 sys.modules["cython"] = None  # as if Cython were not installed: the stand-in decorators
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import efcore, efrounds, gandivacore, leasecore, native
+from mltraces.scheduling import chronuscore, efcore, efrounds, gandivacore, leasecore, native
 assert not native.build().compiled
-assert all(m.__file__.endswith(".py") for m in (efcore, efrounds, gandivacore, leasecore))
+assert all(m.__file__.endswith(".py")
+           for m in (efcore, efrounds, gandivacore, leasecore, chronuscore))
 schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva,chronus").jobs.to_csv(
     {out!r} + "mixed.csv", index=False)
 schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
@@ -98,7 +100,7 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
-    cores = 'CORES = ("gandivacore", "efcore", "efrounds", "leasecore")'
+    cores = 'CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore")'
     assert cores in setup
     (tmp_path / "setup.py").write_text(setup.replace(cores, 'CORES = ("gandivacore",)'))
     env = {**os.environ, "CC": "false", "LDSHARED": "false"}

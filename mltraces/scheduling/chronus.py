@@ -47,13 +47,19 @@ the artifact catches that and falls back to packing every lease
 artifact's shipped Fig. 10 Chronus log step for step, so the authors' own runs
 took that path. Jobs wider than the cluster are turned away (the artifact
 would wait forever).
+
+The jobs' state and the loops over all of them at each 240-s step (credit,
+release, ranking, (re)starts) are compiled (:mod:`.chronuscore`); the packing
+and programs are in :mod:`.leases` and :mod:`.leasecore`.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from operator import attrgetter
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,6 +76,9 @@ from mltraces.scheduling.leases import (
 )
 from mltraces.scheduling.results import Recorder
 
+if TYPE_CHECKING:
+    from mltraces.scheduling.chronuscore import Job
+
 #: the artifact's lease term and the period of its admission and spare-GPU rounds (BEST_SLOT)
 LEASE = 240
 #: queue priorities (larger runs first on spare GPUs)
@@ -79,11 +88,6 @@ RESTART = 0.5
 #: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
 MAX_PLANNED = 1200 * LEASE // 60
 
-
-#: the queue's order (the larger first), and the spare GPUs' order (past the estimate first,
-#: then by priority, which is at most DECLINED, urgency, and submission, earliest first)
-_BY_PRIORITY = attrgetter("priority", "urgency", "submit")
-_FOR_SPARE = attrgetter("overdue", "priority", "urgency", "seniority")
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
@@ -144,49 +148,25 @@ def size_class(gpus: int) -> int:
     return gpus
 
 
-class _Job:
-    """One job's state in the replay (the artifact's per-job fields, by what they mean)."""
+def _new_job(core: ModuleType, index: int, gpus: int, submit: int, duration: float,
+             relative: int) -> Any:
+    """One job's state in the replay (a :class:`.chronuscore.Job`): ``relative`` is its
+    deadline in seconds after submission; its estimate and lease count as the artifact's."""
+    estimate = int(duration * (1 + (1 + math.log2(gpus)) * RESTART / LEASE) * 1.1)
+    return core.Job(index, gpus, size_class(gpus), submit, duration, relative, estimate,
+                    math.ceil(estimate / LEASE), 1 + math.log2(gpus))
 
-    __slots__ = ("deadline", "done", "due", "duration", "end", "estimate", "executed", "gpus",
-                 "index", "last_check", "leases", "listed", "on_lease", "overdue", "penalty",
-                 "plan", "planned", "priority", "progress", "restarts", "running", "seen",
-                 "seniority", "submit", "urgency", "width")
 
-    def __init__(self, index: int, gpus: int, submit: int, duration: float, relative: int):
-        self.index, self.gpus, self.width = index, gpus, size_class(gpus)
-        self.submit, self.duration = submit, duration
-        self.seniority = -submit  # the earlier submitted, the larger
-        self.listed = self.deadline = relative  # seconds after submission; deadline may shrink
-        self.estimate = int(duration * (1 + (1 + math.log2(gpus)) * RESTART / LEASE) * 1.1)
-        self.leases = math.ceil(self.estimate / LEASE)
-        self.progress = 0.0
-        self.executed = 0
-        self.last_check = submit
-        self.restarts = 0
-        self.penalty = 0.0  # restart overhead so far: restarts x 0.5 s x (1 + log2 n)
-        self.due = 0  # while it runs: the step at which it ends (see _ChronusRun._settle)
-        self.seen = -1  # the last round (see _ChronusRun._settle) it was running before
-        self.priority = ACCEPTED
-        self.urgency = 0.0
-        self.on_lease = self.overdue = self.running = self.done = False
-        self.end = math.nan
-        self.planned = True  # takes part in lease programs
-        self.plan: np.ndarray | None = None  # the coming leases it runs in (0 = the next)
+def _demand(job: Any, lease_index: int) -> Demand:
+    return Demand(job.width, job.leases, job.horizon(lease_index))
 
-    def advance(self, now: float) -> None:
-        """Credit the seconds since it was last looked at (whole seconds, as the artifact)."""
-        delta = int(now - self.last_check)
-        self.executed = int(self.executed + delta)
-        self.progress += delta
-        self.last_check = now
 
-    def horizon(self, lease_index: int) -> int:
-        """Whole leases from lease ``lease_index`` to the last one ending by its deadline."""
-        return (self.listed + self.submit) // LEASE - lease_index
+@cache
+def _core() -> ModuleType:
+    """The compiled per-job loops (imported on first use, after :mod:`.native` is set up)."""
+    from mltraces.scheduling import chronuscore
 
-    def demand(self, lease_index: int) -> Demand:
-        return Demand(self.width, self.leases, self.horizon(lease_index))
-
+    return chronuscore
 
 
 class _ChronusRun:
@@ -202,7 +182,8 @@ class _ChronusRun:
         self.plans = policy.plans
         self.layout = policy.layout
         self.shuffle = None if policy.ties is None else np.random.default_rng(policy.ties)
-        self.jobs: list[_Job] = []
+        self.core = _core()
+        self.jobs: list[Job] = []
         for job in setup.jobs:
             if job.num_gpu > self.size:
                 self.rec.reject(job.index)  # would wait forever for GPUs
@@ -215,16 +196,16 @@ class _ChronusRun:
                     f"duration={job.duration!r}, deadline={deadline!r}"
                 )
             submit = int(job.submit_time) + self.phase
-            self.jobs.append(_Job(job.index, job.num_gpu, submit, job.duration,
-                                  int(deadline) - int(job.submit_time)))
+            self.jobs.append(_new_job(self.core, job.index, job.num_gpu, submit, job.duration,
+                                      int(deadline) - int(job.submit_time)))
         self.arrivals = _arrival_groups(self.jobs)
         self.next_arrival = 0
-        self.pending: list[_Job] = []
-        self.running: list[_Job] = []
+        self.pending: list[Job] = []
+        self.running: list[Job] = []
         self.used = 0
         self.declined = 0  # jobs turned down and still in the system
         self.objective = "maximize"
-        self.round = 0  # counts the rounds that may (re)start jobs (see _settle)
+        self.round = 0  # counts the 240-s steps (see Job.seen)
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> Recorder:
@@ -239,7 +220,8 @@ class _ChronusRun:
             self.step(now)
             self.rec.round(float(now))
             after = self._next_step(now)
-            self.rec.unchanged_rounds(range(now + self.check, after, self.check))
+            if after > now + self.check:  # steps passed over
+                self.rec.unchanged_rounds(range(now + self.check, after, self.check))
             now = after
         for job in self.jobs:
             self.rec.met[job.index] = job.end - job.submit <= job.deadline
@@ -264,82 +246,74 @@ class _ChronusRun:
         the artifact's steps where nothing ends, and between 240-s steps only the
         jobs that end are looked at.
         """
-        upcoming = min((job.due for job in self.running), default=now)
+        upcoming = self.core.first_due(self.running, now)
         return max(min(upcoming, (now // LEASE + 1) * LEASE), now + self.check)
 
     def step(self, now: int) -> None:
-        self.complete(now)
-        if now % LEASE == 0:
-            self.lease(now)
+        if now % LEASE:
+            self.complete(now)
+        else:  # completions too: see lease
+            before = self.lease(now)
             self.admit(now)
-            self.spare(now)
+            self.spare(now, before)
 
     # -- completions (every step) -------------------------------------------------------------
     def complete(self, now: int) -> None:
-        """End the jobs whose run time reaches their duration plus restart overhead; at a
-        240-s step, also credit every other running job and mark those past their estimate."""
-        every = now % LEASE == 0
+        """End the jobs whose run time reaches their duration plus restart overhead."""
         finished = False
         for job in self.running:
             if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
-                end = job.last_check + job.duration - job.progress + job.penalty
-                job.advance(end)
-                job.done, job.running, job.end = True, False, end
-                self.used -= job.gpus
-                self.rec.finished(job.index, end, now)
+                self._finish(job, now)
                 finished = True
-            elif every:
-                if int(now - job.last_check) + job.executed >= job.estimate:
-                    job.priority, job.plan, job.overdue, job.planned = DECLINED, None, True, False
-                job.advance(now)
         if finished:
             self.running = [job for job in self.running if not job.done]
 
+    def _finish(self, job: Job, now: int) -> None:
+        end = job.finish()
+        self.used -= job.gpus
+        self.rec.finished(job.index, end, now)
+
     # -- leases ---------------------------------------------------------------------------------
-    def lease(self, now: int) -> None:
+    def lease(self, now: int) -> list[Job]:
+        """Completions, then every running job credited, released and re-planned; the jobs a
+        plan runs in the coming lease start. The jobs that held GPUs are returned: their
+        release is recorded after the spare GPUs are handed out (see :meth:`spare`)."""
         self.objective = "minimize" if self.declined else "maximize"
-        before = self.running
+        self.round += 1
+        before: list[Job] = []
+        finished: list[Job] = []
+        self.used -= self.core.release(self.running, now, self.round, self.pending, before,
+                                       finished)
+        for job in finished:
+            self._finish(job, now)
         self.running = []
-        for job in before:
-            job.running = job.on_lease = False
-            job.last_check = now
-            self.used -= job.gpus
-            if job.priority == ACCEPTED:
-                left = math.ceil((job.estimate - job.progress) / LEASE)
-                if left < job.leases:
-                    _drop_leases(job, job.leases - left)
-                    job.leases = left
-            self.pending.append(job)
         index = now // LEASE
-        planned = [job for job in self.pending
-                   if job.priority == ACCEPTED and job.planned and job.leases > 0]
+        planned = self.core.planned(self.pending)
         if len(planned) > MAX_PLANNED:
             raise SchedulingError(
                 f"{len(planned)} jobs hold lease guarantees at t={now}; the artifact trims "
                 f"programs above {MAX_PLANNED} jobs, which is not reproduced here"
             )
-        chosen: list[_Job] = []
+        chosen: list[Job] = []
         if planned:
-            width, need, horizon = _columns(planned, index)
-            for job, leases, left in zip(planned, need.tolist(), horizon.tolist(), strict=True):
-                if job.plan is not None and left < leases:
-                    raise SchedulingError(
-                        f"job {job.index} needs {leases} leases in {left} at "
-                        f"t={now}: the artifact stops here (its assertion)")
+            width, need, horizon, short = self.core.lease_columns(planned, index)
+            if short >= 0:
+                raise SchedulingError(
+                    f"job {planned[short].index} needs {need[short]} leases in "
+                    f"{horizon[short]} at t={now}: the artifact stops here (its assertion)")
             flat = self._solve(width, need, horizon, np.zeros(0, np.int64))
             chosen = (self._fallback(now, index) if flat is None
-                      else _take_next_lease(planned, flat))
-        for job in chosen:
-            job.on_lease = True
-            job.leases -= 1
+                      else self._take_next_lease(planned, flat))
         self._start(chosen)
-        self._settle(before, now)
-        self.declined = sum(job.priority == DECLINED for job in self.pending + self.running)
+        # on their lease; those that did not hold GPUs (re)start, the others keep running
+        self.core.start_leased(chosen, now, self.check, self.round, self.rec)
+        self.declined = self.core.declined(self.pending, self.running)
+        return before
 
-    def _fallback(self, now: int, index: int) -> list[_Job]:
+    def _fallback(self, now: int, index: int) -> list[Job]:
         """The artifact's path when its program fails: pack the unplanned jobs one by one."""
         jobs, profile = self._planned_room(index)
-        every, plans = pack_each([job.demand(index) for job in jobs], profile, self.size)
+        every, plans = pack_each([_demand(job, index) for job in jobs], profile, self.size)
         if not every:
             raise SchedulingError(
                 f"t={now}: the lease program and the packing both fail; the artifact stops here")
@@ -357,19 +331,9 @@ class _ChronusRun:
             job.plan = _after_this_lease(job.plan)
         return chosen
 
-    def _planned_room(self, index: int) -> tuple[list[_Job], np.ndarray]:
+    def _planned_room(self, index: int) -> tuple[list[Job], np.ndarray]:
         """Accepted jobs without a plan, and the GPUs the planned ones leave per lease."""
-        jobs = [job for job in self.pending + self.running
-                if job.priority == ACCEPTED and job.planned and job.leases > 0]
-        profile = np.full(max((job.horizon(index) for job in jobs), default=0), self.size,
-                          np.int64)
-        unplanned = []
-        for job in jobs:
-            if job.plan is None:
-                unplanned.append(job)
-                continue
-            profile[job.plan] -= job.gpus
-        return unplanned, profile
+        return self.core.planned_room(self.pending + self.running, index, self.size)
 
     # -- arrivals ------------------------------------------------------------------------------
     def admit(self, now: int) -> None:
@@ -382,13 +346,13 @@ class _ChronusRun:
             return
         index = now // LEASE + 1
         jobs, profile = self._planned_room(index)
-        if not fits(*_columns(jobs, index), profile, self.size):
+        if not fits(*self.core.columns(jobs, index, 0), profile, self.size):
             self._replan(jobs, profile, now, index)
             jobs, profile = self._planned_room(index)
-            if not fits(*_columns(jobs, index), profile, self.size):
+            if not fits(*self.core.columns(jobs, index, 0), profile, self.size):
                 raise SchedulingError(f"t={now}: the new lease plan does not pack; the artifact "
                                       "stops here (its assertion)")
-        width, need, horizon = _columns(jobs, index, len(due))
+        width, need, horizon = self.core.columns(jobs, index, len(due))
         for count, job in enumerate(due, len(jobs) + 1):
             # the arrivals so far, each with the horizon its admission left it
             width[count - 1], need[count - 1] = job.width, job.leases
@@ -405,9 +369,9 @@ class _ChronusRun:
             if job.priority == DECLINED:
                 self.declined += 1
 
-    def _replan(self, jobs: list[_Job], profile: np.ndarray, now: int, index: int) -> None:
+    def _replan(self, jobs: list[Job], profile: np.ndarray, now: int, index: int) -> None:
         """New plans for the jobs without one, beside the planned ones (the program)."""
-        flat = self._solve(*_columns(jobs, index), profile)
+        flat = self._solve(*self.core.columns(jobs, index, 0), profile)
         if flat is None:
             raise SchedulingError(
                 f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
@@ -416,7 +380,7 @@ class _ChronusRun:
         for job, terms in zip(jobs, flat.rows(), strict=True):
             job.plan = terms
 
-    def _search_deadline(self, job: _Job, width: np.ndarray, need: np.ndarray,
+    def _search_deadline(self, job: Job, width: np.ndarray, need: np.ndarray,
                          horizon: np.ndarray, profile: np.ndarray, index: int) -> bool:
         """The earliest lease count that packs (binary search, as the artifact); True if it
         ends by the job's deadline. The job's horizon (the last) keeps that count either way."""
@@ -430,31 +394,26 @@ class _ChronusRun:
         return False
 
     # -- spare GPUs ------------------------------------------------------------------------------
-    def spare(self, now: int) -> None:
-        before = list(self.running)
-        for job in self.pending:
-            job.last_check = now
-            late = job.submit + job.deadline < now + job.duration - job.progress
-            if late and job.priority != LATE:
-                job.priority = LATE
-            if job.priority == DECLINED:
-                job.urgency = -(job.estimate - job.progress) * job.gpus
-            else:
-                job.urgency = -(job.submit + job.deadline - now - job.estimate
-                                + job.progress) * job.gpus
-        self.pending.sort(key=_BY_PRIORITY, reverse=True)
+    def spare(self, now: int, before: list[Job]) -> None:
+        """Hand the free GPUs to the jobs without a guarantee, then record the releases of
+        :meth:`lease`: a job released there that starts again here kept its GPUs
+        throughout, but is restarted all the same (as in the artifact)."""
+        self.core.rank(self.pending, now)
         free = self.size - self.used
+        # the queue's order, then (stably) the spare GPUs': jobs tied on the latter are tied
+        # on the former too, so sorting by the latter alone leaves the same order
+        self.pending = self.core.queue(self.pending, free > 0)
         if free > 0:
-            self.pending.sort(key=_FOR_SPARE, reverse=True)
-            chosen = []
-            for job in self.pending:
-                if job.priority != ACCEPTED and job.gpus <= free:
-                    free -= job.gpus
-                    chosen.append(job)
+            chosen = self.core.pick(self.pending, free)
             self._start(chosen)
-        self._settle(before, now)
+            self.core.start_spare(chosen, now, self.check, self.round, self.rec)
+        self.core.give_back(before, now, self.rec)
 
     # -- helpers -------------------------------------------------------------------------------
+    def _take_next_lease(self, planned: list[Job], flat: Flat) -> list[Job]:
+        """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
+        return self.core.take_next_lease(planned, flat.terms, flat.start, flat.count)
+
     def _solve(self, width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
                profile: np.ndarray) -> Flat | None:
         """One lease program, answered as the policy says (rows in the jobs' order)."""
@@ -471,66 +430,12 @@ class _ChronusRun:
         rows = flat.rows()
         return Flat.of([rows[k] for k in np.argsort(order)])
 
-    def _start(self, chosen: list[_Job]) -> None:
+    def _start(self, chosen: list[Job]) -> None:
         """Move pending jobs to running, in the given order (the artifact's list order)."""
         if not chosen:
             return
-        for job in chosen:
-            job.running = True
-            self.used += job.gpus
-        self.running.extend(chosen)
-        self.pending = [job for job in self.pending if not job.running]
-
-    def _settle(self, before: list[_Job], now: int) -> None:
-        """Count the (re)starts since ``before`` and record what changed at ``now``.
-
-        A job started again is a restart (its overhead grows); one released and
-        started again in the same round keeps running (as in the artifact)."""
-        self.round += 1
-        for job in before:
-            job.seen = self.round
-        for job in self.running:
-            if job.seen != self.round:
-                job.restarts += 1  # its clock stays where it was read (see the module docs)
-                job.penalty = job.restarts * RESTART * (1 + math.log2(job.gpus))
-                # the step its run time first reaches duration + penalty; crediting time
-                # moves last_check and progress together, so this stays put while it runs
-                left = job.duration - job.progress + job.penalty
-                job.due = -(-(job.last_check + math.ceil(left)) // self.check) * self.check
-                self.rec.set_gpus(job.index, now, job.gpus)
-        for job in before:
-            if not job.running and not job.done:
-                self.rec.set_gpus(job.index, now, 0)
-
-
-def _columns(jobs: list[_Job], index: int, spare: int = 0,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The jobs' demands from lease ``index`` as int64 arrays (width, need, horizon), with
-    ``spare`` more entries left at the end for arrivals."""
-    more = [0] * spare
-    width = np.array([job.width for job in jobs] + more, np.int64)
-    need = np.array([job.leases for job in jobs] + more, np.int64)
-    horizon = np.array([job.horizon(index) for job in jobs] + more, np.int64)
-    return width, need, horizon
-
-
-def _take_next_lease(planned: list[_Job], flat: Flat) -> list[_Job]:
-    """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
-    chosen = []
-    opens = flat.advance()
-    terms = flat.terms
-    for job, start, count, now in zip(planned, flat.start.tolist(), flat.count.tolist(), opens,
-                                      strict=True):
-        if now:
-            chosen.append(job)
-        job.plan = terms[start: start + count]
-    return chosen
-
-
-def _drop_leases(job: _Job, count: int) -> None:
-    """Remove ``count`` planned leases from the front of the job's plan (the artifact's rule)."""
-    if job.plan is not None:
-        job.plan = job.plan[count:]
+        self.used += self.core.start(chosen, self.running)
+        self.pending = self.core.waiting(self.pending)
 
 
 def _runs_now(terms: np.ndarray) -> bool:
@@ -543,9 +448,9 @@ def _after_this_lease(terms: np.ndarray) -> np.ndarray:
     return (terms[1:] if _runs_now(terms) else terms) - 1
 
 
-def _arrival_groups(jobs: list[_Job]) -> list[tuple[int, list[_Job]]]:
+def _arrival_groups(jobs: list[Job]) -> list[tuple[int, list[Job]]]:
     """Jobs grouped by submission second, in time order (trace order within a second)."""
-    groups: dict[int, list[_Job]] = {}
+    groups: dict[int, list[Job]] = {}
     for job in sorted(jobs, key=lambda j: j.submit):
         groups.setdefault(job.submit, []).append(job)
     return sorted(groups.items())

@@ -30,8 +30,10 @@ cfunc = ccall = inline = cclass = final = _unchanged
 locals = exceptval = boundscheck = wraparound = cdivision = _with_options
 
 
-def declare(kind: Any, value: Any = None) -> Any:
-    """A typed module-level constant (``FREE = cython.declare(i64, 0)``): its value."""
+def declare(kind: Any, value: Any = None, **options: Any) -> Any:
+    """A typed module-level constant (``FREE = cython.declare(i64, 0)``): its value; a
+    field of a ``cclass`` (``x = cython.declare(i64, visibility="public")``): None until
+    ``__init__`` sets it."""
     return value
 
 

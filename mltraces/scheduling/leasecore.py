@@ -109,34 +109,40 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
 def _take_latest(width: i64, need: i64, horizon: i64, room: i64[:], terms: i64[:], at: i64,
                  write: cython.bint) -> i64:
     """Take the latest terms with room for the job (written ascending from ``terms[at]``
-    when ``write``); the number taken, or -1 if too few (``room`` then unchanged).
+    when ``write``); the number taken, or -1 if too few. One walk down the terms, each
+    taken as it is found: on failure, when ``write``, the terms taken are given back
+    (``room`` is unchanged, the slots from ``terms[at]`` not, and nobody reads them then);
+    otherwise ``room`` is spoiled (a test discards it).
 
     For ``need`` 0 (or less) the artifact's walk ends at once only if the latest term
     is full: nothing is taken then, and the job fails otherwise.
     """
     found: i64 = 0
     t: i64
+    k: i64
     if horizon < 0:
         horizon = 0
     if need <= 0:
         return 0 if horizon and room[horizon - 1] < width else -1
     t = horizon - 1
+    if write:
+        while t >= 0 and found < need:
+            if room[t] >= width:
+                room[t] -= width
+                found += 1
+                terms[at + need - found] = t
+            t -= 1
+        if found < need:
+            for k in range(at + need - found, at + need):
+                room[terms[k]] += width
+            return -1
+        return need
     while t >= 0 and found < need:
         if room[t] >= width:
-            found += 1
-        t -= 1
-    if found < need:
-        return -1
-    found = 0
-    t = horizon - 1
-    while found < need:
-        if room[t] >= width:
-            found += 1
-            if write:
-                terms[at + need - found] = t
             room[t] -= width
+            found += 1
         t -= 1
-    return need
+    return need if found == need else -1
 
 
 @cython.cfunc
@@ -181,6 +187,7 @@ def room_for(horizon: i64[:], profile: i64[:], size: i64, least: i64) -> np.ndar
     return room
 
 
+@cython.ccall
 def fill(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], stop: cython.bint,
          terms: i64[:], start: i64[:], count: i64[:]) -> i64:
     """Each job in the packing order takes its latest open terms; a job that does not fit
@@ -207,7 +214,7 @@ def fill(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], stop: cytho
 @cython.cfunc
 def _fits_in(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:],
              ranked: i64[:]) -> cython.bint:
-    """Whether every job packs into ``room`` (updated), nothing written."""
+    """Whether every job packs into ``room`` (updated; spoiled when not), nothing written."""
     i: i64
     k: i64
     order(width, need, horizon, BY_PACKING, ranked)
@@ -218,6 +225,7 @@ def _fits_in(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:],
     return True
 
 
+@cython.ccall
 def fits(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64) -> cython.bint:
     """Whether every job packs (the artifact's quick test) into the room ``profile`` then
     ``size`` GPUs leave."""
@@ -225,6 +233,7 @@ def fits(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i6
     return _fits_in(width, need, horizon, room_for(horizon, profile, size, 0), ranked)
 
 
+@cython.ccall
 def earliest_horizon(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
                      low: i64, high: i64) -> i64:
     """The least horizon in ``[low, high]`` for the last job with which every job packs, by
@@ -246,6 +255,7 @@ def earliest_horizon(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[
     return high
 
 
+@cython.ccall
 def around(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], first: u8[:],
            latest: cython.bint, terms: i64[:], start: i64[:], count: i64[:]) -> cython.bint:
     """Term 0 holds exactly the jobs marked in ``first``; the others' terms (and the rest of
@@ -281,6 +291,7 @@ def around(width: i64[:], need: i64[:], horizon: i64[:], room: i64[:], first: u8
     return True
 
 
+@cython.ccall
 def fullest_first(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
                   first: u8[:]) -> cython.bint:
     """Mark in ``first`` the jobs for term 0 chosen greedily, least slack first, while their
@@ -316,6 +327,7 @@ def fullest_first(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
     return used >= best
 
 
+@cython.ccall
 def slots(need: i64[:]) -> tuple:
     """An empty flat plan: (terms, start, count) with ``max(need[k], 1)`` slots for job ``k``
     (one at least, for a plan of term 0 alone)."""
@@ -330,6 +342,7 @@ def slots(need: i64[:]) -> tuple:
     return np.empty(total, np.int64), start, np.zeros(n, np.int64)  # only slots taken are read
 
 
+@cython.ccall
 def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
     """Whether some job needs more terms than its horizon holds."""
     k: i64
@@ -339,6 +352,7 @@ def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
     return False
 
 
+@cython.ccall
 def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
               maximize: cython.bint, latest: cython.bint) -> object:
     """A flat plan (terms, start, count) whose term 0 provably holds the program's optimum,
@@ -362,6 +376,7 @@ def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], siz
     return flat
 
 
+@cython.ccall
 def advance(terms: i64[:], start: i64[:], count: i64[:]) -> np.ndarray:
     """The plan one term later, in place: term 0 dropped from the plans that take it, every
     other term one earlier. Whether each job took term 0 (uint8)."""

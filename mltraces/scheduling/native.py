@@ -1,8 +1,9 @@
 """The scheduling cores: C extensions built by Cython at install, or the same source as Python.
 
 ElasticFlow's planner and rounds (:mod:`.efcore`, :mod:`.efrounds`),
-Gandiva's rounds (:mod:`.gandivacore`) and Chronus's lease packing
-(:mod:`.leasecore`) are written in Cython's *pure Python mode*: valid Python
+Gandiva's rounds (:mod:`.gandivacore`) and Chronus's lease packing and
+per-job loops (:mod:`.leasecore`, :mod:`.chronuscore`) are written in
+Cython's *pure Python mode*: valid Python
 with C types in its annotations and a few decorators.
 ``pip install`` compiles them ahead of time (``setup.py``; Cython is a build
 requirement), so nothing is compiled when a replay runs. Where they could not
@@ -33,7 +34,7 @@ from pathlib import Path
 from mltraces import config
 
 #: the modules written for Cython (see ``setup.py``)
-CORES = ("efcore", "efrounds", "gandivacore", "leasecore")
+CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore")
 PACKAGE = __name__.rpartition(".")[0]
 FOLDER = Path(__file__).parent
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add
 
 import numpy as np
 import pandas as pd
@@ -51,7 +53,10 @@ class Recorder:
         self.logged_finish: list[float] | None = None
         self._speedups = speedups
         self._cluster_gpus = gpus
-        self._holding: dict[int, int] = {}
+        #: per job holding GPUs: its throughput there / on one GPU (its term of the efficiency)
+        self._holding: dict[int, float] = {}
+        #: the efficiency sum of ``_holding`` as :meth:`round` last found it (None: changed since)
+        self._held_sum: float | None = None
 
     def round(self, now: float, holding: Iterable[tuple[int, int]] | None = None) -> None:
         """Log a scheduling round at ``now``: the cluster efficiency of the jobs holding GPUs.
@@ -63,13 +68,23 @@ class Recorder:
         """
         if self._speedups is None:
             return
-        pairs = sorted(self._holding.items() if holding is None else holding)
-        speedups = self._speedups
-        total = 0.0
-        for job, gpus in pairs:
-            total += speedups[job].get(gpus, NAN)
+        if holding is not None:
+            total = self._efficiency_sum(holding)
+        elif self._held_sum is not None:  # nobody took or gave GPUs since
+            total = self._held_sum
+        else:  # the same additions as _efficiency_sum's, in job order, looped in C
+            terms = self._holding
+            total = self._held_sum = reduce(add, map(terms.__getitem__, sorted(terms)), 0.0)
         self.rounds.append(now)
         self.efficiency.append(total / self._cluster_gpus)
+
+    def _efficiency_sum(self, holding: Iterable[tuple[int, int]]) -> float:
+        """Σ throughput(n)/throughput(1) over (job, n) pairs, in job order."""
+        speedups = self._speedups
+        total = 0.0
+        for job, gpus in sorted(holding):
+            total += speedups[job].get(gpus, NAN)
+        return total
 
     def unchanged_rounds(self, times: Iterable[float]) -> None:
         """Log rounds at ``times`` in which nothing changed: each has the efficiency of the
@@ -97,13 +112,24 @@ class Recorder:
         self._since[job] = now
         self._total += gpus - old
         if self._speedups is not None:  # only a replay that logs its rounds reads it
+            self._held_sum = None
             if gpus:
-                self._holding[job] = gpus
+                self._holding[job] = self._speedups[job].get(gpus, NAN)
             else:
                 del self._holding[job]
         if self.times and self.times[-1] == now:
             self.allocated[-1] = self._total
         else:
+            self.times.append(now)
+            self.allocated.append(self._total)
+
+    def hold(self, job: int, now: float) -> None:
+        """The job keeps its GPUs through ``now``: records what releasing and taking them
+        again at ``now`` would (its GPU-seconds credited up to ``now``, a point of the series
+        at ``now``), for a policy that restarts jobs on the GPUs they hold, in one call."""
+        self.gpu_seconds[job] += self._gpus[job] * (now - self._since[job])
+        self._since[job] = now
+        if not (self.times and self.times[-1] == now):
             self.times.append(now)
             self.allocated.append(self._total)
 
