@@ -172,18 +172,33 @@ def remainder(a: i64, b: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def quotient(a: i64, b: i64) -> i64:
+    """``a / b`` as C computes it, rounded toward zero."""
+    return a // b
+
+
+@cython.cfunc
+@cython.inline
 @cython.exceptval(check=False)
 def align(origin: f64, time: f64, slot: f64) -> f64:
     """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod).
 
-    Times and slots are whole seconds nearly always, and then the remainder is an
-    integer one, several times cheaper than ``fmod`` and equal to it (``fmod`` is exact;
-    only the sign of a zero can differ, which nothing below can tell).
+    Times and slots are whole seconds nearly always, and then the whole computation is
+    an integer ceiling division, several times cheaper than ``fmod`` and the float steps
+    below and equal to them: for a positive whole slot they count ``x // slot`` steps,
+    one more if a remainder is left (exact in doubles below 2**53; a zero's sign cannot
+    differ, as ``x - mod`` is then +0).
     """
     x: f64 = time - origin
     mod: f64
+    xi: i64
+    si: i64
     if cython.compiled and slot >= 1.0 and whole(x) and whole(slot):
-        mod = remainder(int(x), int(slot))
+        xi = int(x)
+        si = int(slot)
+        return origin + float(quotient(xi, si) + (remainder(xi, si) > 0)) * slot
     else:
         mod = fmod(x, slot)
     div: f64 = (x - mod) / slot
@@ -319,15 +334,6 @@ def gpu_time(at: f64p, ag: i64p, na: i64, end: f64) -> f64:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
-def value_at(times: f64p, free: i64p, n: i64, time: f64, default: i64) -> i64:
-    """Free GPUs at ``time`` (``default`` before the first step)."""
-    i: i64 = bisect_right(times, n, time)
-    return free[i - 1] if i else default
-
-
-@cython.cfunc
-@cython.inline
-@cython.exceptval(check=False)
 def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
     """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
     aval[k] = gpus
@@ -434,6 +440,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     lo: i64
     hi: i64
     last_q: i64
+    rq: f64
     last_t: f64
     last_k: i64
     last_a: i64
@@ -505,13 +512,20 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             break
         until = aligned
         gathered = 0.0
+        rq = NAN  # rate(q), asked once per level (when first needed: it may raise)
         for k in range(hi - 1, lo - 1, -1):
             p = nt[k]
-            got = q if nf[k] >= q else min(q, fit_of(fit2, fr, nf[k]))
-            if not got:
-                until = p
-                continue
-            gathered += ((deadline if until == aligned else until) - p) * rate(speed2, m, got)
+            if nf[k] >= q and q:
+                if rq != rq:
+                    rq = rate(speed2, m, q)
+                sp = rq
+            else:
+                got = min(q, fit_of(fit2, fr, nf[k]))
+                if not got:
+                    until = p
+                    continue
+                sp = rate(speed2, m, got)
+            gathered += ((deadline if until == aligned else until) - p) * sp
             if gathered >= left:
                 nn, na, end, real_end = forward(
                     times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
@@ -1138,6 +1152,8 @@ def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: 
     step: f64
     if not any_set(reuse, m):
         return
+    # the steps of both, and the change at each (new minus old value; ``total`` before a
+    # timeline's first step): past a key, each timeline's last step read is its value there
     i = 0
     j: i64 = 0
     nk: i64 = 0
@@ -1153,11 +1169,8 @@ def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: 
             i += 1
             j += 1
         keys[nk] = k
+        delta[nk] = (new_f[j - 1] if j else total) - (old_f[i - 1] if i else total)
         nk += 1
-    for i in range(nk):
-        delta[i] = value_at(new_t, new_f, new_n, keys[i], total) - value_at(
-            old_t, old_f, old_n, keys[i], total
-        )
     first: i64 = delta[0]
     change: f64 = INF
     for i in range(1, nk):
