@@ -349,14 +349,16 @@ def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
 @cython.inline
 def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
                 end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
-    """Collect the allocation steps (sorted, repeats dropped) and add the end step.
+    """Collect the allocation steps (sorted, repeats dropped) and note the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
     (NaN: none); only a start that the timeline lost has one (the released
     timeline of a job holding more GPUs than were free, which the reference
     would have refused by an assertion). Writes the allocation to ``at``/``ag``
-    and returns ``(n, na)``: the timeline's new length (not yet compacted, see
-    :func:`compact`) and the allocation's.
+    and returns ``(n, na)``: the timeline's length and the allocation's. The end
+    step (``end_step``/``end_value``; NaN: none) is left just past the timeline, in
+    ``nt[n]``/``nf[n]``, for :func:`compact` to set: most plans are only priced,
+    and inserting it would shift the timeline's tail for nothing.
     """
     na: i64 = 0
     last: i64 = -1
@@ -375,29 +377,54 @@ def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv:
             ag[na] = aval[k]
             na += 1
             last = aval[k]
-    if end_step == end_step:  # not NaN: insert the end step
-        nn = set_step(nt, nf, nn, end_step, end_value)
+    if end_step == end_step and end_value == NONE:
+        raise TypeError("a timeline step without a value (the reference's unset variable)")
+    nt[nn] = end_step
+    nf[nn] = end_value
     return nn, na
 
 
 @cython.cfunc
 @cython.exceptval(check=False)
 def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
-    """Copy the timeline into ``ct``/``cf`` without repeated values; the new length.
+    """Copy a plan's timeline into ``ct``/``cf`` without repeated values; the new length.
 
-    Kept apart from :func:`finish_plan` because most plans are only priced:
-    their timeline is compacted only for the one a step chooses. ``ct`` may be
-    ``nt`` (in place).
+    First sets the plan's end step, which :func:`finish_plan` left in
+    ``nt[nn]``/``nf[nn]`` (as :func:`set_step` would: overwrite a step at the same
+    time, or insert it before the first later one). Kept apart from
+    :func:`finish_plan` because most plans are only priced: their timeline is
+    compacted only for the one a step chooses. ``ct`` must not be ``nt``.
     """
     m: i64 = 0
     prev: i64 = -1
     k: i64
+    t: f64
+    v: i64
+    xt: f64 = nt[nn]
+    xv: i64 = nf[nn]
+    pending: cython.bint = xt == xt
     for k in range(nn):
-        if nf[k] != prev:
-            ct[m] = nt[k]
-            cf[m] = nf[k]
+        t = nt[k]
+        v = nf[k]
+        if pending and xt <= t:
+            pending = False
+            if xt < t:
+                if xv != prev:
+                    ct[m] = xt
+                    cf[m] = xv
+                    m += 1
+                    prev = xv
+            else:
+                v = xv
+        if v != prev:
+            ct[m] = t
+            cf[m] = v
             m += 1
-            prev = nf[k]
+            prev = v
+    if pending and xv != prev:
+        ct[m] = xt
+        cf[m] = xv
+        m += 1
     return m
 
 
@@ -410,7 +437,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
 
     With ``assign`` the job first holds that many GPUs until the timeline's
     next step (how a scale-up is priced), then is planned as usual. Writes the
-    timeline with the plan to ``nt``/``nf`` and the allocation to ``at``/``ag``;
+    timeline with the plan to ``nt``/``nf`` (its end step past its end, see
+    :func:`finish_plan`) and the allocation to ``at``/``ag``;
     returns ``(n, na, end, real_end, aligned, fast)``: besides the plan, its deadline
     slot and whether the assigned count alone finished it before the timeline's next
     step, which a price needs and would otherwise compute again (see :func:`price`).
@@ -685,6 +713,8 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
     """The cluster timeline plus a job's own allocation until its planned end.
 
     Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
+    Past the end and the allocation's last step it is the cluster timeline itself, copied
+    by a plain loop (the timeline's steps are strictly increasing).
     """
     m: i64 = 0
     i: i64 = 0
@@ -719,6 +749,15 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
             out_f[m] = value
             m += 1
             last = value
+        if not end_left and a >= na:
+            break
+    while i < n:
+        if free[i] != last:
+            out_t[m] = times[i]
+            out_f[m] = free[i]
+            m += 1
+            last = free[i]
+        i += 1
     return m
 
 
