@@ -278,13 +278,23 @@ def set_step(times: f64p, free: i64p, n: i64, time: f64, value: i64) -> i64:
 
     The arrays must have room for one more entry.
     """
+    i: i64 = bisect_left(times, n, time)
+    if i < n and times[i] == time:
+        if value == NONE:
+            raise TypeError("a timeline step without a value (the reference's unset variable)")
+        free[i] = value
+        return n
+    return insert_step(times, free, n, i, time, value)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(-1)
+def insert_step(times: f64p, free: i64p, n: i64, i: i64, time: f64, value: i64) -> i64:
+    """:func:`set_step` where ``i`` is where ``time`` goes and no step is at it."""
     if value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     k: i64
-    i: i64 = bisect_left(times, n, time)
-    if i < n and times[i] == time:
-        free[i] = value
-        return n
     for k in range(n, i, -1):
         times[k] = times[k - 1]
         free[k] = free[k - 1]
@@ -464,7 +474,6 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     end: f64
     back: i64
     na: i64
-    ie: i64
     lo: i64
     hi: i64
     last_q: i64
@@ -481,10 +490,14 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         aset[k] = False
     aligned: f64 = align(start, deadline, slot)
     carried: i64 = NONE  # the pre-job value the reference restores after a plan's end
-    if aligned >= start and step_index(nt, nn, aligned) < 0:
-        carried = nf[wrap(bisect_left(nt, nn, aligned) - 1, nn)]
-        nn = set_step(nt, nf, nn, aligned, carried)
-    i_start: i64 = step_index(nt, nn, start)
+    # each search below once: the deadline slot's index stays hi (no step is added
+    # before it until step 3), and the first step at or after the start is lo
+    hi = bisect_left(nt, nn, aligned)
+    if aligned >= start and not (hi < nn and nt[hi] == aligned):
+        carried = nf[wrap(hi - 1, nn)]
+        nn = insert_step(nt, nf, nn, hi, aligned, carried)
+    lo = bisect_left(nt, nn, start)
+    i_start: i64 = lo if lo < nn and nt[lo] == start else -1
     xt: f64 = NAN  # the start's allocation when the timeline lacks the start
     xv: i64 = 0
     if i_start < 0:
@@ -523,13 +536,11 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
         event = future
-        ie = step_index(nt, nn, event)
-        if ie < 0:
+        lo = bisect_left(nt, nn, event)
+        if not (lo < nn and nt[lo] == event):
             raise ValueError("a plan's first period must end on a step of the timeline")
-        aval[ie] = 0
-        aset[ie] = True
-    lo = bisect_left(nt, nn, event)
-    hi = bisect_left(nt, nn, aligned)
+        aval[lo] = 0
+        aset[lo] = True
     for k in range(hi):
         aset[k] = True  # setdefault(t, 0): aval is 0 where unset
     # 1. the smallest count that, counted back from the deadline, is enough
@@ -557,7 +568,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             if gathered >= left:
                 nn, na, end, real_end = forward(
                     times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
-                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag)
+                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag,
+                    lo)
                 return nn, na, end, real_end, aligned, False
             until = p
         last_q = q
@@ -638,8 +650,9 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
             aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
             aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
             prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
-            ag: i64p) -> tuple[i64, i64, f64, f64]:
-    """Allocate from ``event``: ``prev_q`` before ``point``, ``q`` from it, until done."""
+            ag: i64p, first: i64) -> tuple[i64, i64, f64, f64]:
+    """Allocate from ``event`` (step ``first``): ``prev_q`` before ``point``, ``q`` from
+    it, until done."""
     k: i64
     u: i64
     t: f64
@@ -652,7 +665,7 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
     last_t: f64 = NAN
     last_k: i64 = -1
     last_a: i64 = 0
-    for k in range(bisect_left(nt, nn, event), nn):
+    for k in range(first, nn):
         t = nt[k]
         if t > aligned:
             break
