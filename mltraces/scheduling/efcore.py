@@ -172,18 +172,33 @@ def remainder(a: i64, b: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
+@cython.cdivision(True)
+@cython.exceptval(check=False)
+def quotient(a: i64, b: i64) -> i64:
+    """``a / b`` as C computes it, rounded toward zero."""
+    return a // b
+
+
+@cython.cfunc
+@cython.inline
 @cython.exceptval(check=False)
 def align(origin: f64, time: f64, slot: f64) -> f64:
     """The first slot boundary ``origin + k·slot`` at or after ``time`` (Python's divmod).
 
-    Times and slots are whole seconds nearly always, and then the remainder is an
-    integer one, several times cheaper than ``fmod`` and equal to it (``fmod`` is exact;
-    only the sign of a zero can differ, which nothing below can tell).
+    Times and slots are whole seconds nearly always, and then the whole computation is
+    an integer ceiling division, several times cheaper than ``fmod`` and the float steps
+    below and equal to them: for a positive whole slot they count ``x // slot`` steps,
+    one more if a remainder is left (exact in doubles below 2**53; a zero's sign cannot
+    differ, as ``x - mod`` is then +0).
     """
     x: f64 = time - origin
     mod: f64
+    xi: i64
+    si: i64
     if cython.compiled and slot >= 1.0 and whole(x) and whole(slot):
-        mod = remainder(int(x), int(slot))
+        xi = int(x)
+        si = int(slot)
+        return origin + float(quotient(xi, si) + (remainder(xi, si) > 0)) * slot
     else:
         mod = fmod(x, slot)
     div: f64 = (x - mod) / slot
@@ -263,13 +278,23 @@ def set_step(times: f64p, free: i64p, n: i64, time: f64, value: i64) -> i64:
 
     The arrays must have room for one more entry.
     """
+    i: i64 = bisect_left(times, n, time)
+    if i < n and times[i] == time:
+        if value == NONE:
+            raise TypeError("a timeline step without a value (the reference's unset variable)")
+        free[i] = value
+        return n
+    return insert_step(times, free, n, i, time, value)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(-1)
+def insert_step(times: f64p, free: i64p, n: i64, i: i64, time: f64, value: i64) -> i64:
+    """:func:`set_step` where ``i`` is where ``time`` goes and no step is at it."""
     if value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     k: i64
-    i: i64 = bisect_left(times, n, time)
-    if i < n and times[i] == time:
-        free[i] = value
-        return n
     for k in range(n, i, -1):
         times[k] = times[k - 1]
         free[k] = free[k - 1]
@@ -319,15 +344,6 @@ def gpu_time(at: f64p, ag: i64p, na: i64, end: f64) -> f64:
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
-def value_at(times: f64p, free: i64p, n: i64, time: f64, default: i64) -> i64:
-    """Free GPUs at ``time`` (``default`` before the first step)."""
-    i: i64 = bisect_right(times, n, time)
-    return free[i - 1] if i else default
-
-
-@cython.cfunc
-@cython.inline
-@cython.exceptval(check=False)
 def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
     """The plan holds ``gpus`` in the timeline's step ``k``: record it, take them off free."""
     aval[k] = gpus
@@ -343,55 +359,90 @@ def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
 @cython.inline
 def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
                 end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
-    """Collect the allocation steps (sorted, repeats dropped) and add the end step.
+    """Collect the allocation steps (sorted, repeats dropped) and note the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
     (NaN: none); only a start that the timeline lost has one (the released
     timeline of a job holding more GPUs than were free, which the reference
     would have refused by an assertion). Writes the allocation to ``at``/``ag``
-    and returns ``(n, na)``: the timeline's new length (not yet compacted, see
-    :func:`compact`) and the allocation's.
+    and returns ``(n, na)``: the timeline's length and the allocation's. The end
+    step (``end_step``/``end_value``; NaN: none) is left just past the timeline, in
+    ``nt[n]``/``nf[n]``, for :func:`compact` to set: most plans are only priced,
+    and inserting it would shift the timeline's tail for nothing.
     """
     na: i64 = 0
     last: i64 = -1
     k: i64
     pending: cython.bint = xt == xt
-    for k in range(nn + 1):
-        if pending and (k == nn or xt < nt[k]):
-            pending = False
-            if xv != last:
-                at[na] = xt
-                ag[na] = xv
+    if not pending:  # nearly always: the same loop without the start's step
+        for k in range(nn):
+            if aset[k] and aval[k] != last:
+                at[na] = nt[k]
+                ag[na] = aval[k]
                 na += 1
-                last = xv
-        if k < nn and aset[k] and aval[k] != last:
-            at[na] = nt[k]
-            ag[na] = aval[k]
-            na += 1
-            last = aval[k]
-    if end_step == end_step:  # not NaN: insert the end step
-        nn = set_step(nt, nf, nn, end_step, end_value)
+                last = aval[k]
+    else:
+        for k in range(nn + 1):
+            if pending and (k == nn or xt < nt[k]):
+                pending = False
+                if xv != last:
+                    at[na] = xt
+                    ag[na] = xv
+                    na += 1
+                    last = xv
+            if k < nn and aset[k] and aval[k] != last:
+                at[na] = nt[k]
+                ag[na] = aval[k]
+                na += 1
+                last = aval[k]
+    if end_step == end_step and end_value == NONE:
+        raise TypeError("a timeline step without a value (the reference's unset variable)")
+    nt[nn] = end_step
+    nf[nn] = end_value
     return nn, na
 
 
 @cython.cfunc
 @cython.exceptval(check=False)
 def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
-    """Copy the timeline into ``ct``/``cf`` without repeated values; the new length.
+    """Copy a plan's timeline into ``ct``/``cf`` without repeated values; the new length.
 
-    Kept apart from :func:`finish_plan` because most plans are only priced:
-    their timeline is compacted only for the one a step chooses. ``ct`` may be
-    ``nt`` (in place).
+    First sets the plan's end step, which :func:`finish_plan` left in
+    ``nt[nn]``/``nf[nn]`` (as :func:`set_step` would: overwrite a step at the same
+    time, or insert it before the first later one). Kept apart from
+    :func:`finish_plan` because most plans are only priced: their timeline is
+    compacted only for the one a step chooses. ``ct`` must not be ``nt``.
     """
     m: i64 = 0
     prev: i64 = -1
     k: i64
+    t: f64
+    v: i64
+    xt: f64 = nt[nn]
+    xv: i64 = nf[nn]
+    pending: cython.bint = xt == xt
     for k in range(nn):
-        if nf[k] != prev:
-            ct[m] = nt[k]
-            cf[m] = nf[k]
+        t = nt[k]
+        v = nf[k]
+        if pending and xt <= t:
+            pending = False
+            if xt < t:
+                if xv != prev:
+                    ct[m] = xt
+                    cf[m] = xv
+                    m += 1
+                    prev = xv
+            else:
+                v = xv
+        if v != prev:
+            ct[m] = t
+            cf[m] = v
             m += 1
-            prev = nf[k]
+            prev = v
+    if pending and xv != prev:
+        ct[m] = xt
+        cf[m] = xv
+        m += 1
     return m
 
 
@@ -404,7 +455,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
 
     With ``assign`` the job first holds that many GPUs until the timeline's
     next step (how a scale-up is priced), then is planned as usual. Writes the
-    timeline with the plan to ``nt``/``nf`` and the allocation to ``at``/``ag``;
+    timeline with the plan to ``nt``/``nf`` (its end step past its end, see
+    :func:`finish_plan`) and the allocation to ``at``/``ag``;
     returns ``(n, na, end, real_end, aligned, fast)``: besides the plan, its deadline
     slot and whether the assigned count alone finished it before the timeline's next
     step, which a price needs and would otherwise compute again (see :func:`price`).
@@ -430,10 +482,10 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     end: f64
     back: i64
     na: i64
-    ie: i64
     lo: i64
     hi: i64
     last_q: i64
+    rq: f64
     last_t: f64
     last_k: i64
     last_a: i64
@@ -446,10 +498,14 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         aset[k] = False
     aligned: f64 = align(start, deadline, slot)
     carried: i64 = NONE  # the pre-job value the reference restores after a plan's end
-    if aligned >= start and step_index(nt, nn, aligned) < 0:
-        carried = nf[wrap(bisect_left(nt, nn, aligned) - 1, nn)]
-        nn = set_step(nt, nf, nn, aligned, carried)
-    i_start: i64 = step_index(nt, nn, start)
+    # each search below once: the deadline slot's index stays hi (no step is added
+    # before it until step 3), and the first step at or after the start is lo
+    hi = bisect_left(nt, nn, aligned)
+    if aligned >= start and not (hi < nn and nt[hi] == aligned):
+        carried = nf[wrap(hi - 1, nn)]
+        nn = insert_step(nt, nf, nn, hi, aligned, carried)
+    lo = bisect_left(nt, nn, start)
+    i_start: i64 = lo if lo < nn and nt[lo] == start else -1
     xt: f64 = NAN  # the start's allocation when the timeline lacks the start
     xv: i64 = 0
     if i_start < 0:
@@ -488,13 +544,11 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
         event = future
-        ie = step_index(nt, nn, event)
-        if ie < 0:
+        lo = bisect_left(nt, nn, event)
+        if not (lo < nn and nt[lo] == event):
             raise ValueError("a plan's first period must end on a step of the timeline")
-        aval[ie] = 0
-        aset[ie] = True
-    lo = bisect_left(nt, nn, event)
-    hi = bisect_left(nt, nn, aligned)
+        aval[lo] = 0
+        aset[lo] = True
     for k in range(hi):
         aset[k] = True  # setdefault(t, 0): aval is 0 where unset
     # 1. the smallest count that, counted back from the deadline, is enough
@@ -505,17 +559,25 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             break
         until = aligned
         gathered = 0.0
+        rq = NAN  # rate(q), asked once per level (when first needed: it may raise)
         for k in range(hi - 1, lo - 1, -1):
             p = nt[k]
-            got = q if nf[k] >= q else min(q, fit_of(fit2, fr, nf[k]))
-            if not got:
-                until = p
-                continue
-            gathered += ((deadline if until == aligned else until) - p) * rate(speed2, m, got)
+            if nf[k] >= q and q:
+                if rq != rq:
+                    rq = rate(speed2, m, q)
+                sp = rq
+            else:
+                got = min(q, fit_of(fit2, fr, nf[k]))
+                if not got:
+                    until = p
+                    continue
+                sp = rate(speed2, m, got)
+            gathered += ((deadline if until == aligned else until) - p) * sp
             if gathered >= left:
                 nn, na, end, real_end = forward(
                     times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
-                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag)
+                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag,
+                    lo)
                 return nn, na, end, real_end, aligned, False
             until = p
         last_q = q
@@ -596,8 +658,9 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
             aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
             aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
             prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
-            ag: i64p) -> tuple[i64, i64, f64, f64]:
-    """Allocate from ``event``: ``prev_q`` before ``point``, ``q`` from it, until done."""
+            ag: i64p, first: i64) -> tuple[i64, i64, f64, f64]:
+    """Allocate from ``event`` (step ``first``): ``prev_q`` before ``point``, ``q`` from
+    it, until done."""
     k: i64
     u: i64
     t: f64
@@ -610,7 +673,7 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
     last_t: f64 = NAN
     last_k: i64 = -1
     last_a: i64 = 0
-    for k in range(bisect_left(nt, nn, event), nn):
+    for k in range(first, nn):
         t = nt[k]
         if t > aligned:
             break
@@ -671,6 +734,8 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
     """The cluster timeline plus a job's own allocation until its planned end.
 
     Written to ``out_t``/``out_f`` (room for n + na + 1 entries); returns its length.
+    Past the end and the allocation's last step it is the cluster timeline itself, copied
+    by a plain loop (the timeline's steps are strictly increasing).
     """
     m: i64 = 0
     i: i64 = 0
@@ -705,6 +770,15 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
             out_f[m] = value
             m += 1
             last = value
+        if not end_left and a >= na:
+            break
+    while i < n:
+        if free[i] != last:
+            out_t[m] = times[i]
+            out_f[m] = free[i]
+            m += 1
+            last = free[i]
+        i += 1
     return m
 
 
@@ -1138,6 +1212,8 @@ def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: 
     step: f64
     if not any_set(reuse, m):
         return
+    # the steps of both, and the change at each (new minus old value; ``total`` before a
+    # timeline's first step): past a key, each timeline's last step read is its value there
     i = 0
     j: i64 = 0
     nk: i64 = 0
@@ -1153,11 +1229,8 @@ def keep(old_t: f64p, old_f: i64p, old_n: i64, new_t: f64p, new_f: i64p, new_n: 
             i += 1
             j += 1
         keys[nk] = k
+        delta[nk] = (new_f[j - 1] if j else total) - (old_f[i - 1] if i else total)
         nk += 1
-    for i in range(nk):
-        delta[i] = value_at(new_t, new_f, new_n, keys[i], total) - value_at(
-            old_t, old_f, old_n, keys[i], total
-        )
     first: i64 = delta[0]
     change: f64 = INF
     for i in range(1, nk):
