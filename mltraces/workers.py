@@ -67,10 +67,13 @@ class Deferred(BaseException):
 
 @dataclass
 class Ahead:
-    """A pool whose work is found again by its content: the same call gets the same future.
+    """A pool whose work is found again by its content: the same call gets the same future
+    until its result is taken (:meth:`release`; asked once more, it is submitted again).
 
     While ``collecting``, callers submit and raise :class:`Deferred`; afterwards
-    they wait for their futures (work never submitted before is submitted then).
+    they wait for their futures (work never submitted before is submitted then). A
+    computation that asks twice has only its first request asked ahead: Deferred
+    stops it there.
     """
 
     executor: ProcessPoolExecutor
@@ -123,5 +126,7 @@ def ahead(workers: int, *, preload: Sequence[str] = ()) -> Iterator[Ahead]:
     try:
         yield session
     finally:
-        _current.reset(token)
-        session.executor.shutdown(wait=True, cancel_futures=True)
+        try:
+            _current.reset(token)
+        finally:  # the workers go even when the block was left in another context
+            session.executor.shutdown(wait=True, cancel_futures=True)

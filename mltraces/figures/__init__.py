@@ -270,7 +270,7 @@ def render_all(
             pending[spec.name] = (key, executor.submit(render.render, *task))
 
     try:
-        with _work_ahead(count) as session:
+        with _work_ahead(count > 1) as session:
             later = []
             for spec in specs.values():
                 missing = missing_inputs(con, spec, known)
@@ -301,16 +301,18 @@ def render_all(
 
 
 @contextmanager
-def _work_ahead(workers: int) -> Iterator[Ahead | None]:
+def _work_ahead(pooled: bool) -> Iterator[Ahead | None]:
     """One pool for every figure's replays when drawing with several processes (see
     :mod:`mltraces.workers`): a figure's replays no longer wait for the previous
-    figure's last ones. Nothing with one process (it runs in this one)."""
-    if workers <= 1:
+    figure's last ones. It has a worker per core, as each figure's own pool had
+    (``processes`` counts the rendering ones). Nothing when drawing in this process."""
+    if not pooled:
         yield None
         return
+    from mltraces.figures import render
     from mltraces.workers import ahead
 
-    with ahead(workers) as session:
+    with ahead(render.workers()) as session:
         yield session
 
 

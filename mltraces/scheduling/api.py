@@ -185,7 +185,8 @@ def sweep(
             its workers import policies by name, so a policy class defined in a
             notebook needs an executor of your own (a ``ThreadPoolExecutor``).
             Inside a :func:`mltraces.workers.ahead` block (a figure run), the
-            block's one pool for every figure's replays.
+            block's one pool for every figure's replays (``max_workers`` is then
+            the block's).
         on_done: Called with each outcome as its replay finishes (a progress bar).
 
     Returns:
