@@ -374,27 +374,19 @@ def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv:
     last: i64 = -1
     k: i64
     pending: cython.bint = xt == xt
-    if not pending:  # nearly always: the same loop without the start's step
-        for k in range(nn):
-            if aset[k] and aval[k] != last:
-                at[na] = nt[k]
-                ag[na] = aval[k]
+    for k in range(nn + 1):
+        if pending and (k == nn or xt < nt[k]):
+            pending = False
+            if xv != last:
+                at[na] = xt
+                ag[na] = xv
                 na += 1
-                last = aval[k]
-    else:
-        for k in range(nn + 1):
-            if pending and (k == nn or xt < nt[k]):
-                pending = False
-                if xv != last:
-                    at[na] = xt
-                    ag[na] = xv
-                    na += 1
-                    last = xv
-            if k < nn and aset[k] and aval[k] != last:
-                at[na] = nt[k]
-                ag[na] = aval[k]
-                na += 1
-                last = aval[k]
+                last = xv
+        if k < nn and aset[k] and aval[k] != last:
+            at[na] = nt[k]
+            ag[na] = aval[k]
+            na += 1
+            last = aval[k]
     if end_step == end_step and end_value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     nt[nn] = end_step
