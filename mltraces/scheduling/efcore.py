@@ -49,6 +49,7 @@ except ImportError:  # installed without its compiled extensions: run as Python
 
 if cython.compiled:
     from cython.cimports.libc.math import ceil, floor, fmod, isnan
+    from cython.cimports.libc.string import memcpy, memmove, memset
 else:
     from math import ceil, floor, fmod, isnan
 
@@ -128,10 +129,9 @@ def irow(a: i64[:, :], p: i64) -> i64p:
 @cython.exceptval(check=False)
 def copy_f64(src: f64p, dst: f64p, n: i64) -> cython.void:
     """``dst[:n] = src[:n]``."""
-    k: i64
     if cython.compiled:
-        for k in range(n):
-            dst[k] = src[k]
+        if n > 0:
+            memcpy(dst, src, n * cython.sizeof(f64))
     else:
         dst[:n] = src[:n]
 
@@ -141,10 +141,9 @@ def copy_f64(src: f64p, dst: f64p, n: i64) -> cython.void:
 @cython.exceptval(check=False)
 def copy_i64(src: i64p, dst: i64p, n: i64) -> cython.void:
     """``dst[:n] = src[:n]``."""
-    k: i64
     if cython.compiled:
-        for k in range(n):
-            dst[k] = src[k]
+        if n > 0:
+            memcpy(dst, src, n * cython.sizeof(i64))
     else:
         dst[:n] = src[:n]
 
@@ -219,32 +218,38 @@ def align(origin: f64, time: f64, slot: f64) -> f64:
 @cython.inline
 @cython.exceptval(check=False)
 def bisect_left(a: f64p, n: i64, x: f64) -> i64:
-    lo: i64 = 0
-    hi: i64 = n
-    mid: i64
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+    """The first index whose value is not below ``x`` in the sorted ``a[:n]``.
+
+    Without a branch per halving (a conditional move: the branch was unpredictable
+    and these searches run several times per plan); for sorted input the same index
+    as the classic search, NaN included (no value is below a NaN).
+    """
+    if n <= 0:
+        return 0
+    base: i64 = 0
+    half: i64
+    while n > 1:
+        half = n >> 1
+        base = base + half if a[base + half - 1] < x else base
+        n -= half
+    return base + (a[base] < x)
 
 
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
 def bisect_right(a: f64p, n: i64, x: f64) -> i64:
-    lo: i64 = 0
-    hi: i64 = n
-    mid: i64
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if x < a[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    """The first index whose value is above ``x`` in the sorted ``a[:n]`` (as
+    :func:`bisect_left`, without branches; a NaN ``x`` is above none of them)."""
+    if n <= 0:
+        return 0
+    base: i64 = 0
+    half: i64
+    while n > 1:
+        half = n >> 1
+        base = base + half if not (x < a[base + half - 1]) else base
+        n -= half
+    return base + (not (x < a[base]))
 
 
 @cython.cfunc
@@ -295,9 +300,16 @@ def insert_step(times: f64p, free: i64p, n: i64, i: i64, time: f64, value: i64) 
     if value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     k: i64
-    for k in range(n, i, -1):
-        times[k] = times[k - 1]
-        free[k] = free[k - 1]
+    if cython.compiled:
+        if n > i:
+            memmove(cython.address(times[i + 1]), cython.address(times[i]),
+                    (n - i) * cython.sizeof(f64))
+            memmove(cython.address(free[i + 1]), cython.address(free[i]),
+                    (n - i) * cython.sizeof(i64))
+    else:
+        for k in range(n, i, -1):
+            times[k] = times[k - 1]
+            free[k] = free[k - 1]
     times[i] = time
     free[i] = value
     return n + 1
@@ -306,16 +318,16 @@ def insert_step(times: f64p, free: i64p, n: i64, i: i64, time: f64, value: i64) 
 @cython.cfunc
 @cython.inline
 @cython.exceptval(-1)
-def fit_of(fit2: i64[:, :], row: i64, x: i64) -> i64:
-    """``fit2[row, x]`` with Python's indexing (negative wraps, too large raises)."""
+def fit_of(fit: i64p, n: i64, x: i64) -> i64:
+    """``fit[x]`` of a row of the fit table, ``n`` long, with Python's indexing (negative
+    wraps, too large raises); the row is found once per plan (see :func:`irow`)."""
     if x == NONE:
         raise TypeError("free GPUs unset")
-    n: i64 = fit2.shape[1]
     if x < 0:
         x += n
     if x < 0 or x >= n:
         raise IndexError("more free GPUs than the cluster has")
-    return fit2[row, x]
+    return fit[x]
 
 
 @cython.cfunc
@@ -357,6 +369,23 @@ def hold(aval: i64p, aset: u8p, nf: i64p, k: i64, gpus: i64) -> cython.void:
 # for n + 3, where n is the length of the timeline planned on.
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
+def collect(nt: f64p, aval: i64p, aset: u8p, lo: i64, hi: i64, at: f64p, ag: i64p, na: i64,
+            last: i64) -> tuple[i64, i64]:
+    """Append the plan's marked steps ``lo..hi-1`` whose count changes to the allocation
+    (``na`` long, ``last`` its last count); returns both, updated."""
+    k: i64
+    for k in range(lo, hi):
+        if aset[k] and aval[k] != last:
+            at[na] = nt[k]
+            ag[na] = aval[k]
+            na += 1
+            last = aval[k]
+    return na, last
+
+
+@cython.cfunc
+@cython.inline
 def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
                 end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
     """Collect the allocation steps (sorted, repeats dropped) and note the end step.
@@ -372,21 +401,15 @@ def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv:
     """
     na: i64 = 0
     last: i64 = -1
-    k: i64
-    pending: cython.bint = xt == xt
-    for k in range(nn + 1):
-        if pending and (k == nn or xt < nt[k]):
-            pending = False
-            if xv != last:
-                at[na] = xt
-                ag[na] = xv
-                na += 1
-                last = xv
-        if k < nn and aset[k] and aval[k] != last:
-            at[na] = nt[k]
-            ag[na] = aval[k]
-            na += 1
-            last = aval[k]
+    # the start's step goes before the first later timeline step (none: all of them)
+    pos: i64 = nn if xt != xt else bisect_right(nt, nn, xt)
+    na, last = collect(nt, aval, aset, 0, pos, at, ag, na, last)
+    if xt == xt and xv != last:
+        at[na] = xt
+        ag[na] = xv
+        na += 1
+        last = xv
+    na, last = collect(nt, aval, aset, pos, nn, at, ag, na, last)
     if end_step == end_step and end_value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     nt[nn] = end_step
@@ -454,6 +477,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     step, which a price needs and would otherwise compute again (see :func:`price`).
     """
     fr: i64 = fitrow[m]
+    fitp: i64p = irow(fit2, fr)
+    fitw: i64 = fit2.shape[1]
     cap: i64 = cap2[m]
     nl: i64 = nlev[m]
     k: i64
@@ -485,9 +510,13 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     copy_f64(times, nt, n)
     copy_i64(free, nf, n)
     nn: i64 = n
-    for k in range(n + 2):
-        aval[k] = 0
-        aset[k] = False
+    if cython.compiled:
+        memset(aval, 0, (n + 2) * cython.sizeof(i64))
+        memset(aset, 0, (n + 2) * cython.sizeof(u8))
+    else:
+        for k in range(n + 2):
+            aval[k] = 0
+            aset[k] = False
     aligned: f64 = align(start, deadline, slot)
     carried: i64 = NONE  # the pre-job value the reference restores after a plan's end
     # each search below once: the deadline slot's index stays hi (no step is added
@@ -496,7 +525,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     if aligned >= start and not (hi < nn and nt[hi] == aligned):
         carried = nf[wrap(hi - 1, nn)]
         nn = insert_step(nt, nf, nn, hi, aligned, carried)
-    lo = bisect_left(nt, nn, start)
+    lo = 0 if nn and nt[0] >= start else bisect_left(nt, nn, start)  # mostly: now
     i_start: i64 = lo if lo < nn and nt[lo] == start else -1
     xt: f64 = NAN  # the start's allocation when the timeline lacks the start
     xv: i64 = 0
@@ -545,6 +574,8 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         aset[k] = True  # setdefault(t, 0): aval is 0 where unset
     # 1. the smallest count that, counted back from the deadline, is enough
     last_q = 0
+    rg: f64 = NAN
+    rg_of: i64 = -1
     for i in range(nl):
         q = levels2[m, i]
         if q > total:
@@ -559,11 +590,14 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                     rq = rate(speed2, m, q)
                 sp = rq
             else:
-                got = min(q, fit_of(fit2, fr, nf[k]))
+                got = min(q, fit_of(fitp, fitw, nf[k]))
                 if not got:
                     until = p
                     continue
-                sp = rate(speed2, m, got)
+                if got != rg_of:  # the rate of the last count asked, kept
+                    rg = rate(speed2, m, got)
+                    rg_of = got
+                sp = rg
             gathered += ((deadline if until == aligned else until) - p) * sp
             if gathered >= left:
                 nn, na, end, real_end = forward(
@@ -585,13 +619,13 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
                 left -= ((deadline if t == aligned else t) - last_t) * rate(speed2, m, last_a)
-        last_t, last_k, last_a = t, k, min(last_q, fit_of(fit2, fr, nf[k]))
+        last_t, last_k, last_a = t, k, min(last_q, fit_of(fitp, fitw, nf[k]))
     # 3. after the deadline: whatever fits, up to the cap, until done
     last_t = max(aligned, event)
     lk = step_index(nt, nn, last_t)
     for k in range(bisect_right(nt, nn, aligned), nn):
         t = nt[k]
-        q = min(fit_of(fit2, fr, nf[wrap(lk, nn)]), cap)
+        q = min(fit_of(fitp, fitw, nf[wrap(lk, nn)]), cap)
         if not q:
             aval[wrap(lk, nn)] = 0
             aset[wrap(lk, nn)] = True
@@ -665,6 +699,9 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
     last_t: f64 = NAN
     last_k: i64 = -1
     last_a: i64 = 0
+    sp_of: i64 = -1
+    fitp: i64p = irow(fit2, fr)
+    fitw: i64 = fit2.shape[1]
     for k in range(first, nn):
         t = nt[k]
         if t > aligned:
@@ -672,7 +709,9 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
         if last_k >= 0:
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
-                sp = rate(speed2, m, last_a)
+                if last_a != sp_of:  # the rate of the last count asked, kept
+                    sp = rate(speed2, m, last_a)
+                    sp_of = last_a
                 gained = ((deadline if t == aligned else t) - last_t) * sp
                 if last_t < point or gained < left:
                     left -= gained
@@ -682,7 +721,7 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
                     real_end = last_t + real_left
                     break
         last_t, last_k = t, k
-        last_a = min(q if t >= point else prev_q, fit_of(fit2, fr, nf[k]))
+        last_a = min(q if t >= point else prev_q, fit_of(fitp, fitw, nf[k]))
     if end != end:
         if last_k < 0:
             raise TypeError("nothing to allocate before the deadline")
@@ -690,13 +729,11 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
         real_left = float(ceil(left / rate(speed2, m, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
-    back: i64 = total
-    for u in range(n):
-        if times[u] >= end:
-            break
-        if times[u] >= event:
-            back = free[u]
-    if step_index(times, n, end) < 0:
+    # one search for the end: the value before the plan there is the last step at or
+    # after the event and before the end (``total`` if none); a NaN end is past them all
+    u = n if end != end else bisect_left(times, n, end)
+    back: i64 = free[u - 1] if u > 0 and times[u - 1] >= event else total
+    if not (u < n and times[u] == end):
         nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
     else:
         nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
@@ -738,7 +775,25 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
     base: i64 = total
     held: i64 = 0
     last: i64 = -1
+    add: i64
+    change: f64
     while True:
+        # a run of the timeline's own steps before the next change of the held count:
+        # each is its value plus what is held (nothing once the end has passed)
+        change = INF
+        if a < na:
+            change = at[a]
+        if end_left and end < change:
+            change = end
+        add = held if end_left and end == end else 0  # (k < NaN is false)
+        while i < n and times[i] < change:
+            base = free[i]
+            if base + add != last:
+                last = base + add
+                out_t[m] = times[i]
+                out_f[m] = last
+                m += 1
+            i += 1
         k = INF
         if i < n:
             k = times[i]
