@@ -31,6 +31,7 @@ import numpy as np
 from mltraces.scheduling.api import POLICIES, Case
 from mltraces.scheduling.cluster import ClusterSpec
 from mltraces.scheduling.generator import TraceSpec, generate_trace
+from mltraces.scheduling.jobs import as_jobs
 from mltraces.scheduling.profiles import Profiles
 from mltraces.scheduling.results import ScheduleResult
 
@@ -60,8 +61,8 @@ def fig9_cases(profiles: Profiles, clusters: Mapping[str, ClusterSpec],
     """One case per (seed, cluster), labelled ``seed=<s>``; the cluster is the case's."""
     slot = setup("fig9")["slot"]
     cases = []
-    for seed in seeds:
-        jobs = generate_trace(profiles, trace_spec("fig9", deadline_seed=seed))
+    for seed in seeds:  # one trace per seed, converted once for all of its clusters
+        jobs = as_jobs(generate_trace(profiles, trace_spec("fig9", deadline_seed=seed)))
         for name in setup("fig9")["clusters"]:
             cases.append(Case.build(f"seed={seed}", jobs, clusters[name], profiles, slot=slot))
     return cases
