@@ -261,18 +261,11 @@ class _ChronusRun:
     # -- completions (every step) -------------------------------------------------------------
     def complete(self, now: int) -> None:
         """End the jobs whose run time reaches their duration plus restart overhead."""
-        finished = False
-        for job in self.running:
-            if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
-                self._finish(job, now)
-                finished = True
+        # int(now - last_check) + progress >= duration + penalty
+        finished = [job for job in self.running if job.due <= now]
         if finished:
+            self.used -= self.core.finish_all(finished, now, self.rec)
             self.running = [job for job in self.running if not job.done]
-
-    def _finish(self, job: Job, now: int) -> None:
-        end = job.finish()
-        self.used -= job.gpus
-        self.rec.finished(job.index, end, now)
 
     # -- leases ---------------------------------------------------------------------------------
     def lease(self, now: int) -> list[Job]:
@@ -285,8 +278,7 @@ class _ChronusRun:
         finished: list[Job] = []
         self.used -= self.core.release(self.running, now, self.round, self.pending, before,
                                        finished)
-        for job in finished:
-            self._finish(job, now)
+        self.used -= self.core.finish_all(finished, now, self.rec)
         self.running = []
         index = now // LEASE
         planned = self.core.planned(self.pending)
@@ -305,10 +297,10 @@ class _ChronusRun:
             plan = self._solve(width, need, horizon, np.zeros(0, np.int64))
             chosen = (self._fallback(now, index) if plan is None
                       else self.core.take_next_lease(planned, *plan))
-        self._start(chosen)
         # on their lease; those that did not hold GPUs (re)start, the others keep running
-        self.core.start_leased(chosen, now, self.check, self.round, self.rec)
-        self.declined = self.core.declined(self.pending, self.running)
+        self.pending, taken, self.declined = self.core.take_leases(
+            chosen, self.pending, self.running, now, self.check, self.round, self.rec)
+        self.used += taken
         return before
 
     def _fallback(self, now: int, index: int) -> list[Job]:
@@ -396,16 +388,10 @@ class _ChronusRun:
         """Hand the free GPUs to the jobs without a guarantee, then record the releases of
         :meth:`lease`: a job released there that starts again here kept its GPUs
         throughout, but is restarted all the same (as in the artifact)."""
-        self.core.rank(self.pending, now)
-        free = self.size - self.used
-        # the queue's order, then (stably) the spare GPUs': jobs tied on the latter are tied
-        # on the former too, so sorting by the latter alone leaves the same order
-        self.pending = self.core.queue(self.pending, free > 0)
-        if free > 0:
-            chosen = self.core.pick(self.pending, free)
-            self._start(chosen)
-            self.core.start_spare(chosen, now, self.check, self.round, self.rec)
-        self.core.give_back(before, now, self.rec)
+        self.pending, taken = self.core.spare_round(
+            self.pending, self.running, self.size - self.used, now, self.check, self.round,
+            before, self.rec)
+        self.used += taken
 
     # -- helpers -------------------------------------------------------------------------------
     def _solve(self, width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
@@ -420,13 +406,6 @@ class _ChronusRun:
         plan = solve_spans(width[order], need[order], horizon[order], profile, self.size,
                            self.objective, shortcut=self.plans == "auto", layout=self.layout)
         return None if plan is None else plan.reordered(np.argsort(order))
-
-    def _start(self, chosen: list[Job]) -> None:
-        """Move pending jobs to running, in the given order (the artifact's list order)."""
-        if not chosen:
-            return
-        self.used += self.core.start(chosen, self.running)
-        self.pending = self.core.waiting(self.pending)
 
 
 def _arrival_groups(jobs: list[Job]) -> list[tuple[int, list[Job]]]:

@@ -514,3 +514,54 @@ def give_back(before: list, now: i64, rec: object) -> cython.void:
     for job in before:
         if not job.running:
             set_gpus(job.index, now, 0)
+
+
+# -- a step's rounds in one call (a few calls fewer per 240-s step, ~20,000 steps a cluster) --
+@cython.ccall
+def finish_all(finished: list, now: i64, rec: object) -> i64:
+    """End the jobs (:meth:`Job.finish`), recording each; the GPUs they held."""
+    job: Job
+    freed: i64 = 0
+    end: f64
+    for job in finished:
+        end = job.finish()
+        freed += job.gpus
+        rec.finished(job.index, end, now)
+    return freed
+
+
+@cython.ccall
+def take_leases(chosen: list, pending: list, running: list, now: i64, check: i64, step: i64,
+                rec: object) -> tuple:
+    """The jobs a plan runs in the coming lease take it (:func:`start`, then
+    :func:`start_leased`): the jobs still waiting, the GPUs taken, and how many jobs are
+    turned down then (:func:`declined`)."""
+    taken: i64 = 0
+    if chosen:
+        taken = start(chosen, running)
+        pending = waiting(pending)
+    start_leased(chosen, now, check, step, rec)
+    return pending, taken, declined(pending, running)
+
+
+@cython.ccall
+def spare_round(pending: list, running: list, free: i64, now: i64, check: i64, step: i64,
+                before: list, rec: object) -> tuple:
+    """The waiting jobs ranked and queued; those without a guarantee that fit in the
+    ``free`` GPUs (re)started (:func:`pick`, :func:`start_spare`); the releases of
+    ``before`` recorded (:func:`give_back`). The jobs still waiting, in queue order, and
+    the GPUs taken."""
+    chosen: list
+    taken: i64 = 0
+    rank(pending, now)
+    # the queue's order, then (stably) the spare GPUs': jobs tied on the latter are tied
+    # on the former too, so sorting by the latter alone leaves the same order
+    pending = queue(pending, free > 0)
+    if free > 0:
+        chosen = pick(pending, free)
+        if chosen:
+            taken = start(chosen, running)
+            pending = waiting(pending)
+        start_spare(chosen, now, check, step, rec)
+    give_back(before, now, rec)
+    return pending, taken
