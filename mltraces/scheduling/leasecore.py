@@ -54,6 +54,13 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
     ``BY_PACKING``: widest first, then least slack (``horizon - need``), then latest
     horizon; ``BY_SLACK``: least slack first. Ties keep index order (a stable sort).
     """
+    _order(width, need, horizon, key, out, np.empty(width.shape[0], np.int64))
+
+
+@cython.cfunc
+def _order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:],
+           spare: i64[:]) -> cython.void:
+    """:func:`order`, merging through ``spare`` (as long as ``out``; overwritten)."""
     n: i64 = width.shape[0]
     k: i64
     run: i64
@@ -64,7 +71,7 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
     j: i64
     at: i64
     src: i64[:] = out
-    dst: i64[:] = np.empty(n, np.int64)
+    dst: i64[:] = spare
     swap: i64[:]
     in_out: cython.bint = True  # whether ``src`` is ``out``
     for k in range(n):
@@ -515,23 +522,24 @@ def certified_spans(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:
     count), or None where :func:`certified` gives None."""
     n: i64 = width.shape[0]
     capacity: i64 = profile.shape[0] + 2 * n + 4  # a job's take splits two segments at most
-    lo_array = np.empty(capacity + 1, np.int64)
-    room_array = np.empty(capacity, np.int64)
-    lo: i64[:] = lo_array
-    room: i64[:] = room_array
-    meta: i64[:] = np.zeros(1, np.int64)
+    # one allocation for the work arrays (segments, their count, the order), one for the
+    # plan's index (at, count): calls are by the hundred thousand, plans a few dozen jobs
+    work: i64[:] = np.empty(2 * capacity + 2 + 2 * n, np.int64)
+    lo: i64[:] = work[: capacity + 1]
+    room: i64[:] = work[capacity + 1: 2 * capacity + 1]
+    meta: i64[:] = work[2 * capacity + 1: 2 * capacity + 2]
+    ranked: i64[:] = work[2 * capacity + 2: 2 * capacity + 2 + n]
+    spare: i64[:] = work[2 * capacity + 2 + n:]
     meta[0] = _segments(horizon, profile, size, lo, room)
     marks = _first_marks(width, need, horizon, room[0], maximize)
     if marks is None:
         return None
     first: u8[:] = marks
-    at_array = np.zeros(n, np.int64)
-    count_array = np.zeros(n, np.int64)
-    at: i64[:] = at_array
-    count: i64[:] = count_array
+    index = np.zeros(2 * n, np.int64)
+    at: i64[:] = index[:n]
+    count: i64[:] = index[n:]
     spans = np.empty(2 * (n + capacity), np.int64)
     out: i64[:] = spans
-    ranked: i64[:] = np.empty(n, np.int64)
     written: i64 = 0
     i: i64
     k: i64
@@ -542,7 +550,7 @@ def certified_spans(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:
                 return None
             room[0] -= width[k]
     room[0] = -1
-    order(width, need, horizon, BY_PACKING, ranked)
+    _order(width, need, horizon, BY_PACKING, ranked, spare)
     for i in range(n):
         k = ranked[i]
         at[k] = written
@@ -560,7 +568,7 @@ def certified_spans(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:
                 return None
             written += got
         count[k] = written - at[k]
-    return spans[: 2 * written], at_array, count_array
+    return spans[: 2 * written], index[:n], index[n:]
 
 
 @cython.ccall
