@@ -90,6 +90,9 @@ RESTART = 0.5
 MAX_PLANNED = 1200 * LEASE // 60
 
 
+#: the lease programs' profile: every lease's GPUs free (the planned jobs are in the program)
+NO_PROFILE = np.zeros(0, np.int64)
+
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
 
@@ -275,10 +278,8 @@ class _ChronusRun:
         self.objective = "minimize" if self.declined else "maximize"
         self.round += 1
         before: list[Job] = []
-        finished: list[Job] = []
         self.used -= self.core.release(self.running, now, self.round, self.pending, before,
-                                       finished)
-        self.used -= self.core.finish_all(finished, now, self.rec)
+                                       self.rec)
         self.running = []
         index = now // LEASE
         planned = self.core.planned(self.pending)
@@ -294,7 +295,7 @@ class _ChronusRun:
                 raise SchedulingError(
                     f"job {planned[short].index} needs {need[short]} leases in "
                     f"{horizon[short]} at t={now}: the artifact stops here (its assertion)")
-            plan = self._solve(width, need, horizon, np.zeros(0, np.int64))
+            plan = self._solve(width, need, horizon, NO_PROFILE)
             chosen = (self._fallback(now, index) if plan is None
                       else self.core.take_next_lease(planned, *plan))
         # on their lease; those that did not hold GPUs (re)start, the others keep running

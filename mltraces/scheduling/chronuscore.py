@@ -136,18 +136,21 @@ class Job:
 # -- a 240-s step ----------------------------------------------------------------------------
 @cython.ccall
 def release(running: list, now: i64, step: i64, pending: list, before: list,
-            finished: list) -> i64:
-    """The lease ends: each running job that ends now goes to ``finished``; every other is
-    credited its run time (marked past its estimate if it is), released to ``pending`` and
-    ``before`` (``seen`` = ``step``), its planned leases cut to what its estimate still
-    needs. The GPUs released (those of ``finished`` not counted)."""
+            rec: object) -> i64:
+    """The lease ends: each running job that ends now ends (recorded in ``rec``); every
+    other is credited its run time (marked past its estimate if it is), released to
+    ``pending`` and ``before`` (``seen`` = ``step``), its planned leases cut to what its
+    estimate still needs. The GPUs all of them held."""
     job: Job
     released: i64 = 0
     delta: i64
     left: i64
+    end: f64
     for job in running:
         if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
-            finished.append(job)
+            end = job.finish()
+            released += job.gpus
+            rec.finished(job.index, end, now)
             continue
         delta = now - job.last_check
         if delta + job.executed >= job.estimate:
