@@ -11,7 +11,17 @@ import pandas as pd
 import pytest
 
 from mltraces.scheduling import Chronus, SchedulingError, get_policy, schedule
-from mltraces.scheduling.leases import Demand, pack, pack_each, solve
+from mltraces.scheduling.leases import (
+    Demand,
+    Flat,
+    Spans,
+    columns,
+    pack,
+    pack_each,
+    solve,
+    solve_flat,
+    solve_spans,
+)
 
 
 def itp(rows: list[tuple]) -> pd.DataFrame:
@@ -100,6 +110,34 @@ def test_solve_asks_highs_when_no_packing_proves_the_optimum() -> None:
     assert sorted(len(t) for t in plan) == [1, 1, 2, 2]
     assert _check_plan([Demand(1, 2, 2), Demand(1, 2, 2), Demand(2, 1, 2), Demand(2, 1, 2)],
                        [4, 4], plan) == 4
+
+
+@pytest.mark.parametrize("objective", ["minimize", "maximize"])
+@pytest.mark.parametrize("layout", ["latest", "earliest"])
+def test_plans_written_as_spans_hold_the_flat_plans_terms(objective: str, layout: str) -> None:
+    """The spans packing splits runs of terms as jobs take them: the same plan, job by job,
+    as the term-by-term one (or None with it), over long horizons and uneven profiles."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        size = int(rng.integers(1, 9))
+        demands = [Demand(int(rng.integers(1, size + 1)), int(rng.integers(0, 9)),
+                          int(rng.integers(0, 40))) for _ in range(int(rng.integers(0, 9)))]
+        profile = rng.integers(-1, size + 1, int(rng.integers(0, 6))).astype(np.int64)
+        width, need, horizon = columns(demands)
+        flat = solve_flat(width, need, horizon, profile, size, objective, layout=layout)
+        spans = solve_spans(width, need, horizon, profile, size, objective, layout=layout)
+        if flat is None:
+            assert spans is None
+        else:
+            assert [r.tolist() for r in spans.rows()] == [r.tolist() for r in flat.rows()]
+
+
+def test_spans_of_a_flat_plan_merge_consecutive_terms() -> None:
+    flat = Flat.of([np.array([0, 1, 2, 5, 7, 8]), np.array([], np.int64), np.array([3])])
+    spans = Spans.of(flat)
+    assert spans.spans.tolist() == [0, 3, 5, 6, 7, 9, 3, 4]
+    assert spans.count.tolist() == [3, 0, 1]
+    assert [r.tolist() for r in spans.rows()] == [[0, 1, 2, 5, 7, 8], [], [3]]
 
 
 def test_solve_refuses_an_unknown_objective() -> None:

@@ -69,10 +69,11 @@ from mltraces.scheduling.leases import (
     LAYOUTS,
     Demand,
     Flat,
+    Spans,
     earliest_horizon,
     fits,
     pack_each,
-    solve_flat,
+    solve_spans,
 )
 from mltraces.scheduling.results import Recorder
 
@@ -88,6 +89,9 @@ RESTART = 0.5
 #: at most this many planned jobs per lease program (the artifact's MAX_SEARCH_JOB at 240 s)
 MAX_PLANNED = 1200 * LEASE // 60
 
+
+#: the lease programs' profile: every lease's GPUs free (the planned jobs are in the program)
+NO_PROFILE = np.zeros(0, np.int64)
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
@@ -260,18 +264,11 @@ class _ChronusRun:
     # -- completions (every step) -------------------------------------------------------------
     def complete(self, now: int) -> None:
         """End the jobs whose run time reaches their duration plus restart overhead."""
-        finished = False
-        for job in self.running:
-            if job.due <= now:  # int(now - last_check) + progress >= duration + penalty
-                self._finish(job, now)
-                finished = True
+        # int(now - last_check) + progress >= duration + penalty
+        finished = [job for job in self.running if job.due <= now]
         if finished:
+            self.used -= self.core.finish_all(finished, now, self.rec)
             self.running = [job for job in self.running if not job.done]
-
-    def _finish(self, job: Job, now: int) -> None:
-        end = job.finish()
-        self.used -= job.gpus
-        self.rec.finished(job.index, end, now)
 
     # -- leases ---------------------------------------------------------------------------------
     def lease(self, now: int) -> list[Job]:
@@ -281,11 +278,8 @@ class _ChronusRun:
         self.objective = "minimize" if self.declined else "maximize"
         self.round += 1
         before: list[Job] = []
-        finished: list[Job] = []
         self.used -= self.core.release(self.running, now, self.round, self.pending, before,
-                                       finished)
-        for job in finished:
-            self._finish(job, now)
+                                       self.rec)
         self.running = []
         index = now // LEASE
         planned = self.core.planned(self.pending)
@@ -301,13 +295,13 @@ class _ChronusRun:
                 raise SchedulingError(
                     f"job {planned[short].index} needs {need[short]} leases in "
                     f"{horizon[short]} at t={now}: the artifact stops here (its assertion)")
-            flat = self._solve(width, need, horizon, np.zeros(0, np.int64))
-            chosen = (self._fallback(now, index) if flat is None
-                      else self._take_next_lease(planned, flat))
-        self._start(chosen)
+            plan = self._solve(width, need, horizon, NO_PROFILE)
+            chosen = (self._fallback(now, index) if plan is None
+                      else self.core.take_next_lease(planned, *plan))
         # on their lease; those that did not hold GPUs (re)start, the others keep running
-        self.core.start_leased(chosen, now, self.check, self.round, self.rec)
-        self.declined = self.core.declined(self.pending, self.running)
+        self.pending, taken, self.declined = self.core.take_leases(
+            chosen, self.pending, self.running, now, self.check, self.round, self.rec)
+        self.used += taken
         return before
 
     def _fallback(self, now: int, index: int) -> list[Job]:
@@ -317,18 +311,16 @@ class _ChronusRun:
         if not every:
             raise SchedulingError(
                 f"t={now}: the lease program and the packing both fail; the artifact stops here")
-        for job, terms in zip(jobs, plans, strict=True):
-            job.plan = terms
+        self.core.install(jobs, *Spans.of(Flat.of(plans)))
         chosen = []
         for job in self.pending + self.running:
             if job.priority != ACCEPTED:
                 continue
-            if job.plan is None:
+            if job.spans is None:
                 job.priority = DECLINED
                 continue
-            if _runs_now(job.plan):
+            if self.core.advance(job):  # it runs in the coming lease
                 chosen.append(job)
-            job.plan = _after_this_lease(job.plan)
         return chosen
 
     def _planned_room(self, index: int) -> tuple[list[Job], np.ndarray]:
@@ -371,14 +363,13 @@ class _ChronusRun:
 
     def _replan(self, jobs: list[Job], profile: np.ndarray, now: int, index: int) -> None:
         """New plans for the jobs without one, beside the planned ones (the program)."""
-        flat = self._solve(*self.core.columns(jobs, index, 0), profile)
-        if flat is None:
+        plan = self._solve(*self.core.columns(jobs, index, 0), profile)
+        if plan is None:
             raise SchedulingError(
                 f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
                 "need the program the artifact cannot solve without Gurobi); the artifact "
                 "stops here")
-        for job, terms in zip(jobs, flat.rows(), strict=True):
-            job.plan = terms
+        self.core.install(jobs, *plan)
 
     def _search_deadline(self, job: Job, width: np.ndarray, need: np.ndarray,
                          horizon: np.ndarray, profile: np.ndarray, index: int) -> bool:
@@ -398,54 +389,24 @@ class _ChronusRun:
         """Hand the free GPUs to the jobs without a guarantee, then record the releases of
         :meth:`lease`: a job released there that starts again here kept its GPUs
         throughout, but is restarted all the same (as in the artifact)."""
-        self.core.rank(self.pending, now)
-        free = self.size - self.used
-        # the queue's order, then (stably) the spare GPUs': jobs tied on the latter are tied
-        # on the former too, so sorting by the latter alone leaves the same order
-        self.pending = self.core.queue(self.pending, free > 0)
-        if free > 0:
-            chosen = self.core.pick(self.pending, free)
-            self._start(chosen)
-            self.core.start_spare(chosen, now, self.check, self.round, self.rec)
-        self.core.give_back(before, now, self.rec)
+        self.pending, taken = self.core.spare_round(
+            self.pending, self.running, self.size - self.used, now, self.check, self.round,
+            before, self.rec)
+        self.used += taken
 
     # -- helpers -------------------------------------------------------------------------------
-    def _take_next_lease(self, planned: list[Job], flat: Flat) -> list[Job]:
-        """The jobs a plan runs in the coming lease; every job's plan moves one lease later."""
-        return self.core.take_next_lease(planned, flat.terms, flat.start, flat.count)
-
     def _solve(self, width: np.ndarray, need: np.ndarray, horizon: np.ndarray,
-               profile: np.ndarray) -> Flat | None:
+               profile: np.ndarray) -> Spans | None:
         """One lease program, answered as the policy says (rows in the jobs' order)."""
         if self.plans == "packing":
             return None  # python-mip without Gurobi: every program raises
         if self.shuffle is None:
-            return solve_flat(width, need, horizon, profile, self.size, self.objective,
-                              shortcut=self.plans == "auto", layout=self.layout)
+            return solve_spans(width, need, horizon, profile, self.size, self.objective,
+                               shortcut=self.plans == "auto", layout=self.layout)
         order = self.shuffle.permutation(len(width))
-        flat = solve_flat(width[order], need[order], horizon[order], profile, self.size,
-                          self.objective, shortcut=self.plans == "auto", layout=self.layout)
-        if flat is None:
-            return None
-        rows = flat.rows()
-        return Flat.of([rows[k] for k in np.argsort(order)])
-
-    def _start(self, chosen: list[Job]) -> None:
-        """Move pending jobs to running, in the given order (the artifact's list order)."""
-        if not chosen:
-            return
-        self.used += self.core.start(chosen, self.running)
-        self.pending = self.core.waiting(self.pending)
-
-
-def _runs_now(terms: np.ndarray) -> bool:
-    """Whether a plan uses the lease about to start."""
-    return len(terms) > 0 and terms[0] == 0
-
-
-def _after_this_lease(terms: np.ndarray) -> np.ndarray:
-    """The plan one lease later: this lease dropped, the others one closer."""
-    return (terms[1:] if _runs_now(terms) else terms) - 1
+        plan = solve_spans(width[order], need[order], horizon[order], profile, self.size,
+                           self.objective, shortcut=self.plans == "auto", layout=self.layout)
+        return None if plan is None else plan.reordered(np.argsort(order))
 
 
 def _arrival_groups(jobs: list[Job]) -> list[tuple[int, list[Job]]]:

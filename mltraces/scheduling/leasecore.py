@@ -54,6 +54,13 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
     ``BY_PACKING``: widest first, then least slack (``horizon - need``), then latest
     horizon; ``BY_SLACK``: least slack first. Ties keep index order (a stable sort).
     """
+    _order(width, need, horizon, key, out, np.empty(width.shape[0], np.int64))
+
+
+@cython.cfunc
+def _order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:],
+           spare: i64[:]) -> cython.void:
+    """:func:`order`, merging through ``spare`` (as long as ``out``; overwritten)."""
     n: i64 = width.shape[0]
     k: i64
     run: i64
@@ -64,7 +71,7 @@ def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -
     j: i64
     at: i64
     src: i64[:] = out
-    dst: i64[:] = np.empty(n, np.int64)
+    dst: i64[:] = spare
     swap: i64[:]
     in_out: cython.bint = True  # whether ``src`` is ``out``
     for k in range(n):
@@ -352,24 +359,37 @@ def overdrawn(need: i64[:], horizon: i64[:]) -> cython.bint:
     return False
 
 
+@cython.cfunc
+def _first_marks(width: i64[:], need: i64[:], horizon: i64[:], room0: i64,
+                 maximize: cython.bint) -> object:
+    """The jobs :func:`certified` puts in term 0 (uint8 marks), or None when no choice is
+    certified optimal. Minimizing: the jobs whose every term is needed; maximizing:
+    :func:`fullest_first`'s, when that is the fullest term 0 any choice reaches."""
+    n: i64 = width.shape[0]
+    marks = np.zeros(n, np.uint8)
+    first: u8[:] = marks
+    k: i64
+    if maximize:
+        if not fullest_first(width, need, horizon, room0, first):
+            return None
+    else:
+        for k in range(n):
+            first[k] = need[k] != 0 and need[k] == horizon[k]
+    return marks
+
+
 @cython.ccall
 def certified(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
               maximize: cython.bint, latest: cython.bint) -> object:
     """A flat plan (terms, start, count) whose term 0 provably holds the program's optimum,
     else None. Minimizing, term 0 holds the jobs whose every term is needed; maximizing,
     :func:`fullest_first`'s jobs, when that is the fullest term 0 any choice reaches."""
-    n: i64 = width.shape[0]
     room = room_for(horizon, profile, size, 1)
     view: i64[:] = room
-    marks = np.zeros(n, np.uint8)
+    marks = _first_marks(width, need, horizon, view[0], maximize)
+    if marks is None:
+        return None
     first: u8[:] = marks
-    k: i64
-    if maximize:
-        if not fullest_first(width, need, horizon, view[0], first):
-            return None
-    else:
-        for k in range(n):
-            first[k] = need[k] != 0 and need[k] == horizon[k]
     flat = slots(need)
     if not around(width, need, horizon, view, first, latest, flat[0], flat[1], flat[2]):
         return None
@@ -392,3 +412,189 @@ def advance(terms: i64[:], start: i64[:], count: i64[:]) -> np.ndarray:
             start[k] += 1
             count[k] -= 1
     return opens
+
+
+# -- plans written as spans ----------------------------------------------------------------------
+# A Chronus job needs up to thousands of leases, and the latest packing gives it runs of
+# consecutive terms: written term by term, a lease's plan was ~6,600 terms on Fig. 8(b)'s
+# clusters. Written as spans (half-open runs of terms), job k's terms are the spans
+# ``(spans[2 * j], spans[2 * j + 1])`` for ``j`` from ``at[k]`` to ``at[k] + count[k] - 1``,
+# in order; the room is kept as runs of terms too (segment ``i``: terms ``lo[i]`` to
+# ``lo[i + 1]``, ``room[i]`` GPUs free in each), so a packing costs per run, not per term.
+@cython.cfunc
+@cython.exceptval(check=False)
+def _split(lo: i64[:], room: i64[:], count: i64, i: i64, at: i64) -> i64:
+    """Split segment ``i`` at term ``at`` (inside it): its terms from ``at`` on become
+    segment ``i + 1``, with the same room. The new number of segments."""
+    j: i64
+    lo[count + 1] = lo[count]
+    for j in range(count - 1, i, -1):
+        lo[j + 1] = lo[j]
+        room[j + 1] = room[j]
+    lo[i + 1] = at
+    room[i + 1] = room[i]
+    return count + 1
+
+
+@cython.cfunc
+@cython.exceptval(check=False)
+def _take_spans(width: i64, need: i64, horizon: i64, lo: i64[:], room: i64[:], meta: i64[:],
+                out: i64[:], at: i64) -> i64:
+    """:func:`_take_latest` on segments (``meta[0]`` of them, split as terms are taken):
+    the same terms, taken a run at a time and written as spans, ascending, from pair ``at``
+    of ``out``. The number of spans, or -1 if too few terms (``room`` then spoiled)."""
+    count: i64 = meta[0]
+    i: i64 = count - 1
+    left: i64 = need
+    written: i64 = 0
+    top: i64
+    took: i64
+    j: i64
+    swap: i64
+    if horizon < 0:
+        horizon = 0
+    if need <= 0:  # as _take_latest: nothing taken if the latest term is full, else a failure
+        if horizon == 0:
+            return -1
+        while lo[i] > horizon - 1:
+            i -= 1
+        return 0 if room[i] < width else -1
+    while i >= 0 and lo[i] >= horizon:
+        i -= 1
+    while i >= 0 and left > 0:
+        if room[i] >= width:
+            top = min(lo[i + 1], horizon)
+            if top < lo[i + 1]:
+                count = _split(lo, room, count, i, top)
+            took = min(left, top - lo[i])
+            if took < top - lo[i]:
+                count = _split(lo, room, count, i, top - took)
+                i += 1
+            room[i] -= width
+            out[2 * (at + written)] = top - took
+            out[2 * (at + written) + 1] = top
+            written += 1
+            left -= took
+        i -= 1
+    meta[0] = count
+    if left > 0:
+        return -1
+    for j in range(written):  # found from the top down: put them in ascending order
+        if j >= written - 1 - j:
+            break
+        swap = out[2 * (at + j)]
+        out[2 * (at + j)] = out[2 * (at + written - 1 - j)]
+        out[2 * (at + written - 1 - j)] = swap
+        swap = out[2 * (at + j) + 1]
+        out[2 * (at + j) + 1] = out[2 * (at + written - 1 - j) + 1]
+        out[2 * (at + written - 1 - j) + 1] = swap
+    return written
+
+
+@cython.cfunc
+def _segments(horizon: i64[:], profile: i64[:], size: i64, lo: i64[:], room: i64[:]) -> i64:
+    """The room of :func:`room_for` (at least one term) as segments in ``lo``/``room``, and
+    term 0 a segment of its own; their number."""
+    terms: i64 = max(1, profile.shape[0])
+    count: i64 = 0
+    t: i64
+    for t in range(horizon.shape[0]):
+        terms = max(terms, horizon[t])
+    for t in range(profile.shape[0]):
+        if count == 0 or profile[t] != room[count - 1]:
+            lo[count] = t
+            room[count] = profile[t]
+            count += 1
+    if terms > profile.shape[0] and (count == 0 or room[count - 1] != size):
+        lo[count] = profile.shape[0]
+        room[count] = size
+        count += 1
+    lo[count] = terms
+    if lo[1] > 1:
+        count = _split(lo, room, count, 0, 1)
+    return count
+
+
+@cython.ccall
+def certified_spans(width: i64[:], need: i64[:], horizon: i64[:], profile: i64[:], size: i64,
+                    maximize: cython.bint) -> object:
+    """:func:`certified` with the latest layout, its plan written as spans: (spans, at,
+    count), or None where :func:`certified` gives None."""
+    n: i64 = width.shape[0]
+    capacity: i64 = profile.shape[0] + 2 * n + 4  # a job's take splits two segments at most
+    # one allocation for the work arrays (segments, their count, the order), one for the
+    # plan's index (at, count): calls are by the hundred thousand, plans a few dozen jobs
+    work: i64[:] = np.empty(2 * capacity + 2 + 2 * n, np.int64)
+    lo: i64[:] = work[: capacity + 1]
+    room: i64[:] = work[capacity + 1: 2 * capacity + 1]
+    meta: i64[:] = work[2 * capacity + 1: 2 * capacity + 2]
+    ranked: i64[:] = work[2 * capacity + 2: 2 * capacity + 2 + n]
+    spare: i64[:] = work[2 * capacity + 2 + n:]
+    meta[0] = _segments(horizon, profile, size, lo, room)
+    marks = _first_marks(width, need, horizon, room[0], maximize)
+    if marks is None:
+        return None
+    first: u8[:] = marks
+    index = np.zeros(2 * n, np.int64)
+    at: i64[:] = index[:n]
+    count: i64[:] = index[n:]
+    spans = np.empty(2 * (n + capacity), np.int64)
+    out: i64[:] = spans
+    written: i64 = 0
+    i: i64
+    k: i64
+    got: i64
+    for k in range(n):  # term 0 holds exactly the marked jobs, nobody else
+        if first[k]:
+            if room[0] < width[k]:
+                return None
+            room[0] -= width[k]
+    room[0] = -1
+    _order(width, need, horizon, BY_PACKING, ranked, spare)
+    for i in range(n):
+        k = ranked[i]
+        at[k] = written
+        if first[k]:
+            out[2 * written] = 0
+            out[2 * written + 1] = 1
+            written += 1
+        if need[k] - first[k] != 0:
+            while 2 * (written + meta[0] + 1) > out.shape[0]:  # a span per segment at most
+                spans = np.concatenate([spans, np.empty(out.shape[0], np.int64)])
+                out = spans
+            got = _take_spans(width[k], need[k] - first[k], horizon[k], lo, room, meta, out,
+                              written)
+            if got < 0:
+                return None
+            written += got
+        count[k] = written - at[k]
+    return spans[: 2 * written], index[:n], index[n:]
+
+
+@cython.ccall
+def spans_of(terms: i64[:], start: i64[:], count: i64[:]) -> tuple:
+    """A flat plan (terms, start, count) written as spans (spans, at, count): each run of
+    consecutive terms one span."""
+    n: i64 = start.shape[0]
+    spans = np.empty(2 * terms.shape[0], np.int64)
+    out: i64[:] = spans
+    at_array = np.zeros(n, np.int64)
+    runs_array = np.zeros(n, np.int64)
+    at: i64[:] = at_array
+    runs: i64[:] = runs_array
+    written: i64 = 0
+    k: i64
+    j: i64
+    t: i64
+    for k in range(n):
+        at[k] = written
+        for j in range(start[k], start[k] + count[k]):
+            t = terms[j]
+            if written > at[k] and out[2 * written - 1] == t:
+                out[2 * written - 1] = t + 1
+            else:
+                out[2 * written] = t
+                out[2 * written + 1] = t + 1
+                written += 1
+        runs[k] = written - at[k]
+    return spans[: 2 * written], at_array, runs_array

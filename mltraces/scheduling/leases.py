@@ -29,8 +29,10 @@ can take all of a later one's jobs).
 The packings run in :mod:`.leasecore` (compiled: a replay packs hundreds of
 thousands of times). Its callers that pack by the thousand (:mod:`.chronus`)
 pass the jobs as int64 arrays (:func:`fits`, :func:`earliest_horizon`,
-:func:`solve_flat`) and get plans written flat (:class:`Flat`); :func:`pack`,
-:func:`pack_each` and :func:`solve` take and give them per job.
+:func:`solve_flat`) and get plans written flat (:class:`Flat`) or, from
+:func:`solve_spans`, as runs of terms (:class:`Spans`: a replay's jobs need up to
+thousands of terms each, in a few runs); :func:`pack`, :func:`pack_each` and
+:func:`solve` take and give them per job.
 """
 
 from __future__ import annotations
@@ -101,6 +103,30 @@ class Flat(NamedTuple):
         """One array of terms per job."""
         return [self.terms[a: a + c] for a, c in zip(self.start.tolist(), self.count.tolist(),
                                                       strict=True)]
+
+
+class Spans(NamedTuple):
+    """A plan written as spans: job ``k``'s terms are the runs ``range(spans[2 * j],
+    spans[2 * j + 1])`` for ``j`` from ``at[k]`` to ``at[k] + count[k] - 1``, in order (a
+    job needing thousands of terms in a few runs is a few numbers, not thousands)."""
+
+    spans: np.ndarray
+    at: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of(cls, flat: Flat) -> Spans:
+        return cls(*_core().spans_of(*flat))
+
+    def rows(self) -> Plan:
+        """One array of terms per job."""
+        pairs = self.spans.reshape(-1, 2).tolist()
+        return [np.array([t for lo, hi in pairs[a: a + c] for t in range(lo, hi)], np.int64)
+                for a, c in zip(self.at.tolist(), self.count.tolist(), strict=True)]
+
+    def reordered(self, order: np.ndarray) -> Spans:
+        """Job ``k`` of the result is job ``order[k]`` of this plan."""
+        return Spans(self.spans, self.at[order], self.count[order])
 
 
 @cache
@@ -200,6 +226,24 @@ def solve_flat(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile
                                                   horizon.tolist(), strict=True)]
     plan = _milp(demands, profile, size, objective)
     return None if plan is None else Flat.of(plan)
+
+
+def solve_spans(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile: np.ndarray,
+                size: int, objective: str,
+                *, shortcut: bool = True, layout: str = "latest") -> Spans | None:
+    """:func:`solve_flat`'s plan written as spans: the certified packing with the latest
+    layout writes it so directly, at a cost per run of terms rather than per term."""
+    if shortcut and layout == "latest" and objective in OBJECTIVES:
+        if _core().overdrawn(need, horizon):
+            return None
+        spans = _core().certified_spans(width, need, horizon, profile, size,
+                                        objective == "maximize")
+        if spans is not None:
+            return Spans(*spans)
+        shortcut = False  # the same packing as solve_flat's: it would fail there too
+    flat = solve_flat(width, need, horizon, profile, size, objective, shortcut=shortcut,
+                      layout=layout)
+    return None if flat is None else Spans.of(flat)
 
 
 def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
