@@ -259,7 +259,8 @@ class _ThemisRun:
                 stamp = now
                 for j in ending:
                     self.rec.finished(j, float(self.end_time[j]), now)
-                keep = [j for j in self.runnable.tolist() if j not in set(ending)]
+                gone = set(ending)
+                keep = [j for j in self.runnable.tolist() if j not in gone]
                 self.pack(np.array(keep + came, int))
                 ending = []
             if not len(self.runnable):
@@ -270,8 +271,7 @@ class _ThemisRun:
                 horizon = (due[k] - now) // slot if k < len(due) else math.inf
                 quiet = self.quiet_rounds(slot, horizon)
                 if quiet:
-                    for k_round in range(quiet):
-                        self.rec.round(now + k_round * slot, self.holding(None))
+                    self.quiet_log([now + k_round * slot for k_round in range(quiet)])
                     now += quiet * slot
                     continue
             running = self.lease(stamp, total)
@@ -288,6 +288,15 @@ class _ThemisRun:
         while now < until:
             self.rec.round(now, ())
             now += slot
+
+    def quiet_log(self, times: list[float]) -> None:
+        """Log quiet slots: the same jobs hold the same GPUs in each, so the efficiency
+        is summed once and repeated (what logging each slot on its own would give)."""
+        rec = self.rec
+        rec.round(times[0], self.holding(None))
+        if rec.rounds:  # the recorder logs rounds
+            rec.rounds.extend(times[1:])
+            rec.efficiency.extend([rec.efficiency[-1]] * (len(times) - 1))
 
     def holding(self, running: np.ndarray | None) -> list[tuple[int, int]]:
         """(job, GPUs) of the leased jobs (None: every runnable one)."""
