@@ -207,6 +207,12 @@ class _ThemisRun:
         self.busy_seconds = np.zeros(n)
         self.end_time = np.zeros(n)
         self.runnable = np.zeros(0, int)
+        #: whether the job has run a slot (its start is recorded)
+        self.started = np.zeros(n, bool)
+        #: bumped whenever the set of runnable jobs changes
+        self.members = 0
+        #: which holders the last logged round had (None: unknown)
+        self.logged: tuple | None = None
 
     def arrivals(self, start: float, slot: float) -> dict[float, list[int]]:
         """Arrivals by the slot boundary (start + k·slot) at or after their submission."""
@@ -262,20 +268,21 @@ class _ThemisRun:
                 gone = set(ending)
                 keep = [j for j in self.runnable.tolist() if j not in gone]
                 self.pack(np.array(keep + came, int))
+                self.members += 1
                 ending = []
             if not len(self.runnable):
-                self.rec.round(now, ())
+                self.log([now], ())
                 now += slot
                 continue
             if not came and self.r_gpus.sum() <= total:
                 horizon = (due[k] - now) // slot if k < len(due) else math.inf
                 quiet = self.quiet_rounds(slot, horizon)
                 if quiet:
-                    self.quiet_log([now + k_round * slot for k_round in range(quiet)])
+                    self.log([now + k_round * slot for k_round in range(quiet)], None)
                     now += quiet * slot
                     continue
             running = self.lease(stamp, total)
-            self.rec.round(now, self.holding(running))
+            self.log([now], running)
             ending = self.progress(running, now, slot)
             now += slot
         self.unpack()
@@ -285,18 +292,29 @@ class _ThemisRun:
 
     def idle_rounds(self, now: float, until: float, slot: float) -> None:
         """The artifact logs every slot, idle ones too (no job holds GPUs)."""
+        times = []
         while now < until:
-            self.rec.round(now, ())
+            times.append(now)
             now += slot
+        if times:
+            self.log(times, ())
 
-    def quiet_log(self, times: list[float]) -> None:
-        """Log quiet slots: the same jobs hold the same GPUs in each, so the efficiency
-        is summed once and repeated (what logging each slot on its own would give)."""
+    def log(self, times: list[float], running: np.ndarray | tuple | None) -> None:
+        """Log rounds at ``times`` in which ``running`` hold GPUs (``()``: none, None: all).
+
+        The efficiency is summed only when the holders may differ from the last
+        logged round's, else repeated: the same jobs on the same GPUs give the same sum.
+        """
         rec = self.rec
-        rec.round(times[0], self.holding(None))
-        if rec.rounds:  # the recorder logs rounds
-            rec.rounds.extend(times[1:])
-            rec.efficiency.extend([rec.efficiency[-1]] * (len(times) - 1))
+        key = ("idle",) if isinstance(running, tuple) else (
+            None if running is not None else ("all", self.members))
+        if key is None or key != self.logged or not rec.rounds:
+            rec.round(times[0], () if key == ("idle",) else self.holding(running))
+            times = times[1:]
+            self.logged = key
+        if rec.rounds and times:  # the recorder logs rounds
+            rec.rounds.extend(times)
+            rec.efficiency.extend([rec.efficiency[-1]] * len(times))
 
     def holding(self, running: np.ndarray | None) -> list[tuple[int, int]]:
         """(job, GPUs) of the leased jobs (None: every runnable one)."""
@@ -309,26 +327,59 @@ class _ThemisRun:
 
         Same arithmetic as full slots (so the same floating-point results), with
         none of their bookkeeping; stops before a slot in which a job would end
-        and before ``horizon`` slots (the next arrival).
+        and before ``horizon`` slots (the next arrival). Slots go in batches
+        (:meth:`quiet_batch`), sized to about where the first job would end.
         """
         if np.isnan(self.r_last_left).any():
             return 0
-        left, last, share = self.r_left, self.r_last_left, self.r_last_share
-        remaining, iso = self.r_remaining, self.r_isolated_time
         step = slot * self.r_speed
+        if (self.r_remaining <= slot).any() or (self.r_left - step <= 0).any():
+            return 0  # a job ends in the first slot (most calls: worth no batch)
         rounds = 0
         while rounds < horizon:
-            after = left - step
-            if (remaining <= slot).any() or (after <= 0).any():
+            size = self.batch_size(step, slot, horizon - rounds)
+            ran = self.quiet_batch(step, slot, size)
+            rounds += ran
+            if ran < size:
                 break
-            iso += (last - left) / share
-            last, left = left, after
-            remaining -= slot
-            rounds += 1
         if rounds:
-            self.r_left, self.r_last_left = left, last
             self.busy_seconds[self.runnable] += self.r_gpus * (slot * rounds)
         return rounds
+
+    #: most slots in one batch (bounds its arrays when no job is near its end)
+    _MAX_BATCH = 2048
+
+    def batch_size(self, step: np.ndarray, slot: float, most: float) -> int:
+        """Slots to compute at once: a little past where the first job would end, at most
+        ``most`` (rounded up: the loop runs a slot while fewer than ``most`` ran)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ends = np.fmin(self.r_remaining / slot, self.r_left / step)
+        first = float(np.fmin.reduce(ends))
+        guess = first + 2 if math.isfinite(first) else 64
+        return max(1, math.ceil(min(guess, most, self._MAX_BATCH)))
+
+    def quiet_batch(self, step: np.ndarray, slot: float, size: int) -> int:
+        """Up to ``size`` quiet slots; how many ran.
+
+        Row k of each table is the state after k slots. ``accumulate`` subtracts
+        and adds row by row, in order, so every value is the one a slot-by-slot
+        loop (``left -= step``, ``remaining -= slot``, ``iso += …``) computes.
+        """
+        n = len(step)
+        lefts = np.subtract.accumulate(
+            np.vstack([self.r_left, np.broadcast_to(step, (size, n))]), axis=0)
+        rems = np.subtract.accumulate(
+            np.vstack([self.r_remaining, np.full((size, n), slot)]), axis=0)
+        stop = (rems[:size] <= slot).any(axis=1) | (lefts[1:] <= 0).any(axis=1)
+        ran = int(stop.argmax()) if stop.any() else size
+        if ran:
+            before = np.vstack([self.r_last_left, lefts[: ran - 1]])
+            gained = (before - lefts[:ran]) / self.r_last_share
+            iso = self.r_isolated_time
+            iso[:] = np.add.accumulate(np.vstack([iso, gained]), axis=0)[-1]
+            self.r_remaining[:] = rems[ran]
+            self.r_left, self.r_last_left = lefts[ran], lefts[ran - 1]
+        return ran
 
     def lease(self, stamp: float, total: int) -> np.ndarray | None:
         """Solve the fairness problem; the dense positions that run (None: all of them)."""
@@ -367,9 +418,11 @@ class _ThemisRun:
         jobs = self.runnable[sel]
         gpus, speed = self.r_gpus[sel], self.r_speed[sel]
         rec = self.rec
-        for j in jobs.tolist():
-            if rec.start[j] != rec.start[j]:
+        if not self.started[jobs].all():
+            fresh = jobs[~self.started[jobs]]
+            for j in fresh.tolist():
                 rec.started(j, now)
+            self.started[fresh] = True
         self.busy_seconds[jobs] += gpus * slot
         rec.mark(now, int(gpus.sum()))
         nxt = now + slot
