@@ -173,6 +173,15 @@ def ecos_program(
     return data, indices, indptr.astype(np.int32), h
 
 
+def _running(op: np.ufunc, first: np.ndarray, step: np.ndarray | float, size: int) -> np.ndarray:
+    """Rows ``first``, op(first, step), op(op(first, step), step), … (``size`` + 1 rows),
+    each computed from the previous one, as a loop applying ``op`` would."""
+    table = np.empty((size + 1, len(first)))
+    table[0] = first
+    table[1:] = step
+    return op.accumulate(table, axis=0, out=table)
+
+
 @dataclass(frozen=True)
 class Themis:
     """Finish-time-fair leases (the artifact's ``themis``)."""
@@ -198,13 +207,12 @@ class _ThemisRun:
             [setup.curve(j).speed.get(j.num_gpu, math.nan) for j in self.jobs], float
         )
         self.submit = np.array([j.submit_time for j in self.jobs], float)
-        # per-job state, valid for jobs not in the dense arrays
-        self.left = np.array([j.iterations for j in self.jobs], float)
-        self.remaining = np.array([j.duration for j in self.jobs], float)
-        self.isolated_time = np.zeros(n)
-        self.last_left = np.full(n, np.nan)
-        self.last_share = np.ones(n)
-        self.busy_seconds = np.zeros(n)
+        # per-job state (rows: _STATE), valid for jobs not in the dense copy
+        self.state = np.zeros((len(self._STATE), n))
+        self.state[0] = [j.iterations for j in self.jobs]
+        self.state[1] = [j.duration for j in self.jobs]
+        self.state[3] = np.nan
+        self.state[4] = 1.0
         self.end_time = np.zeros(n)
         self.runnable = np.zeros(0, int)
         #: whether the job has run a slot (its start is recorded)
@@ -226,22 +234,27 @@ class _ThemisRun:
         return out
 
     # -- dense state of the runnable jobs --------------------------------------------
-    _STATE = ("left", "remaining", "isolated_time", "last_left", "last_share")
+    _STATE = ("left", "remaining", "isolated_time", "last_left", "last_share", "busy_seconds")
 
     def pack(self, order: np.ndarray) -> None:
-        """Make ``order`` the runnable jobs (saving the state of the previous ones)."""
+        """Make ``order`` the runnable jobs (saving the state of the previous ones).
+
+        Their state is copied in one block; ``r_left`` … ``r_busy_seconds`` are views of
+        its rows, so the slot code updates them in place.
+        """
         self.unpack()
         self.runnable = order
-        for name in self._STATE:
-            setattr(self, "r_" + name, getattr(self, name)[order])
+        self.dense = self.state[:, order]
+        for row, name in enumerate(self._STATE):
+            setattr(self, "r_" + name, self.dense[row])
         self.r_gpus = self.gpus[order]
         self.r_speed = self.speed[order]
-        self.r_step = None
+        self.r_need = float(self.r_gpus.sum())
+        self.r_share_iso: np.ndarray | None = None
 
     def unpack(self) -> None:
         if len(self.runnable):
-            for name in self._STATE:
-                getattr(self, name)[self.runnable] = getattr(self, "r_" + name)
+            self.state[:, self.runnable] = self.dense
 
     def run(self) -> Recorder:
         if not self.jobs:
@@ -274,7 +287,7 @@ class _ThemisRun:
                 self.log([now], ())
                 now += slot
                 continue
-            if not came and self.r_gpus.sum() <= total:
+            if not came and self.r_need <= total:
                 horizon = (due[k] - now) // slot if k < len(due) else math.inf
                 quiet = self.quiet_rounds(slot, horizon)
                 if quiet:
@@ -286,8 +299,8 @@ class _ThemisRun:
             ending = self.progress(running, now, slot)
             now += slot
         self.unpack()
-        for j in range(len(self.jobs)):
-            self.rec.charge(j, float(self.busy_seconds[j]))
+        for j, busy in enumerate(self.state[self._STATE.index("busy_seconds")].tolist()):
+            self.rec.charge(j, busy)
         return self.rec
 
     def idle_rounds(self, now: float, until: float, slot: float) -> None:
@@ -343,7 +356,7 @@ class _ThemisRun:
             if ran < size:
                 break
         if rounds:
-            self.busy_seconds[self.runnable] += self.r_gpus * (slot * rounds)
+            self.r_busy_seconds += self.r_gpus * (slot * rounds)
         return rounds
 
     #: most slots in one batch (bounds its arrays when no job is near its end)
@@ -365,26 +378,27 @@ class _ThemisRun:
         and adds row by row, in order, so every value is the one a slot-by-slot
         loop (``left -= step``, ``remaining -= slot``, ``iso += …``) computes.
         """
-        n = len(step)
-        lefts = np.subtract.accumulate(
-            np.vstack([self.r_left, np.broadcast_to(step, (size, n))]), axis=0)
-        rems = np.subtract.accumulate(
-            np.vstack([self.r_remaining, np.full((size, n), slot)]), axis=0)
+        lefts = _running(np.subtract, self.r_left, step, size)
+        rems = _running(np.subtract, self.r_remaining, slot, size)
         stop = (rems[:size] <= slot).any(axis=1) | (lefts[1:] <= 0).any(axis=1)
         ran = int(stop.argmax()) if stop.any() else size
         if ran:
-            before = np.vstack([self.r_last_left, lefts[: ran - 1]])
-            gained = (before - lefts[:ran]) / self.r_last_share
-            iso = self.r_isolated_time
-            iso[:] = np.add.accumulate(np.vstack([iso, gained]), axis=0)[-1]
+            iso = np.empty((ran + 1, len(step)))  # the time, then what each slot adds
+            iso[0] = self.r_isolated_time
+            np.subtract(self.r_last_left, lefts[0], out=iso[1])
+            np.subtract(lefts[: ran - 1], lefts[1:ran], out=iso[2:])
+            iso[1:] /= self.r_last_share
+            self.r_isolated_time[:] = np.add.accumulate(iso, axis=0, out=iso)[-1]
             self.r_remaining[:] = rems[ran]
-            self.r_left, self.r_last_left = lefts[ran], lefts[ran - 1]
+            self.r_left[:], self.r_last_left[:] = lefts[ran], lefts[ran - 1]
         return ran
 
     def lease(self, stamp: float, total: int) -> np.ndarray | None:
         """Solve the fairness problem; the dense positions that run (None: all of them)."""
         g, left = self.r_gpus, self.r_left
-        share_iso = np.minimum(math.ceil(total / len(g)) / g, 1.0)
+        if self.r_share_iso is None:  # it depends on the runnable jobs only
+            self.r_share_iso = np.minimum(math.ceil(total / len(g)) / g, 1.0)
+        share_iso = self.r_share_iso
         seen = ~np.isnan(self.r_last_left)
         if seen.all():
             self.r_isolated_time += (self.r_last_left - left) / self.r_last_share
@@ -392,9 +406,9 @@ class _ThemisRun:
             self.r_isolated_time[seen] += (self.r_last_left[seen] - left[seen]) / self.r_last_share[
                 seen
             ]
-        self.r_last_left = left.copy()
-        self.r_last_share = share_iso
-        if g.sum() <= total:
+        self.r_last_left[:] = left
+        self.r_last_share[:] = share_iso
+        if self.r_need <= total:
             return None  # everyone fits: the shares cannot change who runs
         elapsed = stamp - self.submit[self.runnable]
         isolated = self.r_isolated_time + left / share_iso
@@ -423,8 +437,8 @@ class _ThemisRun:
             for j in fresh.tolist():
                 rec.started(j, now)
             self.started[fresh] = True
-        self.busy_seconds[jobs] += gpus * slot
-        rec.mark(now, int(gpus.sum()))
+        self.r_busy_seconds[sel] += gpus * slot
+        rec.mark(now, int(self.r_need if running is None else gpus.sum()))
         nxt = now + slot
         remaining = self.r_remaining[sel]
         end = now + remaining
