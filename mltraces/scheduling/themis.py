@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -132,8 +133,7 @@ def ecos_shares(
         return None
     n = len(left)
     data, indices, indptr, h = ecos_program(elapsed, left, speed, isolated, g, total)
-    c = np.zeros(2 * n + 1)
-    c[0] = 1.0
+    c = _program_shape(n).cost.copy()
     solution = csolve((6 * n + 1, 2 * n + 1, 0), c, data, indices, indptr, h,
                       {"l": 3 * n + 1, "q": [3] * n, "e": 0}, verbose=False)
     x = np.asarray(solution["x"][1 : n + 1], float)
@@ -156,21 +156,50 @@ def ecos_program(
     cost a third as much as the solve).
     """
     n = len(left)
+    shape = _program_shape(n)
+    data, h = shape.data.copy(), shape.h.copy()
     inv = 1.0 / isolated
+    x_vals = data[n : 6 * n].reshape(n, 5)
+    x_vals[:, 2] = g
+    x_vals[:, 3] = x_vals[:, 4] = -np.asarray(speed, float)
+    data[6 * n :: 3] = left * inv
+    h[:n] = -(elapsed * inv)
+    h[3 * n] = float(total)
+    return data, shape.indices.copy(), shape.indptr.copy(), h
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What ECOS's arrays hold for ``n`` jobs whatever the jobs are: every row index and
+    column start, and the constant entries of ``G`` and ``h`` (the rest left zero)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    h: np.ndarray
+    cost: np.ndarray
+
+
+@lru_cache(maxsize=512)
+def _program_shape(n: int) -> _Shape:
+    """The program's layout for ``n`` jobs, built once (a replay solves with few sizes)."""
     cone = 3 * n + 1 + 3 * np.arange(n)
     job = np.arange(n)
     x_rows = np.column_stack([n + job, 2 * n + job, np.full(n, 3 * n), cone, cone + 1])
-    x_vals = np.column_stack([np.full(n, -1.0), np.ones(n), np.asarray(g, float),
-                              -np.asarray(speed, float), -np.asarray(speed, float)])
+    x_vals = np.column_stack([np.full(n, -1.0), np.ones(n), np.zeros(n), np.zeros(n),
+                              np.zeros(n)])
     u_rows = np.column_stack([job, cone, cone + 1])
-    u_vals = np.column_stack([np.asarray(left * inv, float), np.full(n, -1.0), np.ones(n)])
+    u_vals = np.column_stack([np.zeros(n), np.full(n, -1.0), np.ones(n)])
     data = np.concatenate([np.full(n, -1.0), x_vals.ravel(), u_vals.ravel()])
     indices = np.concatenate([job, x_rows.ravel(), u_rows.ravel()]).astype(np.int32)
-    indptr = np.concatenate([[0], n + 5 * np.arange(n + 1), 6 * n + 3 * np.arange(1, n + 1)])
-    h = np.concatenate(
-        [-(elapsed * inv), np.zeros(n), np.ones(n), [float(total)], np.tile([0.0, 0.0, 2.0], n)]
-    )
-    return data, indices, indptr.astype(np.int32), h
+    indptr = np.concatenate(
+        [[0], n + 5 * np.arange(n + 1), 6 * n + 3 * np.arange(1, n + 1)]).astype(np.int32)
+    h = np.concatenate([np.zeros(n), np.zeros(n), np.ones(n), [0.0], np.tile([0.0, 0.0, 2.0], n)])
+    cost = np.zeros(2 * n + 1)
+    cost[0] = 1.0  # minimise t
+    for array in (data, indices, indptr, h, cost):
+        array.flags.writeable = False
+    return _Shape(data, indices, indptr, h, cost)
 
 
 def _running(op: np.ufunc, first: np.ndarray, step: np.ndarray | float, size: int) -> np.ndarray:
@@ -199,6 +228,7 @@ class _ThemisRun:
 
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
+        self.slot = setup.slot
         self.jobs = setup.jobs
         self.rec = setup.recorder()
         n = len(self.jobs)
@@ -225,8 +255,9 @@ class _ThemisRun:
     def arrivals(self, start: float, slot: float) -> dict[float, list[int]]:
         """Arrivals by the slot boundary (start + k·slot) at or after their submission."""
         out: dict[float, list[int]] = {}
+        cluster = self.setup.gpus
         for job in self.jobs:
-            if job.num_gpu > self.setup.gpus or not self.speed[job.index] > 0:
+            if job.num_gpu > cluster or not self.speed[job.index] > 0:
                 self.rec.reject(job.index)
                 continue
             k = math.ceil((job.submit_time - start) / slot)
@@ -250,6 +281,9 @@ class _ThemisRun:
         self.r_gpus = self.gpus[order]
         self.r_speed = self.speed[order]
         self.r_need = float(self.r_gpus.sum())
+        self.r_step = self.slot * self.r_speed  # iterations per slot
+        self.r_slot_gpus = self.r_gpus * self.slot  # GPU-seconds per slot
+        self.r_started = bool(self.started[order].all())
         self.r_share_iso: np.ndarray | None = None
 
     def unpack(self) -> None:
@@ -278,9 +312,7 @@ class _ThemisRun:
                 stamp = now
                 for j in ending:
                     self.rec.finished(j, float(self.end_time[j]), now)
-                gone = set(ending)
-                keep = [j for j in self.runnable.tolist() if j not in gone]
-                self.pack(np.array(keep + came, int))
+                self.pack(self.successors(ending, came))
                 self.members += 1
                 ending = []
             if not len(self.runnable):
@@ -302,6 +334,15 @@ class _ThemisRun:
         for j, busy in enumerate(self.state[self._STATE.index("busy_seconds")].tolist()):
             self.rec.charge(j, busy)
         return self.rec
+
+    def successors(self, ending: list[int], came: list[int]) -> np.ndarray:
+        """The runnable jobs after a slot boundary: those still running, in their order,
+        then the arrivals."""
+        keep = self.runnable
+        if ending:
+            gone = set(ending)
+            keep = np.array([j for j in keep.tolist() if j not in gone], int)
+        return np.concatenate([keep, np.array(came, int)]) if came else keep
 
     def idle_rounds(self, now: float, until: float, slot: float) -> None:
         """The artifact logs every slot, idle ones too (no job holds GPUs)."""
@@ -345,7 +386,7 @@ class _ThemisRun:
         """
         if np.isnan(self.r_last_left).any():
             return 0
-        step = slot * self.r_speed
+        step = self.r_step
         if (self.r_remaining <= slot).any() or (self.r_left - step <= 0).any():
             return 0  # a job ends in the first slot (most calls: worth no batch)
         rounds = 0
@@ -428,7 +469,9 @@ class _ThemisRun:
 
     def progress(self, running: np.ndarray | None, now: float, slot: float) -> list[int]:
         """Run the leased jobs for one slot; return those done by its end."""
-        sel = slice(None) if running is None else running
+        if running is None:
+            return self.progress_all(now, slot)
+        sel = running
         jobs = self.runnable[sel]
         gpus, speed = self.r_gpus[sel], self.r_speed[sel]
         rec = self.rec
@@ -438,7 +481,7 @@ class _ThemisRun:
                 rec.started(j, now)
             self.started[fresh] = True
         self.r_busy_seconds[sel] += gpus * slot
-        rec.mark(now, int(self.r_need if running is None else gpus.sum()))
+        rec.mark(now, int(gpus.sum()))
         nxt = now + slot
         remaining = self.r_remaining[sel]
         end = now + remaining
@@ -454,3 +497,30 @@ class _ThemisRun:
         end = np.where(done, nxt, end)
         self.end_time[jobs[ending]] = end[ending]
         return jobs[ending].tolist()
+
+    def progress_all(self, now: float, slot: float) -> list[int]:
+        """:meth:`progress` when every runnable job runs: the same values, updated in place
+        on the dense rows (no per-slot gathers and scatters)."""
+        if not self.r_started:
+            fresh = self.runnable[~self.started[self.runnable]]
+            for j in fresh.tolist():
+                self.rec.started(j, now)
+            self.started[fresh] = True
+            self.r_started = True
+        self.r_busy_seconds += self.r_slot_gpus
+        self.rec.mark(now, int(self.r_need))
+        nxt = now + slot
+        remaining, left = self.r_remaining, self.r_left
+        end = now + remaining
+        remaining -= slot
+        np.maximum(remaining, 0.0, out=remaining)
+        left -= self.r_step
+        done = left <= 0
+        ending = done | (end <= nxt)
+        if not ending.any():
+            return []
+        remaining[done] = 0.0
+        end = np.where(done, nxt, end)
+        jobs = self.runnable[ending]
+        self.end_time[jobs] = end[ending]
+        return jobs.tolist()
