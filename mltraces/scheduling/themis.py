@@ -276,8 +276,8 @@ class _ThemisRun:
         self.unpack()
         self.runnable = order
         self.dense = self.state[:, order]
-        for row, name in enumerate(self._STATE):
-            setattr(self, "r_" + name, self.dense[row])
+        (self.r_left, self.r_remaining, self.r_isolated_time, self.r_last_left,
+         self.r_last_share, self.r_busy_seconds) = self.dense
         self.r_gpus = self.gpus[order]
         self.r_speed = self.speed[order]
         self.r_need = float(self.r_gpus.sum())
@@ -406,10 +406,8 @@ class _ThemisRun:
     def batch_size(self, step: np.ndarray, slot: float, most: float) -> int:
         """Slots to compute at once: a little past where the first job would end, at most
         ``most`` (rounded up: the loop runs a slot while fewer than ``most`` ran)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ends = np.fmin(self.r_remaining / slot, self.r_left / step)
-        first = float(np.fmin.reduce(ends))
-        guess = first + 2 if math.isfinite(first) else 64
+        first = min(float(self.r_remaining.min()) / slot, float((self.r_left / step).min()))
+        guess = first + 2 if math.isfinite(first) else 64  # NaN: no guess
         return max(1, math.ceil(min(guess, most, self._MAX_BATCH)))
 
     def quiet_batch(self, step: np.ndarray, slot: float, size: int) -> int:
