@@ -384,11 +384,11 @@ def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
 
 def _quiet_run(rng: np.random.Generator, n: int):
     """A Themis slot loop's runnable state for ``n`` random jobs (no setup needed)."""
-    from mltraces.scheduling.themis import _ThemisRun
+    from mltraces.scheduling.themis import _fixed_rows, _ThemisRun
 
     run = _ThemisRun.__new__(_ThemisRun)
     run.slot = 60.0
-    run.gpus, run.speed = rng.choice([1.0, 2.0, 8.0], n), rng.random(n) * 3 + 0.1
+    run.fixed = _fixed_rows(rng.choice([1.0, 2.0, 8.0], n), rng.random(n) * 3 + 0.1, run.slot)
     run.started = np.ones(n, bool)
     run.state = np.stack([rng.random(n) * 20_000 + 2_000, rng.random(n) * 9_000 + 1_000,
                           rng.random(n) * 100, rng.random(n) * 30_000, rng.random(n) + 0.1,

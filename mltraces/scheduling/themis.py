@@ -211,6 +211,12 @@ def _running(op: np.ufunc, first: np.ndarray, step: np.ndarray | float, size: in
     return op.accumulate(table, axis=0, out=table)
 
 
+def _fixed_rows(gpus: np.ndarray, speed: np.ndarray, slot: float) -> np.ndarray:
+    """Per-job constants of the slot loop, gathered in one copy with the runnable jobs:
+    GPUs, throughput, iterations per slot, GPU-seconds per slot."""
+    return np.stack([gpus, speed, slot * speed, gpus * slot])
+
+
 @dataclass(frozen=True)
 class Themis:
     """Finish-time-fair leases (the artifact's ``themis``)."""
@@ -237,6 +243,9 @@ class _ThemisRun:
             [setup.curve(j).speed.get(j.num_gpu, math.nan) for j in self.jobs], float
         )
         self.submit = np.array([j.submit_time for j in self.jobs], float)
+        self.fixed = _fixed_rows(self.gpus, self.speed, self.slot)
+        #: (job, GPUs) per job, as the recorder's rounds take them
+        self.pairs = list(zip(range(n), self.gpus.astype(int).tolist(), strict=True))
         # per-job state (rows: _STATE), valid for jobs not in the dense copy
         self.state = np.zeros((len(self._STATE), n))
         self.state[0] = [j.iterations for j in self.jobs]
@@ -278,11 +287,8 @@ class _ThemisRun:
         self.dense = self.state[:, order]
         (self.r_left, self.r_remaining, self.r_isolated_time, self.r_last_left,
          self.r_last_share, self.r_busy_seconds) = self.dense
-        self.r_gpus = self.gpus[order]
-        self.r_speed = self.speed[order]
+        self.r_gpus, self.r_speed, self.r_step, self.r_slot_gpus = self.fixed[:, order]
         self.r_need = float(self.r_gpus.sum())
-        self.r_step = self.slot * self.r_speed  # iterations per slot
-        self.r_slot_gpus = self.r_gpus * self.slot  # GPU-seconds per slot
         self.r_started = bool(self.started[order].all())
         self.r_share_iso: np.ndarray | None = None
 
@@ -372,9 +378,8 @@ class _ThemisRun:
 
     def holding(self, running: np.ndarray | None) -> list[tuple[int, int]]:
         """(job, GPUs) of the leased jobs (None: every runnable one)."""
-        sel = slice(None) if running is None else running
-        return list(zip(self.runnable[sel].tolist(), self.r_gpus[sel].astype(int).tolist(),
-                        strict=True))
+        jobs = self.runnable if running is None else self.runnable[running]
+        return list(map(self.pairs.__getitem__, np.sort(jobs).tolist()))
 
     def quiet_rounds(self, slot: float, horizon: float) -> int:
         """Run slots in which every runnable job runs and none ends; how many ran.
