@@ -394,10 +394,11 @@ class _ThemisRun:
         step = self.r_step
         if (self.r_remaining <= slot).any() or (self.r_left - step <= 0).any():
             return 0  # a job ends in the first slot (most calls: worth no batch)
+        steps = np.concatenate([step, np.full(len(step), slot)])  # for left, remaining
         rounds = 0
         while rounds < horizon:
             size = self.batch_size(step, slot, horizon - rounds)
-            ran = self.quiet_batch(step, slot, size)
+            ran = self.quiet_batch(steps, slot, size)
             rounds += ran
             if ran < size:
                 break
@@ -415,26 +416,28 @@ class _ThemisRun:
         guess = first + 2 if math.isfinite(first) else 64  # NaN: no guess
         return max(1, math.ceil(min(guess, most, self._MAX_BATCH)))
 
-    def quiet_batch(self, step: np.ndarray, slot: float, size: int) -> int:
-        """Up to ``size`` quiet slots; how many ran.
+    def quiet_batch(self, steps: np.ndarray, slot: float, size: int) -> int:
+        """Up to ``size`` quiet slots; how many ran. ``steps``: what a slot takes off
+        ``left`` and ``remaining`` (the dense block's first two rows, end to end).
 
         Row k of each table is the state after k slots. ``accumulate`` subtracts
         and adds row by row, in order, so every value is the one a slot-by-slot
         loop (``left -= step``, ``remaining -= slot``, ``iso += …``) computes.
         """
-        lefts = _running(np.subtract, self.r_left, step, size)
-        rems = _running(np.subtract, self.r_remaining, slot, size)
+        n = len(self.runnable)
+        table = _running(np.subtract, self.dense[:2].ravel(), steps, size)
+        lefts, rems = table[:, :n], table[:, n:]
         stop = (rems[:size] <= slot).any(axis=1) | (lefts[1:] <= 0).any(axis=1)
         ran = int(stop.argmax()) if stop.any() else size
         if ran:
-            iso = np.empty((ran + 1, len(step)))  # the time, then what each slot adds
+            iso = np.empty((ran + 1, n))  # the time, then what each slot adds
             iso[0] = self.r_isolated_time
             np.subtract(self.r_last_left, lefts[0], out=iso[1])
             np.subtract(lefts[: ran - 1], lefts[1:ran], out=iso[2:])
             iso[1:] /= self.r_last_share
             self.r_isolated_time[:] = np.add.accumulate(iso, axis=0, out=iso)[-1]
-            self.r_remaining[:] = rems[ran]
-            self.r_left[:], self.r_last_left[:] = lefts[ran], lefts[ran - 1]
+            self.dense[:2] = table[ran].reshape(2, n)  # left, remaining
+            self.r_last_left[:] = lefts[ran - 1]
         return ran
 
     def lease(self, stamp: float, total: int) -> np.ndarray | None:
