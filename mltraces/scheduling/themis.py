@@ -275,6 +275,7 @@ class _ThemisRun:
 
     # -- dense state of the runnable jobs --------------------------------------------
     _STATE = ("left", "remaining", "isolated_time", "last_left", "last_share", "busy_seconds")
+    _BUSY = _STATE.index("busy_seconds")
 
     def pack(self, order: np.ndarray) -> None:
         """Make ``order`` the runnable jobs (saving the state of the previous ones).
@@ -337,7 +338,7 @@ class _ThemisRun:
             ending = self.progress(running, now, slot)
             now += slot
         self.unpack()
-        for j, busy in enumerate(self.state[self._STATE.index("busy_seconds")].tolist()):
+        for j, busy in enumerate(self.state[self._BUSY].tolist()):
             self.rec.charge(j, busy)
         return self.rec
 
@@ -366,15 +367,20 @@ class _ThemisRun:
         logged round's, else repeated: the same jobs on the same GPUs give the same sum.
         """
         rec = self.rec
-        key = ("idle",) if isinstance(running, tuple) else (
-            None if running is not None else ("all", self.members))
+        key = self.holders(running)
         if key is None or key != self.logged or not rec.rounds:
-            rec.round(times[0], () if key == ("idle",) else self.holding(running))
+            rec.round(times[0], () if isinstance(running, tuple) else self.holding(running))
             times = times[1:]
             self.logged = key
         if rec.rounds and times:  # the recorder logs rounds
             rec.rounds.extend(times)
             rec.efficiency.extend([rec.efficiency[-1]] * len(times))
+
+    def holders(self, running: np.ndarray | tuple | None) -> tuple | None:
+        """Who holds GPUs, as a key equal for equal holders (None: not known cheaply)."""
+        if isinstance(running, tuple):
+            return ("idle",)
+        return ("all", self.members) if running is None else None
 
     def holding(self, running: np.ndarray | None) -> list[tuple[int, int]]:
         """(job, GPUs) of the leased jobs (None: every runnable one)."""
