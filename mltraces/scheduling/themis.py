@@ -332,7 +332,9 @@ class _ThemisRun:
                 if quiet:
                     self.log([now + k_round * slot for k_round in range(quiet)], None)
                     now += quiet * slot
-                    continue
+                    if quiet >= horizon:
+                        continue  # the next arrival's slot
+                    # else a job ends in this slot: no quiet one, so it is leased now
             running = self.lease(stamp, total)
             self.log([now], running)
             ending = self.progress(running, now, slot)
