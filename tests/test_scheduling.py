@@ -382,6 +382,55 @@ def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
 
 
 
+def _quiet_run(rng: np.random.Generator, n: int):
+    """A Themis slot loop's runnable state for ``n`` random jobs (no setup needed)."""
+    from mltraces.scheduling.themis import _fixed_rows, _ThemisRun
+
+    run = _ThemisRun.__new__(_ThemisRun)
+    run.slot = 60.0
+    run.fixed = _fixed_rows(rng.choice([1.0, 2.0, 8.0], n), rng.random(n) * 3 + 0.1, run.slot)
+    run.started = np.ones(n, bool)
+    run.state = np.stack([rng.random(n) * 20_000 + 2_000, rng.random(n) * 9_000 + 1_000,
+                          rng.random(n) * 100, rng.random(n) * 30_000, rng.random(n) + 0.1,
+                          rng.random(n) * 50])  # left, remaining, isolated, last left, share, busy
+    run.runnable = np.zeros(0, int)
+    run.pack(rng.permutation(n))
+    return run
+
+
+def _quiet_by_slots(state: np.ndarray, step: np.ndarray, gpus: np.ndarray, slot: float,
+                    horizon: float) -> int:
+    """The quiet slots one at a time (the loop the batches must equal)."""
+    left, remaining, iso, last, share, busy = state
+    rounds = 0
+    while rounds < horizon:
+        after = left - step
+        if (remaining <= slot).any() or (after <= 0).any():
+            break
+        iso += (last - left) / share
+        last, left = left.copy(), after
+        remaining -= slot
+        rounds += 1
+    if rounds:
+        state[0], state[3] = left, last
+        busy += gpus * (slot * rounds)
+    return rounds
+
+
+@pytest.mark.parametrize("n", [1, 3, 40])
+def test_themis_quiet_batches_equal_the_slot_loop(n: int) -> None:
+    """The batched quiet slots give every state value bit for bit as slots one by one."""
+    rng = np.random.default_rng(n)
+    for horizon, batch in ((0, 2048), (1, 2048), (7, 2048), (5000, 2048), (math.inf, 2048),
+                           (math.inf, 5)):  # 5: a run of quiet slots spans many batches
+        run = _quiet_run(rng, n)
+        run._MAX_BATCH = batch
+        want = run.dense.copy()
+        expected = _quiet_by_slots(want, run.r_step, run.r_gpus, run.slot, horizon)
+        assert run.quiet_rounds(run.slot, horizon) == expected
+        assert run.dense.tobytes() == want.tobytes()
+
+
 def _csc_by_scipy(elapsed, left, speed, isolated, g):
     """Themis's conic matrix the way scipy builds it from (row, column, value) entries."""
     from scipy import sparse
