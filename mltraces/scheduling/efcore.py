@@ -218,38 +218,32 @@ def align(origin: f64, time: f64, slot: f64) -> f64:
 @cython.inline
 @cython.exceptval(check=False)
 def bisect_left(a: f64p, n: i64, x: f64) -> i64:
-    """The first index whose value is not below ``x`` in the sorted ``a[:n]``.
-
-    Without a branch per halving (a conditional move: the branch was unpredictable
-    and these searches run several times per plan); for sorted input the same index
-    as the classic search, NaN included (no value is below a NaN).
-    """
-    if n <= 0:
-        return 0
-    base: i64 = 0
-    half: i64
-    while n > 1:
-        half = n >> 1
-        base = base + half if a[base + half - 1] < x else base
-        n -= half
-    return base + (a[base] < x)
+    lo: i64 = 0
+    hi: i64 = n
+    mid: i64
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @cython.cfunc
 @cython.inline
 @cython.exceptval(check=False)
 def bisect_right(a: f64p, n: i64, x: f64) -> i64:
-    """The first index whose value is above ``x`` in the sorted ``a[:n]`` (as
-    :func:`bisect_left`, without branches; a NaN ``x`` is above none of them)."""
-    if n <= 0:
-        return 0
-    base: i64 = 0
-    half: i64
-    while n > 1:
-        half = n >> 1
-        base = base + half if not (x < a[base + half - 1]) else base
-        n -= half
-    return base + (not (x < a[base]))
+    lo: i64 = 0
+    hi: i64 = n
+    mid: i64
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @cython.cfunc
