@@ -381,7 +381,8 @@ def collect(nt: f64p, aval: i64p, aset: u8p, lo: i64, hi: i64, at: f64p, ag: i64
 @cython.cfunc
 @cython.inline
 def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
-                end_step: f64, end_value: i64, at: f64p, ag: i64p) -> tuple[i64, i64]:
+                end_step: f64, end_value: i64, at: f64p, ag: i64p,
+                marked: i64) -> tuple[i64, i64]:
     """Collect the allocation steps (sorted, repeats dropped) and note the end step.
 
     ``xt``/``xv`` is an allocation step at a time that is not on the timeline
@@ -391,19 +392,22 @@ def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv:
     and returns ``(n, na)``: the timeline's length and the allocation's. The end
     step (``end_step``/``end_value``; NaN: none) is left just past the timeline, in
     ``nt[n]``/``nf[n]``, for :func:`compact` to set: most plans are only priced,
-    and inserting it would shift the timeline's tail for nothing.
+    and inserting it would shift the timeline's tail for nothing. No step from
+    ``marked`` on is marked (a plan that ends by its deadline marks none past the
+    deadline slot): the search stops there.
     """
     na: i64 = 0
     last: i64 = -1
+    marked = min(marked, nn)
     # the start's step goes before the first later timeline step (none: all of them)
     pos: i64 = nn if xt != xt else bisect_right(nt, nn, xt)
-    na, last = collect(nt, aval, aset, 0, pos, at, ag, na, last)
+    na, last = collect(nt, aval, aset, 0, min(pos, marked), at, ag, na, last)
     if xt == xt and xv != last:
         at[na] = xt
         ag[na] = xv
         na += 1
         last = xv
-    na, last = collect(nt, aval, aset, pos, nn, at, ag, na, last)
+    na, last = collect(nt, aval, aset, pos, marked, at, ag, na, last)
     if end_step == end_step and end_value == NONE:
         raise TypeError("a timeline step without a value (the reference's unset variable)")
     nt[nn] = end_step
@@ -552,9 +556,9 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             if step_index(times, n, end) < 0:
                 if back == NONE:
                     raise TypeError("a timeline step without a value")
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag, nn)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, nn)
             return nn, na, end, real_end, aligned, True
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
@@ -597,7 +601,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                 nn, na, end, real_end = forward(
                     times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
                     deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag,
-                    lo)
+                    lo, hi + 1)
                 return nn, na, end, real_end, aligned, False
             until = p
         last_q = q
@@ -641,9 +645,9 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                     raise TypeError("free GPUs unset")
                 nf[wrap(lk, nn)] = carried - q
             if step_index(times, n, end) < 0:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag, nn)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
+                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, nn)
             return nn, na, end, real_end, aligned, False
         left -= gained
         for u in range(n):
@@ -668,7 +672,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     real_end = float(ceil(last_t + left / rate(speed2, m, q)))
     end = align(start, real_end, slot)
     nf[wrap(lk, nn)] = total - q
-    nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag)
+    nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag, nn)
     return nn, na, end, real_end, aligned, False
 
 
@@ -678,9 +682,10 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
             aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
             aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
             prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
-            ag: i64p, first: i64) -> tuple[i64, i64, f64, f64]:
+            ag: i64p, first: i64, marked: i64) -> tuple[i64, i64, f64, f64]:
     """Allocate from ``event`` (step ``first``): ``prev_q`` before ``point``, ``q`` from
-    it, until done."""
+    it, until done. Only the first ``marked`` steps can be marked (up to the deadline
+    slot's, see :func:`finish_plan`)."""
     k: i64
     u: i64
     t: f64
@@ -728,9 +733,9 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
     u = n if end != end else bisect_left(times, n, end)
     back: i64 = free[u - 1] if u > 0 and times[u - 1] >= event else total
     if not (u < n and times[u] == end):
-        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag)
+        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag, marked)
     else:
-        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag)
+        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, marked)
     return nn, na, end, real_end
 
 
