@@ -8,6 +8,7 @@ Alibaba groups are synthetic files in the upstream format, loaded through
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -517,7 +518,8 @@ def test_cli_draws_a_source_into_the_output_folder(
 
     out = tmp_path / "figs"
     assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png",
+                                                     "renders.json"]
     assert "1 figures written" in capsys.readouterr().out
 
 
@@ -530,7 +532,8 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     args = ["figures", "zeus", "--only", "zeus_fig1", "--style", "paper", "--redraw"]
     assert main([*args, "--output", str(tmp_path / "a")]) == 0
     assert "wrote " in capsys.readouterr().out
-    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["zeus_fig1.pdf",
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.pdf",
                                                                   "zeus_fig1.svg"]
     assert main([*args, "--output", str(tmp_path / "b")]) == 0
     for suffix in (".pdf", ".svg"):
@@ -540,7 +543,8 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     svg = (tmp_path / "a" / "zeus_fig1.svg").read_text()
     assert "Normalized energy usage" in svg and "Zeus Fig. 1 (V100)" not in svg
     assert main(["figures", "zeus", "--only", "zeus_fig1", "--output", str(tmp_path / "c")]) == 0
-    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["zeus_fig1.pdf",
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.pdf",
                                                                   "zeus_fig1.png"]
 
 
@@ -806,6 +810,63 @@ def test_unchanged_figures_are_copied_from_the_render_cache(
     with pytest.raises(pytest.fail.Exception, match="drew an unchanged figure"):
         figures.render_all(real_con, output_dir=tmp_path / "c", names=[name], processes=1,
                            redraw=True)
+
+
+@pytest.mark.upstream
+def test_a_figure_the_output_folder_already_holds_is_not_drawn_again(
+    real_con, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder's renders.json names each figure's key and file hashes; with both as
+    recorded the figure is left alone (no render cache involved), anything else redraws."""
+    from mltraces.figures import render
+
+    name, out = "elasticflow_fig7b", tmp_path / "out"
+    [first] = figures.render_all(real_con, output_dir=out, names=[name], processes=1)
+    drawn = {p.name: p.read_bytes() for p in first.paths}
+    entry = render.read_record(out)[name]
+    assert sorted(entry["files"]) == sorted(drawn)
+    record_text = (out / render.RECORD).read_text()
+
+    real_render = render.render
+    calls: list[str] = []
+    monkeypatch.setattr(render, "reuse", lambda *a, **k: None)  # no render cache to copy from
+    monkeypatch.setattr(render, "render", lambda *a: calls.append(a[0]) or real_render(*a))
+    [again] = figures.render_all(real_con, output_dir=out, names=[name], processes=1)
+    assert calls == [] and {p.name: p.read_bytes() for p in again.paths} == drawn
+    assert (out / render.RECORD).read_text() == record_text  # unchanged: not even rewritten
+
+    png = out / f"{name}.png"
+    png.write_bytes(png.read_bytes() + b"edited")  # bytes no longer as recorded: redrawn
+    figures.render_all(real_con, output_dir=out, names=[name], processes=1)
+    assert calls == [name] and png.read_bytes() == drawn[png.name]
+
+    other_key = json.dumps({"figures": {name: {**entry, "key": "0" * 64}}}).encode()
+    for hostile in (other_key, b"{not json", b'{"figures": {"elasticflow_fig7b": {"key": "../x"}}}',
+                    b" " * (render.RECORD_LIMIT + 1)):
+        (out / render.RECORD).write_bytes(hostile)
+        calls.clear()
+        figures.render_all(real_con, output_dir=out, names=[name], processes=1)
+        assert calls == [name], hostile[:20]  # ignored, drawn, recorded anew
+        assert render.read_record(out)[name] == entry
+
+    calls.clear()
+    figures.render_all(real_con, output_dir=out, names=[name], processes=1, redraw=True)
+    assert calls == [name]
+
+
+def test_the_committed_record_of_renders_matches_the_committed_figures() -> None:
+    """figures/renders.json is what lets a fresh clone's first figure run skip drawing the
+    committed figures: every file it names is there with the bytes it records."""
+    import hashlib
+
+    from mltraces.figures import render
+
+    record = render.read_record(COMMITTED)
+    files = {f: h for entry in record.values() for f, h in entry["files"].items()}
+    drawn = {p.name for p in COMMITTED.iterdir() if p.suffix in (".png", ".pdf")}
+    assert set(files) == drawn
+    for name, digest in files.items():
+        assert hashlib.sha256((COMMITTED / name).read_bytes()).hexdigest() == digest, name
 
 
 def test_cli_fails_when_a_local_file_is_wrong(

@@ -236,13 +236,15 @@ def render_all(
     drawn. Data is computed here, in figure order (with several processes in two
     passes: the first submits every figure's scheduler replays to one shared pool,
     the second computes the data of the figures that replay; see
-    :mod:`mltraces.workers`); a figure whose data and
-    drawing code are unchanged since it was last rendered is copied from the
-    render cache (:mod:`.render`); the others are plotted and saved in
+    :mod:`mltraces.workers`); a figure that ``output_dir`` already holds, as
+    its ``renders.json`` records (the same render key, the same bytes), is left
+    as it is; one whose data and drawing code are unchanged since it was last
+    rendered is copied from the render cache (:mod:`.render`); the others are
+    plotted and saved in
     ``processes`` worker processes (default: one per core; 1 draws in this
     process). ``progress`` shows a bar (default: when stderr is a terminal and
-    the run lasts over 2 s). ``redraw`` draws every figure even when the render
-    cache holds it. Results come back in figure order.
+    the run lasts over 2 s). ``redraw`` draws every figure even when the output
+    folder or the render cache holds it. Results come back in figure order.
     """
     from mltraces.figures import render
     from mltraces.figures import style as styles
@@ -255,17 +257,28 @@ def render_all(
     bar = _progress(len(specs), progress)
     executor = render.pool(count) if count > 1 else None
     pending: dict[str, tuple[str, Any]] = {}
+    record = render.read_record(output_dir)  # what the output folder holds already
+
+    def done(name: str, key: str, paths: Sequence[Path], fresh: bool) -> None:
+        render.note_render(record, name, key, list(paths), style)
+        results[name] = _kept(name, key, paths, style) if fresh else _written(name, paths)
+        bar.update()
 
     def draw_or_reuse(spec: FigureSpec, table: pd.DataFrame) -> None:
         task = (spec.name, table, unverified_inputs(con, spec.inputs), str(output_dir), style)
         key = render.render_key(*task[:3], style)
+        current = None if redraw else render.up_to_date(spec.name, key, output_dir, record,
+                                                           style)
+        if current is not None:  # the folder holds this very render: nothing to write
+            log.info("%s is up to date", ", ".join(map(str, current)))
+            results[spec.name] = Rendered(spec.name, paths=tuple(current))
+            bar.update()
+            return
         reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
         if reused is not None:  # same data, same code: the same bytes as last time
-            results[spec.name] = _written(spec.name, reused)
-            bar.update()
+            done(spec.name, key, reused, fresh=False)
         elif executor is None:
-            results[spec.name] = _kept(spec.name, key, render.render(*task), style)
-            bar.update()
+            done(spec.name, key, render.render(*task), fresh=True)
         else:
             pending[spec.name] = (key, executor.submit(render.render, *task))
 
@@ -291,8 +304,8 @@ def render_all(
             for spec in later:
                 draw_or_reuse(spec, frame(spec.name, con))
         for name, (key, future) in pending.items():
-            results[name] = _kept(name, key, future.result(), style)
-            bar.update()
+            done(name, key, future.result(), fresh=True)
+        render.write_record(output_dir, record)
     finally:
         bar.close()
         if executor is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import os
 import pickle
 import shutil
@@ -190,6 +191,111 @@ def keep(name: str, key: str, paths: list[Path], style_name: str = "default") ->
     for other in folder.iterdir():
         if other != entry:
             shutil.rmtree(other, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- the output's record
+#
+# The output folder records, in ``renders.json``, the render key of each figure
+# it holds and the sha256 of each of its files. A figure whose key (its data,
+# code and libraries, as above) and bytes are both as recorded is up to date:
+# drawing it again would write the same bytes, so a run leaves it alone. That is
+# what makes a fresh clone's first figure run skip drawing the committed
+# figures: it still computes every figure's data (every replay) to find the key.
+
+#: the record's file name in the output folder
+RECORD = "renders.json"
+#: a record this large is not one we wrote (29 figures take about 9 kB)
+RECORD_LIMIT = 4 << 20
+_SHA256 = frozenset("0123456789abcdef")
+
+
+def _entry_name(name: str, style_name: str) -> str:
+    return name if style_name == "default" else f"{name}@{style_name}"
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and set(value) <= _SHA256
+
+
+def read_record(output_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The output folder's record of renders; empty when absent or not one we wrote.
+
+    The record is a local file like any other: one that is too large, unreadable or
+    malformed is ignored (its figures are drawn again and the record rewritten), and
+    only well-formed entries are kept.
+    """
+    path = Path(output_dir) / RECORD
+    try:
+        if not path.is_file() or path.stat().st_size > RECORD_LIMIT:
+            return {}
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError) as error:
+        from mltraces.logs import get_logger
+
+        get_logger(__name__).info("ignoring %s: %s", path, error)
+        return {}
+    figures = data.get("figures") if isinstance(data, dict) else None
+    if not isinstance(figures, dict):
+        return {}
+    return {name: entry for name, entry in figures.items()
+            if isinstance(entry, dict) and _is_digest(entry.get("key"))
+            and isinstance(entry.get("files"), dict)
+            and all(isinstance(f, str) and _is_digest(h) for f, h in entry["files"].items())}
+
+
+def _file_digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def up_to_date(name: str, key: str, output_dir: str | os.PathLike[str],
+               record: dict[str, dict[str, Any]], style_name: str = "default"
+               ) -> list[Path] | None:
+    """The files of ``name`` in ``output_dir`` if the record gives them this key and their
+    bytes are as recorded; None if the figure must be drawn (or copied) again."""
+    from mltraces.figures import style
+
+    entry = record.get(_entry_name(name, style_name))
+    if entry is None or entry["key"] != key:
+        return None
+    paths = [Path(output_dir) / f"{name}.{fmt}" for fmt in style.STYLES[style_name]]
+    if sorted(entry["files"]) != sorted(p.name for p in paths):
+        return None
+    if any(_file_digest(p) != entry["files"][p.name] for p in paths):
+        return None
+    return paths
+
+
+def note_render(record: dict[str, dict[str, Any]], name: str, key: str, paths: list[Path],
+                style_name: str = "default") -> None:
+    """Record that ``paths`` in the output folder are the render of ``name`` under ``key``."""
+    files = {p.name: _file_digest(p) for p in paths}
+    if all(files.values()):
+        record[_entry_name(name, style_name)] = {"key": key, "files": files}
+
+
+def write_record(output_dir: str | os.PathLike[str], record: dict[str, dict[str, Any]]) -> None:
+    """Write the record when it changed (atomically; a stable text, so an unchanged
+    folder stays byte-identical). A folder that cannot take it only loses the saving."""
+    from mltraces.outputs import replace_file
+
+    path = Path(output_dir) / RECORD
+    text = json.dumps({"about": "mltraces figures: each figure's render key (its data, "
+                                "plotting code and libraries) and the sha256 of its files; "
+                                "a figure whose key and bytes match is not drawn again "
+                                "(`mltraces figures --redraw` draws it anyway)",
+                       "figures": record}, indent=1, sort_keys=True) + "\n"
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return
+        with replace_file(path) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+    except OSError as error:
+        from mltraces.logs import get_logger
+
+        get_logger(__name__).info("not recording the renders in %s: %s", path, error)
 
 
 def workers(count: int | None = None) -> int:
