@@ -93,8 +93,15 @@ class Recorder:
         if self._speedups is None or not stamps:
             return
         self.round(stamps[0])
-        self.rounds.extend(stamps[1:])
-        self.efficiency.extend([self.efficiency[-1]] * (len(stamps) - 1))
+        self.repeat_rounds(stamps[1:])
+
+    def repeat_rounds(self, times: Sequence[float]) -> None:
+        """Log rounds at ``times`` with the last logged round's efficiency, not summed again:
+        for a replay that knows the same jobs hold the same GPUs (nothing when no round is
+        logged yet, or rounds are not logged)."""
+        if self.rounds and len(times):
+            self.rounds.extend(times)
+            self.efficiency.extend([self.efficiency[-1]] * len(times))
 
     def reject(self, job: int) -> None:
         self.admitted[job] = False

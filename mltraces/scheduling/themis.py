@@ -374,9 +374,7 @@ class _ThemisRun:
             rec.round(times[0], () if isinstance(running, tuple) else self.holding(running))
             times = times[1:]
             self.logged = key
-        if rec.rounds and times:  # the recorder logs rounds
-            rec.rounds.extend(times)
-            rec.efficiency.extend([rec.efficiency[-1]] * len(times))
+        rec.repeat_rounds(times)
 
     def holders(self, running: np.ndarray | tuple | None) -> tuple | None:
         """Who holds GPUs, as a key equal for equal holders (None: not known cheaply)."""
