@@ -259,6 +259,18 @@ def step_index(a: f64p, n: i64, x: f64) -> i64:
 
 @cython.cfunc
 @cython.inline
+@cython.exceptval(check=False)
+def end_search(times: f64p, n: i64, end: f64) -> i64:
+    """The index of the first step at or after a plan's ``end`` (``n``: none), where a
+    scan of the steps would stop; a NaN end stops none, so it reads them all. A plan
+    restores the value of the step before it (if that one is in its window)."""
+    if end != end:
+        return n
+    return bisect_left(times, n, end)
+
+
+@cython.cfunc
+@cython.inline
 @cython.exceptval(-1)
 def wrap(i: i64, n: i64) -> i64:
     """A Python list index: -1 is the last element."""
@@ -635,16 +647,14 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         if gained >= left:
             real_end = float(ceil(last_t + left / rate(speed2, m, q)))
             end = align(start, real_end, slot)
-            for u in range(n):
-                if times[u] >= end:
-                    break
-                if times[u] >= aligned:
-                    carried = free[u]
+            u = end_search(times, n, end)
+            if u > 0 and times[u - 1] >= aligned:  # the last step in [aligned, end)
+                carried = free[u - 1]
             if last_t != end:
                 if carried == NONE:
                     raise TypeError("free GPUs unset")
                 nf[wrap(lk, nn)] = carried - q
-            if step_index(times, n, end) < 0:
+            if not (u < n and times[u] == end):  # no step at the end: it gets one
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag, nn)
             else:
                 nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, nn)
@@ -728,9 +738,8 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
         real_left = float(ceil(left / rate(speed2, m, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
-    # one search for the end: the value before the plan there is the last step at or
-    # after the event and before the end (``total`` if none); a NaN end is past them all
-    u = n if end != end else bisect_left(times, n, end)
+    # the value before the plan at its end: the last step in [event, end), else ``total``
+    u = end_search(times, n, end)
     back: i64 = free[u - 1] if u > 0 and times[u - 1] >= event else total
     if not (u < n and times[u] == end):
         nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag, marked)
