@@ -23,7 +23,7 @@ _LAZY = {
     "validate": "mltraces.validation:validate",
     "fetch": "mltraces.download:fetch",
     "fetch_file": "mltraces.download:fetch_file",
-    "sources": "mltraces.registry:all_sources",
+    "sources": "mltraces.sources:",
     "simulate": "mltraces.simulation:simulate",
     "schedule": "mltraces.scheduling:schedule",
 }

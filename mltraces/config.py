@@ -13,7 +13,7 @@ library calls all see the same values:
   literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
 - ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
 - ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
-  ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
+  ``https://huggingface.co``; read by :mod:`mltraces.sources.acme.hub`).
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
 - ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
   folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.

@@ -2,7 +2,7 @@
 
 Every source with job tables declares, as data in its own folder, how each of
 them maps onto the common columns of ``schemas/mltraces/jobs.json`` (the
-``mltraces.jobs`` view): ``mltraces/datasets/<source>/jobs.json``. A new source
+``mltraces.jobs`` view): ``mltraces/sources/<source>/jobs.json``. A new source
 joins the view, the common validation rules and the scheduler by adding that
 file; no Python changes. The format::
 

@@ -1,7 +1,7 @@
 """The registry: every upstream source and file, read from the source folders.
 
 A source is one public release (Zeus, ITP, AcmeTrace, ...) and lives in its own
-folder, ``mltraces/datasets/<name>/``, found by scanning: ``source.json`` holds
+folder, ``mltraces/sources/<name>/``, found by scanning: ``source.json`` holds
 the facts (files with URL, size and hashes; SPDX license; pins; anomalies;
 expected row counts; published figures), ``citation.bib`` the BibTeX, and
 optional modules hold the source's own code (``readers.py``, ``figures.py``,
@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 from mltraces.errors import RegistryError
 from mltraces.names import canonical
 
-DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
+SOURCES_DIR = Path(__file__).resolve().parent / "sources"
 SOURCE_FILE = "source.json"
 CITATION_FILE = "citation.bib"
 
@@ -348,9 +348,9 @@ def load_source(folder: str | Path) -> Source:
 
 
 def source_folders() -> list[Path]:
-    """Every source folder, by name: the shipped ones (``mltraces/datasets``), then a user's
+    """Every source folder, by name: the shipped ones (``mltraces/sources``), then a user's
     (``$MLTRACES_SOURCES`` or the platform's config folder; see :func:`user_folders`)."""
-    shipped = sorted(p.parent for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}"))
+    shipped = sorted(p.parent for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}"))
     names = {p.name for p in shipped}
     return shipped + [p for p in user_folders() if p.name not in names]
 
@@ -361,13 +361,13 @@ def user_folders() -> list[Path]:
     user folder named like a shipped source is an error (names are SQL schemas)."""
     from mltraces import config
 
-    shipped = {p.parent.name for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}")}
+    shipped = {p.parent.name for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}")}
     found: dict[str, Path] = {}
     for folder in config.user_source_folders():
         name = folder.name
         if name in shipped or name in found:
             raise RegistryError(f"{folder / SOURCE_FILE}: a source named {name!r} exists "
-                                f"already ({found.get(name) or DATASETS_DIR / name}); rename "
+                                f"already ({found.get(name) or SOURCES_DIR / name}); rename "
                                 "the folder (and the name in its source.json)")
         found[name] = folder
     return list(found.values())
@@ -376,7 +376,7 @@ def user_folders() -> list[Path]:
 def source_module(name: str, module: str) -> Any | None:
     """A source folder's own module (``readers``, ``synthetic``) or None when it has none.
 
-    Shipped sources import as ``mltraces.datasets.<name>.<module>``; a user's folder
+    Shipped sources import as ``mltraces.sources.<name>.<module>``; a user's folder
     is read from its file (as ``mltraces_user_sources.<name>.<module>``).
     """
     import importlib
@@ -385,11 +385,11 @@ def source_module(name: str, module: str) -> Any | None:
 
     user = next((f for f in user_folders() if f.name == name), None)
     if user is None:  # a shipped source: a module of the package (or none)
-        qualified = f"mltraces.datasets.{name}.{module}"
+        qualified = f"mltraces.sources.{name}.{module}"
         try:
             return importlib.import_module(qualified)
         except ModuleNotFoundError as error:
-            if error.name in (qualified, f"mltraces.datasets.{name}"):
+            if error.name in (qualified, f"mltraces.sources.{name}"):
                 return None
             raise
     folder = user
@@ -423,7 +423,7 @@ def _one(name: str) -> Source | None:
     name = canonical(name)
     if _override is not None:
         return _override.get(name)
-    folder = DATASETS_DIR / name
+    folder = SOURCES_DIR / name
     if _NAME.match(name) and (folder / SOURCE_FILE).is_file():
         return _loaded(folder)
     user = next((f for f in user_folders() if f.name == name), None)

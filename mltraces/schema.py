@@ -9,7 +9,7 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 
 - ``unit`` on a field (custom key): the unit of its values (``s``, ``W``, ``GPU h``).
 - an ``mltraces`` block: the ``reader`` (a name: ``csv`` is built in; a source
-  folder brings its own in ``mltraces/datasets/<source>/readers.py``, see
+  folder brings its own in ``mltraces/sources/<source>/readers.py``, see
   :mod:`mltraces.catalog.readers`), the ``sources`` (registry file ids; for
   archives a ``members`` glob, or one ``member`` read as a stream; constant or
   ``{member_stem}`` ``columns`` added per file; a ``header`` file naming the
@@ -388,7 +388,7 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
     if not re.match(r"^[a-z][a-z0-9_]*$", schema.reader):
         problems.append(f"{where}: reader {schema.reader!r} must be a reader's name (csv, or "
-                        "one of the source's own in mltraces/datasets/<source>/readers.py)")
+                        "one of the source's own in mltraces/sources/<source>/readers.py)")
 
 
 def _parse_dialect(block: dict, where: str, problems: list[str]) -> Dialect:

@@ -1,7 +1,7 @@
 """Write the paper notebooks from the cells each source folder contributes (outputs never stored).
 
 Run ``python notebooks/make_notebooks.py`` after editing a story. Nothing here
-lists sources: every source folder ``mltraces/datasets/<source>/`` may hold a
+lists sources: every source folder ``mltraces/sources/<source>/`` may hold a
 ``notebook.py`` (plain data, no imports), found by scanning, with
 
 - ``NOTEBOOK``: the notebook file the cells go into, e.g. ``"itp_elasticflow.ipynb"``;
@@ -62,7 +62,7 @@ def contributions() -> list[Contribution]:
     for folder in source_folders():
         if not (folder / "notebook.py").is_file():
             continue
-        module = importlib.import_module(f"mltraces.datasets.{folder.name}.notebook")
+        module = importlib.import_module(f"mltraces.sources.{folder.name}.notebook")
         found.append(Contribution(folder.name, module.NOTEBOOK, getattr(module, "ORDER", 100),
                                   getattr(module, "INTRO", None), list(module.CELLS)))
     return sorted(found, key=lambda c: (c.notebook, c.order, c.source))
@@ -70,7 +70,7 @@ def contributions() -> list[Contribution]:
 
 def setup_code(sources: list[str]) -> str:
     """The first code cell: inline figures, a connection, each source's figure module."""
-    imports = "".join(f"from mltraces.datasets.{s} import figures as {s}\n" for s in sources)
+    imports = "".join(f"from mltraces.sources.{s} import figures as {s}\n" for s in sources)
     names = ", ".join(f'"{s}"' for s in sources)
     return (
         "%matplotlib inline\n"

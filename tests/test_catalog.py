@@ -24,10 +24,10 @@ from catalog_fixtures import (  # noqa: F401 - fixtures
 import mltraces
 from mltraces import catalog
 from mltraces.catalog import connect, convert, describe_table, is_view_table, materialize
-from mltraces.datasets.acme import summary as acme
 from mltraces.errors import OfflineError
 from mltraces.registry import get_source
 from mltraces.schema import all_schemas, get_schema
+from mltraces.sources.acme import summary as acme
 
 ZEUS_DIR = ("raw.githubusercontent.com/ml-energy/zeus/75a8b9398034eb9baf74ca0a830c2c31bcce52cd/"
             "examples/research_reproducibility/zeus_nsdi23/trace")
@@ -622,10 +622,10 @@ def test_a_source_folder_brings_its_own_reader(tmp_path, monkeypatch) -> None:
         counted = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
         return Conversion(counted.fetchall()[0][0])
 
-    module = types.ModuleType("mltraces.datasets.demo.readers")
+    module = types.ModuleType("mltraces.sources.demo.readers")
     module.READERS = {"wide_throughput": FileReader("wide_throughput", unpivot)}
-    monkeypatch.setitem(sys.modules, "mltraces.datasets.demo", types.ModuleType("demo"))
-    monkeypatch.setitem(sys.modules, "mltraces.datasets.demo.readers", module)
+    monkeypatch.setitem(sys.modules, "mltraces.sources.demo", types.ModuleType("demo"))
+    monkeypatch.setitem(sys.modules, "mltraces.sources.demo.readers", module)
     readers.source_readers.cache_clear()
     schema = parse_schema({
         "name": "demo.throughput", "title": "t", "description": "d",

@@ -21,14 +21,14 @@ from upstream_files import synthetic_tables
 
 import mltraces
 from mltraces import figures
-from mltraces.datasets.acme import figures as acme
-from mltraces.datasets.acme.summary import SUMMARY_COLUMNS
-from mltraces.datasets.itp import figures as itp
-from mltraces.datasets.zeus import figures as zeus
 from mltraces.figures import store, style
 from mltraces.figures.sql import ecdf
 from mltraces.registry import get_source
 from mltraces.simulation import WORKLOADS
+from mltraces.sources.acme import figures as acme
+from mltraces.sources.acme.summary import SUMMARY_COLUMNS
+from mltraces.sources.itp import figures as itp
+from mltraces.sources.zeus import figures as zeus
 
 SEREN_ROWS, KALOS_ROWS = 6000, 2500
 
@@ -768,7 +768,7 @@ def test_a_pooled_figure_run_replays_every_figure_ahead_in_one_pool(
     go to one pool in the first pass, none is submitted again in the second, and the
     figures are the committed bytes."""
     from mltraces import workers
-    from mltraces.datasets.elasticflow import cached
+    from mltraces.sources.elasticflow import cached
 
     # a scheduler version of its own: this test's replays are never in the cache yet
     monkeypatch.setattr(cached, "scheduler_version", lambda: f"ahead-test-{tmp_path.name}")

@@ -19,7 +19,6 @@ from synthetic_sources import served
 from test_interop import imported_jobs, user_root  # noqa: F401
 
 from mltraces.catalog import connect
-from mltraces.datasets.helios import synthetic as helios_synthetic
 from mltraces.errors import MltracesError
 from mltraces.interop.exporting import export
 from mltraces.interop.jobs import read_trace
@@ -32,6 +31,7 @@ from mltraces.interop.qssf import (
     helios_configuration,
 )
 from mltraces.interop.recipes import apply
+from mltraces.sources.helios import synthetic as helios_synthetic
 
 HELIOS_ROWS = 12_000
 

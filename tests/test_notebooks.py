@@ -62,13 +62,13 @@ def test_notebooks_match_their_generator() -> None:
 
 def test_a_second_source_adds_cells_to_a_notebook_from_its_own_folder() -> None:
     """The elasticflow folder's notebook.py joins itp_elasticflow.ipynb after the itp cells."""
-    from mltraces.datasets.elasticflow import notebook as elasticflow
-    from mltraces.datasets.itp import notebook as itp
+    from mltraces.sources.elasticflow import notebook as elasticflow
+    from mltraces.sources.itp import notebook as itp
 
     cells = _generator().notebooks()["itp_elasticflow.ipynb"]
     assert cells[1:] == [*itp.CELLS, *elasticflow.CELLS]
     assert 'figures.tables_for(["itp", "elasticflow"])' in cells[0][1]
-    assert "from mltraces.datasets.elasticflow import figures as elasticflow" in cells[0][1]
+    assert "from mltraces.sources.elasticflow import figures as elasticflow" in cells[0][1]
     assert cells[0][0].startswith("# Microsoft ITP traces")  # the itp folder's intro stays first
 
 

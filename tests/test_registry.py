@@ -101,10 +101,10 @@ def _source_folder(tmp_path: Path, name: str = "mine", **changes: object) -> Pat
     import json
     import shutil
 
-    from mltraces.registry import DATASETS_DIR
+    from mltraces.registry import SOURCES_DIR
 
     folder = tmp_path / name
-    shutil.copytree(DATASETS_DIR / "itp", folder,
+    shutil.copytree(SOURCES_DIR / "itp", folder,
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", "jobs.json"))
     raw = json.loads((folder / "source.json").read_text())
     raw = {k: v for k, v in raw.items() if k != "expected_rows"}

@@ -2,7 +2,7 @@
 
 A schema names its reader (``"reader": "csv"`` in its ``mltraces`` block). The
 name resolves to a built-in reader first (``csv``), then to the ``READERS`` dict
-of the schema's own source folder, ``mltraces/datasets/<source>/readers.py``,
+of the schema's own source folder, ``mltraces/sources/<source>/readers.py``,
 imported the first time a table of that source needs it. A source that
 publishes a new format (say, a wide throughput CSV that must be unpivoted)
 adds a reader there and names it in its schemas; the catalog does not change.
@@ -225,7 +225,7 @@ def reader_problem(name: str, source: str) -> str | None:
     if name in own:
         return None
     choices = sorted({*BUILTIN, *own})
-    return (f"reader {name!r} is neither built in nor in mltraces/datasets/{source}/readers.py "
+    return (f"reader {name!r} is neither built in nor in mltraces/sources/{source}/readers.py "
             f"READERS; choose from {', '.join(choices)}")
 
 

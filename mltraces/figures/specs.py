@@ -79,7 +79,7 @@ def figure_sources() -> list[str]:
 def _registry() -> dict[str, FigureSpec]:
     found: dict[str, FigureSpec] = {}
     for source in figure_sources():
-        module = importlib.import_module(f"mltraces.datasets.{source}.figures")
+        module = importlib.import_module(f"mltraces.sources.{source}.figures")
         for spec in module.FIGURES:
             if spec.name in found:
                 raise ValueError(f"figure {spec.name!r} is registered twice")

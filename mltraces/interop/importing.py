@@ -95,12 +95,12 @@ def default_name(path: Path) -> str:
 
 
 def _check_name(name: str, root: Path) -> None:
-    from mltraces.registry import DATASETS_DIR, RESERVED_NAMES
+    from mltraces.registry import RESERVED_NAMES, SOURCES_DIR
 
     if not _NAME.match(name) or name in RESERVED_NAMES:
         raise MltracesError(f"source name {name!r} must be lower-case letters, digits and '_', "
                             "starting with a letter, and not 'mltraces' (it is a SQL schema)")
-    if (DATASETS_DIR / name).is_dir():
+    if (SOURCES_DIR / name).is_dir():
         raise MltracesError(f"source name {name!r} is a shipped source; choose another --name")
     if (root / name).exists():
         raise MltracesError(f"{root / name} exists already; choose another --name or remove it")

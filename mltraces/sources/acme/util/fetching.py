@@ -27,13 +27,13 @@ from pathlib import Path
 
 from mltraces import config
 from mltraces import download as fetch
-from mltraces.datasets.acme.hub import HubFile, Manifest, manifest
-from mltraces.datasets.acme.util import layout
-from mltraces.datasets.acme.util.assemble import Key, assemble, keys, sources_for
-from mltraces.datasets.acme.util.convert import Settings, convert, converted_meta
 from mltraces.errors import ConfigError, FetchError
 from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
+from mltraces.sources.acme.hub import HubFile, Manifest, manifest
+from mltraces.sources.acme.util import layout
+from mltraces.sources.acme.util.assemble import Key, assemble, keys, sources_for
+from mltraces.sources.acme.util.convert import Settings, convert, converted_meta
 
 log = get_logger(__name__)
 
@@ -231,7 +231,7 @@ def fetch_util(
 
     Examples
     --------
-    >>> from mltraces.datasets.acme.util import fetch_util
+    >>> from mltraces.sources.acme.util import fetch_util
     >>> done = fetch_util("seren", "GPU_UTIL,SM_ACTIVE", since="2023-07-01",
     ...                   until="2023-07-31")                       # doctest: +SKIP
     >>> done.dataset                                                # doctest: +SKIP

@@ -8,7 +8,7 @@ in name order, and a ``Time`` row already present in an earlier file is dropped
 that anti-join; every other month is a hard link to the converted file.
 
 Each month folder is built in a work folder and swapped in whole (see
-:func:`mltraces.datasets.acme.util.layout.replace_dir`), and ``_mltraces.json`` records
+:func:`mltraces.sources.acme.util.layout.replace_dir`), and ``_mltraces.json`` records
 which converted files made it, so re-running is a no-op and fetching one more
 month rebuilds only the months it touches.
 """
@@ -20,16 +20,16 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from mltraces.datasets.acme.hub import HubFile, Manifest
-from mltraces.datasets.acme.util import layout
-from mltraces.datasets.acme.util.convert import (
+from mltraces.logs import get_logger
+from mltraces.schema import sql_path
+from mltraces.sources.acme.hub import HubFile, Manifest
+from mltraces.sources.acme.util import layout
+from mltraces.sources.acme.util.convert import (
     Settings,
     _sql_text,
     converted_meta,
     duckdb_connection,
 )
-from mltraces.logs import get_logger
-from mltraces.schema import sql_path
 
 log = get_logger(__name__)
 

@@ -5,9 +5,9 @@
   (file, curve, point); ``_row`` counts the points of each file.
 - ``acme_util`` (:class:`~mltraces.catalog.ViewReader`): ``acme.gpu_metrics`` and
   friends, views over the long-form Parquet that ``mltraces fetch acme-util``
-  converts from the HuggingFace CSVs (:mod:`mltraces.datasets.acme.util`), or,
+  converts from the HuggingFace CSVs (:mod:`mltraces.sources.acme.util`), or,
   given ``--local``, over the user's own downloaded copy of those CSVs
-  (:mod:`mltraces.datasets.acme.util.local`).
+  (:mod:`mltraces.sources.acme.util.local`).
 
 The catalog finds them through ``READERS`` when a schema of this source names
 them; nothing in the catalog knows about pickles or the Hub.
@@ -121,18 +121,18 @@ def read_util_pkl(request: ReadRequest) -> Conversion:
 
 
 def _view(schema: TableSchema) -> Any:
-    from mltraces.datasets.acme.util.views import VIEWS
+    from mltraces.sources.acme.util.views import VIEWS
 
     view = next((v for v in VIEWS if v.table == schema.table_name), None)
     if view is None:
-        raise SchemaError(f"mltraces.datasets.acme.util provides no view {schema.table_name!r}")
+        raise SchemaError(f"mltraces.sources.acme.util provides no view {schema.table_name!r}")
     return view
 
 
 def util_status(schema: TableSchema) -> TableStatus:
     """Whether any utilization data was converted for this table, without a connection."""
-    from mltraces.datasets.acme.util.layout import dataset_root
-    from mltraces.datasets.acme.util.views import months
+    from mltraces.sources.acme.util.layout import dataset_root
+    from mltraces.sources.acme.util.views import months
 
     root = dataset_root()
     present = months(_view(schema), root)
@@ -150,16 +150,16 @@ def attach_util_view(con: duckdb.DuckDBPyConnection, schema: TableSchema,
 
     With ``local`` (a CSV, a folder of them or a downloaded dataset folder) the
     view serves those files instead, converted once into their own part of the
-    cache (:mod:`mltraces.datasets.acme.util.local`).
+    cache (:mod:`mltraces.sources.acme.util.local`).
     """
-    from mltraces.datasets.acme.util.views import create_macros, months, view_sql
+    from mltraces.sources.acme.util.views import create_macros, months, view_sql
 
     view = _view(schema)
     create_macros(con)  # acme.floor_time(time, seconds): fast UTC buckets for these views
     if local is None:
         con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view)}")
         return util_status(schema)
-    from mltraces.datasets.acme.util.local import prepare
+    from mltraces.sources.acme.util.local import prepare
 
     data = prepare(view.table, local)
     con.execute(f"CREATE OR REPLACE VIEW {schema.qualified} AS {view_sql(view, data.root)}")
@@ -168,7 +168,7 @@ def attach_util_view(con: duckdb.DuckDBPyConnection, schema: TableSchema,
 
 def util_local_status(schema: TableSchema, local: Path) -> TableStatus:
     """What ``attach_util_view`` would report for ``local``, without converting or hashing."""
-    from mltraces.datasets.acme.util.local import peek
+    from mltraces.sources.acme.util.local import peek
 
     try:
         return peek(_view(schema).table, local).status(schema.name, None)

@@ -29,14 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mltraces.datasets.elasticflow import generated
-from mltraces.datasets.elasticflow.cached import cached_replay as _cached_replay
-from mltraces.datasets.elasticflow.cached import scheduler_version as scheduler_version
-from mltraces.datasets.elasticflow.generated import fig9_data as fig9_data  # re-exported
-from mltraces.datasets.elasticflow.generated import fig10_data as fig10_data
-from mltraces.datasets.elasticflow.generated import fig11_data as fig11_data
 from mltraces.figures import store, style
 from mltraces.schema import sql_literal
+from mltraces.sources.elasticflow import generated
+from mltraces.sources.elasticflow.cached import cached_replay as _cached_replay
+from mltraces.sources.elasticflow.cached import scheduler_version as scheduler_version
+from mltraces.sources.elasticflow.generated import fig9_data as fig9_data  # re-exported
+from mltraces.sources.elasticflow.generated import fig10_data as fig10_data
+from mltraces.sources.elasticflow.generated import fig11_data as fig11_data
 
 if TYPE_CHECKING:
     import duckdb

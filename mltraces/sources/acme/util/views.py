@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mltraces.datasets.acme.util import layout
 from mltraces.schema import quote_ident, sql_glob
+from mltraces.sources.acme.util import layout
 
 if TYPE_CHECKING:
     import duckdb

@@ -38,8 +38,8 @@ INPUTS = "elasticflow.cluster_specs elasticflow.throughputs"
 
 def _replay(con: duckdb.DuckDBPyConnection, figure: str, parts: list[Any], replay: Any) -> str:
     """Parquet path of a cached replay (see :func:`.cached.cached_replay`)."""
-    from mltraces.datasets.elasticflow.cached import cached_replay
     from mltraces.figures import store
+    from mltraces.sources.elasticflow.cached import cached_replay
 
     return store.literal(cached_replay(con, INPUTS, [f"elasticflow-{figure}", repr(parts)],
                                        replay))

@@ -35,7 +35,9 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mltraces.datasets.zeus.paper import (
+from mltraces.figures import store, style
+from mltraces.figures.sql import registered
+from mltraces.sources.zeus.paper import (
     GPU_LABELS,
     PAPER_NAMES,
     PAPER_ORDER,
@@ -44,8 +46,6 @@ from mltraces.datasets.zeus.paper import (
     paper_headline,
     spec,
 )
-from mltraces.figures import store, style
-from mltraces.figures.sql import registered
 
 if TYPE_CHECKING:
     import duckdb

@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from mltraces.datasets.acme.hub import REPO, HubFile
-from mltraces.datasets.acme.util import layout
-from mltraces.datasets.acme.util.local_files import LocalFile
 from mltraces.logs import get_logger
+from mltraces.sources.acme.hub import REPO, HubFile
+from mltraces.sources.acme.util import layout
+from mltraces.sources.acme.util.local_files import LocalFile
 
 log = get_logger(__name__)
 
@@ -51,7 +51,7 @@ class Listing(NamedTuple):
 
 def listed() -> dict[str, list[Listing]]:
     """Every Hub path of the cached file lists, with each commit's entry (no network)."""
-    from mltraces.datasets.acme.hub import cached_manifests
+    from mltraces.sources.acme.hub import cached_manifests
 
     found: dict[str, list[Listing]] = {}
     for manifest in cached_manifests():

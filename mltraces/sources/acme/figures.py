@@ -888,15 +888,15 @@ def plot_cluster_summary(data: pd.DataFrame) -> Any:
 def summary_check_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """``cluster_summary.csv`` vs the same statistics recomputed from the job tables.
 
-    The statistics and their definitions are :mod:`mltraces.datasets.acme.summary`'s
+    The statistics and their definitions are :mod:`mltraces.sources.acme.summary`'s
     (the one place they are computed). Seren's published counts predate the
     authors' filtering (1,031,550 vs 818,327 released rows), so its rows are
     expected to differ.
 
     Columns: cluster, statistic, published, recomputed, relative_difference.
     """
-    from mltraces.datasets.acme.summary import comparison_sql
     from mltraces.figures import available
+    from mltraces.sources.acme.summary import comparison_sql
 
     tables = {c: t for c, t in JOB_TABLES.items() if t in available(con, [t])}
     if not tables:

@@ -27,9 +27,9 @@ def _size(n: int | None) -> str:
 
 def list_files(args: argparse.Namespace) -> None:
     """Every file of the dataset with its size and state, then totals per group."""
-    from mltraces.datasets.acme.hub import manifest
-    from mltraces.datasets.acme.util.convert import converted_meta
     from mltraces.download import cached_path
+    from mltraces.sources.acme.hub import manifest
+    from mltraces.sources.acme.util.convert import converted_meta
 
     found = manifest(refresh=getattr(args, "refresh", False))
     print(f"{NAME}: AcmeTrace utilization on HuggingFace {found.repo} [CC-BY-4.0]")
@@ -77,7 +77,7 @@ def fetch_options(parser: argparse.ArgumentParser) -> list[str]:
 
 def fetch(args: argparse.Namespace) -> None:
     """Download, verify and convert the chosen files; print where they are."""
-    from mltraces.datasets.acme.util.fetching import fetch_util
+    from mltraces.sources.acme.util.fetching import fetch_util
 
     def report(message: str) -> None:
         if not args.quiet:
@@ -100,8 +100,8 @@ def fetch(args: argparse.Namespace) -> None:
 
 def verify_files() -> list:
     """The downloaded utilization CSVs, from the cached Hub file lists (no network)."""
-    from mltraces.datasets.acme.hub import cached_manifests
     from mltraces.download import local_path
+    from mltraces.sources.acme.hub import cached_manifests
 
     files = {f.url: f for m in cached_manifests() for f in m.remote_files()}
     return [f for f in files.values() if local_path(f).is_file()]
@@ -109,7 +109,7 @@ def verify_files() -> list:
 
 def verify_cleanup() -> list:
     """Remove what killed utilization conversions left (partial Parquet, spill files)."""
-    from mltraces.datasets.acme.util import layout
+    from mltraces.sources.acme.util import layout
 
     return [path.relative_to(layout.root().parent) for path in layout.clean_leftovers()]
 

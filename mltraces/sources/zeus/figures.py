@@ -19,7 +19,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from mltraces.datasets.zeus.evaluation import (
+from mltraces.figures import store, style
+from mltraces.figures.sql import values_sql
+from mltraces.sources.zeus.evaluation import (
     EVALUATION_FIGURES,
     alibaba_data,
     converged_data,
@@ -34,7 +36,7 @@ from mltraces.datasets.zeus.evaluation import (
     simulation_history,
     simulator_version,
 )
-from mltraces.datasets.zeus.paper import (
+from mltraces.sources.zeus.paper import (
     GPU_LABELS,
     GPUS,
     PAPER,
@@ -50,8 +52,6 @@ from mltraces.datasets.zeus.paper import (
     spec,
     workloads_sql,
 )
-from mltraces.figures import store, style
-from mltraces.figures.sql import values_sql
 
 if TYPE_CHECKING:
     import duckdb

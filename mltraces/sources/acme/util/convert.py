@@ -42,9 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mltraces.datasets.acme.hub import HubFile
-from mltraces.datasets.acme.util import arrow, layout
-from mltraces.datasets.acme.util.chunks import (
+from mltraces.errors import SchemaError
+from mltraces.logs import get_logger
+from mltraces.schema import sql_path
+from mltraces.sources.acme.hub import HubFile
+from mltraces.sources.acme.util import arrow, layout
+from mltraces.sources.acme.util.chunks import (
     Chunk,
     ChunkParser,
     chunks,
@@ -52,11 +55,8 @@ from mltraces.datasets.acme.util.chunks import (
     is_duckdb_error,
     read_csv_sql,
 )
-from mltraces.datasets.acme.util.chunks import sql_text as _sql_text
-from mltraces.datasets.acme.util.pipeline import Pipeline
-from mltraces.errors import SchemaError
-from mltraces.logs import get_logger
-from mltraces.schema import sql_path
+from mltraces.sources.acme.util.chunks import sql_text as _sql_text
+from mltraces.sources.acme.util.pipeline import Pipeline
 
 log = get_logger(__name__)
 

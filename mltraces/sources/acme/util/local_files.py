@@ -3,7 +3,7 @@
 A researcher who fetched AcmeTrace with ``huggingface_hub``, git-lfs or a mirror
 names a path; this module finds the utilization CSVs in it and gives each the
 Hub path it stands for (``data/utilization/<cluster>/<name>``), from which
-:class:`~mltraces.datasets.acme.hub.HubFile` tells its table, cluster, metric
+:class:`~mltraces.sources.acme.hub.HubFile` tells its table, cluster, metric
 and month exactly as for a download. The rules:
 
 - **One CSV**: its name is ``<METRIC>.csv`` or a split file ``<METRIC>-YYYY-MM.csv``
@@ -33,10 +33,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from mltraces.datasets.acme.hub import UTIL_FOLDER, HubFile
 from mltraces.errors import SchemaError
 from mltraces.local_paths import check_local_path
 from mltraces.logs import get_logger
+from mltraces.sources.acme.hub import UTIL_FOLDER, HubFile
 
 log = get_logger(__name__)
 

@@ -10,7 +10,7 @@ CSVs. This package turns them into one hive-partitioned Parquet dataset::
 and three DuckDB views over it (``acme.gpu_metrics``, ``acme.node_metrics``,
 ``acme.ipmi_power``).
 
->>> from mltraces.datasets.acme.util import fetch_util, attach_views, util_cdf_from_long
+>>> from mltraces.sources.acme.util import fetch_util, attach_views, util_cdf_from_long
 >>> fetch_util("seren", ["GPU_UTIL"], since="2023-07-01", until="2023-07-31")  # doctest: +SKIP
 >>> con = duckdb.connect(); attach_views(con)                                 # doctest: +SKIP
 >>> x, y = util_cdf_from_long(con, "seren", "GPU_UTIL")                        # doctest: +SKIP
@@ -27,15 +27,15 @@ import importlib
 from typing import Any
 
 _LAZY = {
-    "fetch_util": "mltraces.datasets.acme.util.fetching",
-    "select": "mltraces.datasets.acme.util.fetching",
-    "UtilFetch": "mltraces.datasets.acme.util.fetching",
-    "convert": "mltraces.datasets.acme.util.convert",
-    "Settings": "mltraces.datasets.acme.util.convert",
-    "assemble": "mltraces.datasets.acme.util.assemble",
-    "attach_views": "mltraces.datasets.acme.util.views",
-    "util_cdf_from_long": "mltraces.datasets.acme.util.cdf",
-    "dataset_root": "mltraces.datasets.acme.util.layout",
+    "fetch_util": "mltraces.sources.acme.util.fetching",
+    "select": "mltraces.sources.acme.util.fetching",
+    "UtilFetch": "mltraces.sources.acme.util.fetching",
+    "convert": "mltraces.sources.acme.util.convert",
+    "Settings": "mltraces.sources.acme.util.convert",
+    "assemble": "mltraces.sources.acme.util.assemble",
+    "attach_views": "mltraces.sources.acme.util.views",
+    "util_cdf_from_long": "mltraces.sources.acme.util.cdf",
+    "dataset_root": "mltraces.sources.acme.util.layout",
 }
 
 __all__ = sorted(_LAZY)

@@ -21,7 +21,7 @@ The view then serves the local files only, not fetched data as well: a local
 copy replaces the download, as ``--local`` does for every other table (the
 same metric from both would count twice). To compare the two, attach the
 fetched data under another schema:
-``mltraces.datasets.acme.util.views.attach_views(con, schema="fetched")``.
+``mltraces.sources.acme.util.views.attach_views(con, schema="fetched")``.
 
 Status: ``ready`` when every file served matches the sha256 a cached Hub file
 list gives for its path (:mod:`.local_verify`), else ``unverified`` with the
@@ -38,11 +38,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mltraces.catalog.status import READY, UNVERIFIED, TableStatus
-from mltraces.datasets.acme.util import layout
-from mltraces.datasets.acme.util.assemble import Key, assemble_partition, merge_order
-from mltraces.datasets.acme.util.convert import Settings, convert_into
-from mltraces.datasets.acme.util.local_files import LocalFile, find
-from mltraces.datasets.acme.util.local_verify import (
+from mltraces.errors import MltracesError, SchemaError
+from mltraces.logs import get_logger
+from mltraces.sources.acme.util import layout
+from mltraces.sources.acme.util.assemble import Key, assemble_partition, merge_order
+from mltraces.sources.acme.util.convert import Settings, convert_into
+from mltraces.sources.acme.util.local_files import LocalFile, find
+from mltraces.sources.acme.util.local_verify import (
     DIFFERS,
     UNHASHED,
     UNLISTED,
@@ -50,8 +52,6 @@ from mltraces.datasets.acme.util.local_verify import (
     Verdict,
     check,
 )
-from mltraces.errors import MltracesError, SchemaError
-from mltraces.logs import get_logger
 
 log = get_logger(__name__)
 
