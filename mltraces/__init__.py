@@ -14,7 +14,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mltraces import _moved
+
 __version__ = "0.1.0"
+
+_moved.install()  # old module names (mltraces.datasets, ...) work for one more release
 
 # public name -> "module:attribute"
 _LAZY = {
@@ -24,7 +28,7 @@ _LAZY = {
     "fetch": "mltraces.download:fetch",
     "fetch_file": "mltraces.download:fetch_file",
     "sources": "mltraces.sources:",
-    "simulate": "mltraces.simulation:simulate",
+    "simulate": "mltraces.workloads.recurring:simulate",
     "schedule": "mltraces.scheduling:schedule",
 }
 

@@ -1,27 +1,21 @@
-"""Write the paper notebooks from the cells each source folder contributes (outputs never stored).
+"""Write the paper notebooks from the cells each paper folder holds (outputs never stored).
 
 Run ``python notebooks/make_notebooks.py`` after editing a story. Nothing here
-lists sources: every source folder ``mltraces/sources/<source>/`` may hold a
+lists papers: every paper folder ``mltraces/papers/<paper>/`` may hold a
 ``notebook.py`` (plain data, no imports), found by scanning, with
 
 - ``NOTEBOOK``: the notebook file the cells go into, e.g. ``"itp_elasticflow.ipynb"``;
-- ``CELLS``: (markdown, code) pairs, in order;
-- ``ORDER`` (optional, default 100): where the cells go among the contributions
-  to the same notebook (smaller first; ties by source name);
-- ``INTRO`` (optional): the notebook's opening markdown, taken from its first
-  contribution.
+- ``MODULES``: the paper's modules the setup cell imports, by the name the cells call
+  them (``{"itp": "itp_figures", "elasticflow": "figures"}``);
+- ``INTRO``: the notebook's opening markdown;
+- ``CELLS``: (markdown, code) pairs, in order.
 
-Several sources may contribute to one notebook: a future ``elasticflow`` source
-adds its scheduling figures to ``itp_elasticflow.ipynb`` with a
-``notebook.py`` of its own (``NOTEBOOK = "itp_elasticflow.ipynb"``, ``ORDER = 10``),
-without touching this file or the ``itp`` folder. Each notebook starts with one
-generated setup cell that connects to the tables every contributing source's
-figures read and imports each source's figure module under its source name.
-
+Each notebook starts with one generated setup cell that connects to the tables the
+figures of the paper's sources read (its ``paper.json``) and imports its modules.
 The notebooks are generated so their setup cells, figure calls and wording stay
-consistent, and so the repository never carries rendered outputs. Each figure
-is one call to :func:`mltraces.figures.show`, which draws it (or says what to
-fetch) and, when ``MLTRACES_FIGURES_DIR`` is set, also writes PNG + PDF there.
+consistent, and so the repository never carries rendered outputs. Each figure is
+one call to :func:`mltraces.figures.show`, which draws it (or says what to fetch)
+and, when ``MLTRACES_FIGURES_DIR`` is set, also writes PNG + PDF there.
 """
 
 from __future__ import annotations
@@ -33,7 +27,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from mltraces.registry import source_folders
+from mltraces.papers import all_papers
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,32 +40,34 @@ SETUP_NOTE = (
 
 
 @dataclass(frozen=True)
-class Contribution:
-    """One source's cells for one notebook."""
+class Story:
+    """One paper's notebook: its file, its sources, the modules it imports, its cells."""
 
-    source: str
+    paper: str
     notebook: str
-    order: int
-    intro: str | None
+    sources: tuple[str, ...]
+    modules: dict[str, str]
+    intro: str
     cells: list[tuple[str, str]]
 
 
-def contributions() -> list[Contribution]:
-    """Every source folder's ``notebook.py``, in notebook order."""
+def stories() -> list[Story]:
+    """Every paper folder's ``notebook.py``, by notebook file."""
     found = []
-    for folder in source_folders():
-        if not (folder / "notebook.py").is_file():
+    for name, paper in all_papers().items():
+        if not (paper.folder / "notebook.py").is_file():
             continue
-        module = importlib.import_module(f"mltraces.sources.{folder.name}.notebook")
-        found.append(Contribution(folder.name, module.NOTEBOOK, getattr(module, "ORDER", 100),
-                                  getattr(module, "INTRO", None), list(module.CELLS)))
-    return sorted(found, key=lambda c: (c.notebook, c.order, c.source))
+        module = importlib.import_module(f"mltraces.papers.{name}.notebook")
+        found.append(Story(name, module.NOTEBOOK, paper.sources, dict(module.MODULES),
+                           module.INTRO, list(module.CELLS)))
+    return sorted(found, key=lambda s: s.notebook)
 
 
-def setup_code(sources: list[str]) -> str:
-    """The first code cell: inline figures, a connection, each source's figure module."""
-    imports = "".join(f"from mltraces.sources.{s} import figures as {s}\n" for s in sources)
-    names = ", ".join(f'"{s}"' for s in sources)
+def setup_code(story: Story) -> str:
+    """The first code cell: inline figures, a connection, the paper's modules."""
+    imports = "".join(f"from mltraces.papers.{story.paper} import {module} as {name}\n"
+                      for name, module in story.modules.items())
+    names = ", ".join(f'"{s}"' for s in story.sources)
     return (
         "%matplotlib inline\n"
         "import mltraces\n"
@@ -83,20 +79,15 @@ def setup_code(sources: list[str]) -> str:
     )
 
 
-def cells_of(parts: list[Contribution]) -> list[tuple[str, str]]:
-    """A notebook's (markdown, code) pairs: intro + setup, then every contribution's cells."""
-    sources = [p.source for p in parts]
-    intro = next((p.intro for p in parts if p.intro), f"# {', '.join(sources)}")
-    note = SETUP_NOTE.format(sources=" ".join(sources))
-    return [(f"{intro}\n\n{note}", setup_code(sources))] + [c for p in parts for c in p.cells]
+def cells_of(story: Story) -> list[tuple[str, str]]:
+    """A notebook's (markdown, code) pairs: intro + setup, then the story's cells."""
+    note = SETUP_NOTE.format(sources=" ".join(story.sources))
+    return [(f"{story.intro}\n\n{note}", setup_code(story)), *story.cells]
 
 
 def notebooks() -> dict[str, list[tuple[str, str]]]:
     """Every notebook's cells by file name."""
-    grouped: dict[str, list[Contribution]] = {}
-    for part in contributions():
-        grouped.setdefault(part.notebook, []).append(part)
-    return {name: cells_of(parts) for name, parts in grouped.items()}
+    return {story.notebook: cells_of(story) for story in stories()}
 
 
 def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:

@@ -25,9 +25,9 @@ import mltraces
 from mltraces import catalog
 from mltraces.catalog import connect, convert, describe_table, is_view_table, materialize
 from mltraces.errors import OfflineError
+from mltraces.papers.acme_nsdi24 import summary as acme
 from mltraces.registry import get_source
 from mltraces.schema import all_schemas, get_schema
-from mltraces.sources.acme import summary as acme
 
 ZEUS_DIR = ("raw.githubusercontent.com/ml-energy/zeus/75a8b9398034eb9baf74ca0a830c2c31bcce52cd/"
             "examples/research_reproducibility/zeus_nsdi23/trace")

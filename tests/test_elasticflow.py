@@ -90,8 +90,8 @@ def figure_con(upstream_server: str, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.upstream
 def test_fig8b_data_puts_ours_beside_the_published_bars(figure_con) -> None:
-    from mltraces.scheduling.fig8b import PUBLISHED_FIG8B
-    from mltraces.sources.elasticflow.figures import fig8b_data
+    from mltraces.papers.elasticflow_asplos23.fig8b import PUBLISHED_FIG8B
+    from mltraces.papers.elasticflow_asplos23.figures import fig8b_data
 
     data = fig8b_data(figure_con, ["cluster10"], ["edf", "tiresias", "chronus"]).fetchall()
     assert [(t, p) for t, p, *_ in data] == [("cluster10", "edf"), ("cluster10", "tiresias"),
@@ -106,8 +106,8 @@ def test_fig8b_data_puts_ours_beside_the_published_bars(figure_con) -> None:
 
 @pytest.mark.upstream
 def test_fig8a_data_puts_ours_beside_the_published_bars_and_pollux(figure_con) -> None:
-    from mltraces.scheduling.fig8a import PUBLISHED_FIG8A
-    from mltraces.sources.elasticflow.figures import fig8a_data
+    from mltraces.papers.elasticflow_asplos23.fig8a import PUBLISHED_FIG8A
+    from mltraces.papers.elasticflow_asplos23.figures import fig8a_data
 
     data = fig8a_data(figure_con, ["edf", "gandiva", "elasticflow"]).fetchall()
     assert [p for p, *_ in data] == ["edf", "gandiva", "pollux", "elasticflow"]
@@ -120,8 +120,8 @@ def test_fig8a_data_puts_ours_beside_the_published_bars_and_pollux(figure_con) -
 
 @pytest.mark.upstream
 def test_fig8b_replays_are_cached_by_their_inputs(figure_con, monkeypatch) -> None:
+    from mltraces.papers.elasticflow_asplos23 import figures as ef
     from mltraces.scheduling import api
-    from mltraces.sources.elasticflow import figures as ef
 
     first = ef.fig8b_data(figure_con, ["cluster10"], ["gandiva"]).fetchall()
     monkeypatch.setattr(api, "run_case", lambda *a: pytest.fail("replayed a cached case"))
@@ -130,7 +130,7 @@ def test_fig8b_replays_are_cached_by_their_inputs(figure_con, monkeypatch) -> No
 
 @pytest.mark.upstream
 def test_fig7a_is_the_testbed_replay_on_128_gpus(figure_con) -> None:
-    from mltraces.sources.elasticflow.figures import FIG7A_HOURS, fig7a_data
+    from mltraces.papers.elasticflow_asplos23.figures import FIG7A_HOURS, fig7a_data
 
     frame = fig7a_data(figure_con, ["edf", "elasticflow"]).df()
     assert set(frame["name"]) == {"EDF", "ElasticFlow"}

@@ -23,12 +23,12 @@ import mltraces
 from mltraces import figures
 from mltraces.figures import store, style
 from mltraces.figures.sql import ecdf
+from mltraces.papers.acme_nsdi24 import figures as acme
+from mltraces.papers.acme_nsdi24.summary import SUMMARY_COLUMNS
+from mltraces.papers.elasticflow_asplos23 import itp_figures as itp
+from mltraces.papers.zeus_nsdi23 import figures as zeus
 from mltraces.registry import get_source
 from mltraces.simulation import WORKLOADS
-from mltraces.sources.acme import figures as acme
-from mltraces.sources.acme.summary import SUMMARY_COLUMNS
-from mltraces.sources.itp import figures as itp
-from mltraces.sources.zeus import figures as zeus
 
 SEREN_ROWS, KALOS_ROWS = 6000, 2500
 
@@ -155,9 +155,14 @@ def _distance(box, x: float, y: float) -> float:
     return math.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1))
 
 
-def test_published_numbers_are_read_from_source_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Zeus' and AcmeTrace's published numbers are data in source.json, not constants."""
-    zeus_published = get_source("zeus").published
+def test_published_numbers_are_read_from_the_papers_published_json(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zeus' and AcmeTrace's published numbers are data in each paper's published.json, not
+    constants, and not in the source cards."""
+    from mltraces.papers import published
+
+    zeus_published = published("zeus_nsdi23")
+    assert "fig1" not in get_source("zeus").published
     assert zeus.paper_fig1_ranges()["power limit only"] == (3.0, 31.5)
     assert zeus.paper_fig1_bars()["batch size only"]["librispeech"] == 0.820
     assert zeus.paper_fig2_front()[1] == (56, 225)
@@ -167,7 +172,7 @@ def test_published_numbers_are_read_from_source_json(monkeypatch: pytest.MonkeyP
     assert acme.paper_type_shares()[("Kalos", "GPU time")]["Pretrain"] == 95.5
     monkeypatch.setitem(zeus_published["fig2"], "pareto_front", [[8, 100]])
     monkeypatch.setitem(zeus_published["headline"], "time_saved_pct", 12.5)
-    monkeypatch.setitem(get_source("acme").published["type_shares"]["shares"]["Kalos"],
+    monkeypatch.setitem(published("acme_nsdi24")["type_shares"]["shares"]["Kalos"],
                         "jobs", {"Eval": 1.0})
     assert zeus.paper_fig2_front() == ((8, 100),)
     assert zeus.paper_headline().time_saved == 12.5
@@ -196,7 +201,7 @@ def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None
 @pytest.mark.upstream
 def test_zeus_fig1_baseline_is_the_simulators_b0_at_max_power(real_con) -> None:
     """The SQL's b0 cap and MaxPower are the simulator's, on every GPU and workload."""
-    from mltraces.simulation import load_traces
+    from mltraces.workloads.recurring import load_traces
 
     traces = load_traces(real_con)
     data = zeus.savings_data(real_con).df()
@@ -768,7 +773,7 @@ def test_a_pooled_figure_run_replays_every_figure_ahead_in_one_pool(
     go to one pool in the first pass, none is submitted again in the second, and the
     figures are the committed bytes."""
     from mltraces import workers
-    from mltraces.sources.elasticflow import cached
+    from mltraces.papers.elasticflow_asplos23 import cached
 
     # a scheduler version of its own: this test's replays are never in the cache yet
     monkeypatch.setattr(cached, "scheduler_version", lambda: f"ahead-test-{tmp_path.name}")

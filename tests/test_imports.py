@@ -103,7 +103,7 @@ def test_the_graph_sees_lazy_imports_and_skips_type_checking_ones() -> None:
     graph = import_graph()
     assert "mltraces.catalog.convert" in graph["mltraces.catalog.build"]  # inside a function
     assert "mltraces.schema" not in graph["mltraces.catalog.readers"]  # TYPE_CHECKING only
-    assert "mltraces.jobmap" in graph["mltraces.scheduling.inputs"]
+    assert "mltraces.jobmap" in graph["mltraces.workloads.cluster"]
 
 
 def test_no_import_cycle_inside_mltraces() -> None:

@@ -275,7 +275,8 @@ def test_each_format_round_trips_what_it_carries(fmt: str, real, user_root: Path
 def test_an_imported_elasticflow_trace_replays_as_the_original(real, user_root: Path,
                                                                http_mirror, tmp_path: Path
                                                                ) -> None:
-    from mltraces.scheduling import inputs, schedule
+    from mltraces.scheduling import schedule
+    from mltraces.workloads import cluster as inputs
 
     export("itp/cluster10", "elasticflow", tmp_path / "c10.csv", con=real.con)
     made = import_workload(tmp_path / "c10.csv", name="efc10")

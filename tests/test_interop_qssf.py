@@ -220,8 +220,9 @@ def test_a_trace_of_another_cluster_is_refused(helios) -> None:
 
 def test_export_import_and_replay_each_vc_on_its_capacity(helios, user_root,  # noqa: F811
                                                           tmp_path: Path) -> None:
-    from mltraces.scheduling import inputs, schedule
+    from mltraces.scheduling import schedule
     from mltraces.scheduling.cluster import ClusterSpec
+    from mltraces.workloads import cluster as inputs
 
     con, traced = helios
     out = tmp_path / "venus_qssf"

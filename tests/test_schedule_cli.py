@@ -10,9 +10,10 @@ from catalog_fixtures import loopback_only, real_catalog  # noqa: F401
 
 import mltraces
 from mltraces.cli import main
-from mltraces.scheduling import inputs, schedule
+from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+from mltraces.scheduling import schedule
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+from mltraces.workloads import cluster as inputs
 
 
 def test_every_declared_trace_names_a_table_of_its_source() -> None:
@@ -72,7 +73,7 @@ def test_cli_prints_ours_beside_the_published_value(http_mirror, capsys) -> None
 @pytest.mark.upstream
 def test_cli_prints_fig8a_beside_the_pollux_trace(http_mirror, capsys) -> None:
     """The Pollux trace on n16g4 with T4 profiles is Fig. 8(a): its published bars are shown."""
-    from mltraces.scheduling.fig8a import PUBLISHED_FIG8A
+    from mltraces.papers.elasticflow_asplos23.fig8a import PUBLISHED_FIG8A
 
     assert main(["schedule", "--trace", "elasticflow/pollux", "--cluster", "n16g4", "--gpu-type",
                  "T4", "--policy", "edf,chronus", "--workers", "1"]) == 0
@@ -208,7 +209,7 @@ def test_cli_replays_a_generated_trace_and_saves_it(http_mirror, capsys, tmp_pat
 
     from test_generator import ARTIFACT_CSV_SHA256
 
-    from mltraces.scheduling.generator import TraceSpec
+    from mltraces.papers.elasticflow_asplos23.generator import TraceSpec
 
     saved = tmp_path / "fig10.csv"
     assert main(["schedule", "--generate", "num_jobs=100,lam=1500,min_ddl=1.5,seed=1",

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_CLUSTERS, PUBLISHED_FIG8B, fig8b_cases
 from mltraces.scheduling import (
     FIFO,
     SJF,
@@ -25,7 +26,6 @@ from mltraces.scheduling import (
     Themis,
     Tiresias,
     as_jobs,
-    fig8b_cases,
     get_policy,
     load_profiles,
     process_pool,
@@ -34,7 +34,6 @@ from mltraces.scheduling import (
     sweep,
 )
 from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, PUBLISHED_FIG8B
 from mltraces.scheduling.timeline import align
 
 NO_OVERHEAD = Overhead.none()

@@ -6,7 +6,7 @@ setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it
 (Fig. 8(a) is ``--trace elasticflow/pollux --cluster n16g4 --gpu-type T4``).
 A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
 own capacity (declared in its mapping). ``--generate`` draws a trace with
-ElasticFlow's generator instead (or as well) (:mod:`mltraces.scheduling.generator`;
+ElasticFlow's generator instead (or as well) (:mod:`mltraces.papers.elasticflow_asplos23.generator`;
 ``--save-trace`` writes it). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 or 8(a) value beside ours where there is one; ``--jobs`` prints every job and
@@ -73,8 +73,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
         "files; default: the cluster Fig. 8(b) gives the trace, else the trace's own capacity",
     )
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_POLICIES
     from mltraces.scheduling.api import POLICIES
-    from mltraces.scheduling.fig8b import FIG8B_POLICIES
 
     parser.add_argument(
         "--policy", default=",".join(FIG8B_POLICIES),
@@ -103,8 +103,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     output = checked_output(args.output)  # before the replays: a bad -o loses no work
-    from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
+    from mltraces.workloads import cluster as inputs
 
     if args.list_traces:
         return _list_traces(args, output)
@@ -142,8 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _generated(args: argparse.Namespace) -> list[Any]:
     """The ``--generate`` settings, checked before anything is read."""
+    from mltraces.papers.elasticflow_asplos23.generator import TraceSpec
     from mltraces.scheduling.errors import SchedulingError
-    from mltraces.scheduling.generator import TraceSpec
 
     specs = [TraceSpec.parse(text) for text in args.generate or []]
     if specs and not args.cluster:
@@ -160,9 +160,9 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
                      saved: Output | None) -> list[Any]:
     """One case per generated trace (its label: the settings), on ``--cluster``; the one
     trace also written to ``saved`` (``--save-trace``), whole or not at all."""
-    from mltraces.scheduling import inputs
+    from mltraces.papers.elasticflow_asplos23.generator import generate_trace
     from mltraces.scheduling.api import Case
-    from mltraces.scheduling.generator import generate_trace
+    from mltraces.workloads import cluster as inputs
 
     if not specs:
         return []
@@ -181,7 +181,7 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
 def _own_tables(trace: str, cluster: str | None) -> list[str]:
     """The tables a replay of ``trace`` cannot do without: its jobs, and the table its
     capacity comes from when no cluster was given (``--cluster`` never reads it)."""
-    from mltraces.scheduling import inputs
+    from mltraces.workloads import cluster as inputs
 
     entry = inputs.resolve(trace).entry
     return list(entry.tables) if cluster is None else [entry.table]
@@ -202,7 +202,7 @@ def _require(con: Any, tables: list[str]) -> None:
 
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
-    from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS
 
     if spec.strip() == "all":
         return list(FIG8B_TRACE_IDS), list(FIG8B_TRACE_IDS.values())
@@ -219,9 +219,9 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
 def _cluster(trace: str, asked: str | None) -> str | None:
     """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s; None when it
     comes from the trace's own capacity (read once the catalog is open)."""
-    from mltraces.scheduling import inputs
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
     from mltraces.scheduling.errors import SchedulingError
-    from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
+    from mltraces.workloads import cluster as inputs
 
     replay = inputs.resolve(trace)
     if asked:
@@ -302,8 +302,12 @@ def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
 def _with_published(summary: Any) -> Any:
     """The summary with the published ratio of each (trace, policy) where one exists: Fig. 8(b),
     and Fig. 8(a) for the Pollux trace on its cluster."""
-    from mltraces.scheduling.fig8a import FIG8A_CLUSTER, FIG8A_TRACE, PUBLISHED_FIG8A
-    from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+    from mltraces.papers.elasticflow_asplos23.fig8a import (
+        FIG8A_CLUSTER,
+        FIG8A_TRACE,
+        PUBLISHED_FIG8A,
+    )
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
 
     label = {trace_id: label for label, trace_id in FIG8B_TRACE_IDS.items()}
 

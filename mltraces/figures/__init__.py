@@ -7,8 +7,8 @@ without drawing; call ``.df()``, ``.arrow()`` or ``.pl()`` on it for a frame)
 and a *plot* function that turns that data, as a pandas frame, into a
 :class:`matplotlib.figure.Figure` in one consistent paper-size style. A spec
 says which paper figure it reproduces (``figure="Fig. 1"``), or that it is our
-own analysis (``figure=""``). The registry is plain data: each source folder's
-``figures.py`` (``mltraces/sources/<source>/figures.py``) ends with a
+own analysis (``figure=""``). The registry is plain data: each paper folder's
+``figures.py`` (``mltraces/papers/<paper>/figures.py``) ends with a
 ``FIGURES`` tuple, found by scanning and read when first asked for.
 
 >>> import mltraces

@@ -10,7 +10,7 @@ annotations), ``model``, ``batch_size``, ``iterations`` and ``deadline_s``
 (:func:`from_common`). A trace without iterations gives duration-only jobs; one
 without deadlines, jobs whose deadline is infinite. Accepted inputs:
 
-* a table in the common columns (:func:`mltraces.scheduling.inputs.load_jobs`
+* a table in the common columns (:func:`mltraces.workloads.cluster.load_jobs`
   reads one from the catalog);
 * a table in the columns of a mapped job table (the ITP CSVs, the artifact's
   ``philly_103959.csv``, an AcmeTrace trace): :func:`as_jobs` applies that

@@ -1,11 +1,12 @@
 """The Zeus (NSDI'23) notebook's cells, read by ``notebooks/make_notebooks.py``.
 
-Plain data: the notebook they go into, where they go in it (``ORDER``), its
-introduction, and (markdown, code) pairs. See the generator's docstring.
+Plain data: the notebook they go into, the paper's modules its setup cell imports
+(name in the notebook -> module of this folder), its introduction, and (markdown,
+code) pairs. See the generator's docstring.
 """
 
 NOTEBOOK = "zeus_nsdi23.ipynb"
-ORDER = 0
+MODULES = {"zeus": "figures"}
 INTRO = (
     "# Zeus (NSDI'23): GPU energy of DNN training, redrawn from the traces\n\n"
     "Zeus shows that the batch size and the GPU power limit of a recurring training job "

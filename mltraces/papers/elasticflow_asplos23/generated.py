@@ -1,6 +1,6 @@
 """ElasticFlow (ASPLOS'23) Figs. 9, 10 and 11: replays of the artifact's generated traces.
 
-Our generator draws the artifact's jobs number for number (:mod:`mltraces.scheduling.generator`)
+Our generator draws the artifact's jobs number for number (:mod:`.generator`)
 and our schedulers equal the artifact's on them job for job, so these are the
 paper's figures re-run, beside the published values:
 
@@ -39,7 +39,7 @@ INPUTS = "elasticflow.cluster_specs elasticflow.throughputs"
 def _replay(con: duckdb.DuckDBPyConnection, figure: str, parts: list[Any], replay: Any) -> str:
     """Parquet path of a cached replay (see :func:`.cached.cached_replay`)."""
     from mltraces.figures import store
-    from mltraces.sources.elasticflow.cached import cached_replay
+    from mltraces.papers.elasticflow_asplos23.cached import cached_replay
 
     return store.literal(cached_replay(con, INPUTS, [f"elasticflow-{figure}", repr(parts)],
                                        replay))
@@ -60,7 +60,9 @@ def fig9_data(con: duckdb.DuckDBPyConnection, seeds: Sequence[int] | None = None
 
     Columns: gpus, cluster, policy, name, mean, lo, hi, seeds, published.
     """
-    from mltraces.scheduling import genfigs, inputs, sweep
+    from mltraces.papers.elasticflow_asplos23 import genfigs
+    from mltraces.scheduling import sweep
+    from mltraces.workloads import cluster as inputs
 
     fig = genfigs.setup("fig9")
     seeds = list(seeds or genfigs.SEEDS)
@@ -131,7 +133,9 @@ def fig10_data(con: duckdb.DuckDBPyConnection, policies: Sequence[str] | None = 
     """
     import pandas as pd
 
-    from mltraces.scheduling import genfigs, inputs, sweep
+    from mltraces.papers.elasticflow_asplos23 import genfigs
+    from mltraces.scheduling import sweep
+    from mltraces.workloads import cluster as inputs
 
     fig = genfigs.setup("fig10")
     chosen = list(policies or fig["policies"])
@@ -198,7 +202,9 @@ def fig11_data(con: duckdb.DuckDBPyConnection, seeds: Sequence[int] | None = Non
     Columns: panel ('ratio' or 'jct_improvement'), share, policy, name, mean,
     lo, hi, seeds, published.
     """
-    from mltraces.scheduling import genfigs, inputs, sweep
+    from mltraces.papers.elasticflow_asplos23 import genfigs
+    from mltraces.scheduling import sweep
+    from mltraces.workloads import cluster as inputs
 
     fig = genfigs.setup("fig11")
     seeds = list(seeds or genfigs.SEEDS)

@@ -3,20 +3,20 @@
 The figure compares deadline satisfactory ratios on the ten ITP clusters of
 ``elasticflow-traces.tar.gz`` and the artifact's Philly trace, each replayed
 on the cluster size the artifact's ``run_fig8b.sh`` uses. The facts live once,
-in the elasticflow source's card (``published.fig8b`` of its ``source.json``).
+in this paper's ``published.json`` (``fig8b``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
 def _figure() -> dict[str, Any]:
-    """Fig. 8(b)'s setup and published bars, as the elasticflow source's card records them."""
-    from mltraces.registry import get_source
+    """Fig. 8(b)'s setup and published bars, as the paper's published.json records them."""
+    from mltraces.papers import published
 
-    return get_source("elasticflow").published["fig8b"]
+    return published("elasticflow_asplos23")["fig8b"]
 
 
 _SETUP = _figure()["setup"]
@@ -79,3 +79,27 @@ def fig8b_cases(
         Case.build(name, jobs, chosen[name], throughputs, **options)
         for name, jobs in traces.items()
     ]
+
+
+def catalog_cases(con: Any, labels: Iterable[str] | None = None, **options: Any) -> list:
+    """The Fig. 8(b) cases (every trace on its cluster, A100 throughputs), from the catalog."""
+    from mltraces.scheduling.api import Case
+    from mltraces.scheduling.errors import SchedulingError
+    from mltraces.workloads import cluster
+
+    chosen = list(FIG8B_CLUSTERS) if labels is None else list(labels)
+    unknown = [label for label in chosen if label not in FIG8B_CLUSTERS]
+    if unknown:
+        raise SchedulingError(f"{unknown} are not Fig. 8(b) traces; it has "
+                              f"{', '.join(FIG8B_CLUSTERS)}")
+    profiles = cluster.load_profiles(con, "A100")
+    return [Case.build(label, cluster.load_jobs(con, FIG8B_TRACE_IDS[label]),
+                       cluster.load_cluster(con, FIG8B_CLUSTERS[label]), profiles, **options)
+            for label in chosen]
+
+
+def tables() -> list[str]:
+    """The catalog tables the Fig. 8(b) replays read: what to pass to ``connect()``."""
+    from mltraces.workloads import cluster
+
+    return cluster.tables_for(FIG8B_TRACE_IDS.values())

@@ -9,7 +9,8 @@ instead, and DuckDB is never imported.
 
 The saved file is keyed like every derived file of the cache: by what it came
 from (each Parquet's path, size, mtime, ctime and inode) and by the code that
-made it (this module and :mod:`.traces`, by size and mtime, and numpy's
+made it (this module, :mod:`.recurring` and :mod:`mltraces.simulation.traces`, by size and
+mtime, and numpy's
 version). Any other key, an unreadable or malformed file, or a local override
 means the catalog is read as before and the file written anew (atomically; one
 file, replaced, so stale copies never pile up). It is loaded without pickles
@@ -35,15 +36,17 @@ from mltraces.simulation.traces import (
     TRAIN_COLUMNS,
     TraceSet,
 )
+from mltraces.workloads.recurring import TRACE_TABLES
 
 if TYPE_CHECKING:
     from mltraces.catalog.store import Built
 
-TABLES = ("zeus.train", "zeus.power")
+TABLES = TRACE_TABLES
 FILE_NAME = "zeus-traces.npz"
 #: more rows than any Zeus trace has by far: a larger saved file is not ours
 MAX_ROWS = 1_000_000
-_CODE = (Path(__file__), Path(__file__).with_name("traces.py"))
+_CODE = (Path(__file__), Path(__file__).with_name("recurring.py"),
+         Path(__file__).parents[1] / "simulation" / "traces.py")
 
 
 def cache_file() -> Path:
@@ -97,7 +100,7 @@ def load(key: str, path: Path | None = None) -> TraceSet | None:
         return None  # missing, truncated, tampered or pickled: read the catalog instead
     if train is None or power is None:
         return None
-    return TraceSet.from_arrays(train, power)
+    return TraceSet.from_arrays(train, power, labels=TRACE_TABLES)
 
 
 def _columns(saved: Mapping[str, np.ndarray], part: str, names: list[str]

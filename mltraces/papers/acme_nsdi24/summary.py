@@ -127,7 +127,7 @@ def cluster_summary(
 
     Examples
     --------
-    >>> from mltraces.sources.acme.summary import cluster_summary
+    >>> from mltraces.papers.acme_nsdi24.summary import cluster_summary
     >>> cluster_summary(local={"acme.seren_jobs": "trace_seren.csv"},
     ...                 clusters=["Seren"])                            # doctest: +SKIP
     """

@@ -1,11 +1,12 @@
 """The AcmeTrace (NSDI'24) notebook's cells, read by ``notebooks/make_notebooks.py``.
 
-Plain data: the notebook they go into, where they go in it (``ORDER``), its
-introduction, and (markdown, code) pairs. See the generator's docstring.
+Plain data: the notebook they go into, the paper's modules its setup cell imports
+(name in the notebook -> module of this folder), its introduction, and (markdown,
+code) pairs. See the generator's docstring.
 """
 
 NOTEBOOK = "acme_nsdi24.ipynb"
-ORDER = 0
+MODULES = {"acme": "figures"}
 INTRO = (
     "# AcmeTrace (NSDI'24): LLM development in the datacenter\n\n"
     "Six months of jobs on Shanghai AI Lab's Seren and Kalos A100 clusters, which were "

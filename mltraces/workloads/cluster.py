@@ -182,28 +182,3 @@ def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSp
 def capacity_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> ClusterSpec:
     """The cluster of the trace's own capacity, built from its name (no spec file)."""
     return ClusterSpec.from_name(default_cluster(con, trace_id))
-
-
-def fig8b_cases(con: duckdb.DuckDBPyConnection, labels: Iterable[str] | None = None,
-                **options: Any) -> list[Any]:
-    """The Fig. 8(b) cases (every trace on its cluster), from the catalog."""
-    from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
-
-    chosen = list(FIG8B_CLUSTERS) if labels is None else list(labels)
-    unknown = [label for label in chosen if label not in FIG8B_CLUSTERS]
-    if unknown:
-        raise SchedulingError(f"{unknown} are not Fig. 8(b) traces; it has "
-                              f"{', '.join(FIG8B_CLUSTERS)}")
-    profiles = load_profiles(con, "A100")
-    from mltraces.scheduling.api import Case
-
-    return [Case.build(label, load_jobs(con, FIG8B_TRACE_IDS[label]),
-                       load_cluster(con, FIG8B_CLUSTERS[label]), profiles, **options)
-            for label in chosen]
-
-
-def fig8b_tables() -> list[str]:
-    """The catalog tables the Fig. 8(b) replays read."""
-    from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS
-
-    return tables_for(FIG8B_TRACE_IDS.values())

@@ -6,7 +6,7 @@ Fig. 1 and Fig. 2 come from the traces directly (SQL on the configurations,
 named by what they show: the paper's evaluation figure numbers could not be
 confirmed, so they carry none.
 
-The paper's published numbers (in ``source.json``, read by :mod:`.paper`) are
+The paper's published numbers (in ``published.json``, read by :mod:`.paper`) are
 printed beside ours: Fig. 1's bar heights as read off the paper's figure (the
 SVG in the Zeus documentation's research overview) and its text's
 3.0%–31.5% / 23.8%–74.7% ranges; Fig. 2's Pareto front as labelled in its
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mltraces.figures import store, style
 from mltraces.figures.sql import values_sql
-from mltraces.sources.zeus.evaluation import (
+from mltraces.papers.zeus_nsdi23.evaluation import (
     EVALUATION_FIGURES,
     alibaba_data,
     converged_data,
@@ -36,7 +36,7 @@ from mltraces.sources.zeus.evaluation import (
     simulation_history,
     simulator_version,
 )
-from mltraces.sources.zeus.paper import (
+from mltraces.papers.zeus_nsdi23.paper import (
     GPU_LABELS,
     GPUS,
     PAPER,

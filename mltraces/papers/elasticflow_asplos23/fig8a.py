@@ -4,8 +4,8 @@ The figure compares deadline satisfactory ratios on the trace the artifact
 ships for its comparison with Pollux (``elasticVpollux_e.csv``, 195 jobs of
 six T4-profiled models) on 16 nodes of 4 GPUs with the T4 throughputs and
 60 s slots (``run_fig8a.sh``). Pollux comes from its own simulator and is
-published only. The facts live once, in the elasticflow source's card
-(``published.fig8a`` of its ``source.json``).
+published only. The facts live once, in this paper's ``published.json``
+(``fig8a``).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 
 
 def _figure() -> dict[str, Any]:
-    """Fig. 8(a)'s setup and published bars, as the elasticflow source's card records them."""
-    from mltraces.registry import get_source
+    """Fig. 8(a)'s setup and published bars, as the paper's published.json records them."""
+    from mltraces.papers import published
 
-    return get_source("elasticflow").published["fig8a"]
+    return published("elasticflow_asplos23")["fig8a"]
 
 
 _SETUP = _figure()["setup"]

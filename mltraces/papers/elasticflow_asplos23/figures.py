@@ -19,6 +19,8 @@ on the catalog's traces, so they are *our simulation* of the paper's setup:
   ``n16g8`` in the simulator (a Fig. 7(a)-style figure, not the testbed run).
 - Figs. 9, 10 and 11 on the generator's traces: :mod:`.generated`
   (``fig9_data``, ``fig10_data``, ``fig11_data`` are re-exported here).
+- Fig. 7(b) and our characterisation of the released ITP traces: :mod:`.itp_figures`
+  (their specs are part of :data:`FIGURES`).
 
 Replays are cached beside the catalog Parquet they read, keyed by those files
 and the scheduler's source, so a warm figure run does not replay again.
@@ -30,13 +32,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mltraces.figures import store, style
+from mltraces.papers.elasticflow_asplos23 import generated, itp_figures
+from mltraces.papers.elasticflow_asplos23.cached import cached_replay as _cached_replay
+from mltraces.papers.elasticflow_asplos23.cached import scheduler_version as scheduler_version
+from mltraces.papers.elasticflow_asplos23.generated import fig9_data as fig9_data  # re-exported
+from mltraces.papers.elasticflow_asplos23.generated import fig10_data as fig10_data
+from mltraces.papers.elasticflow_asplos23.generated import fig11_data as fig11_data
 from mltraces.schema import sql_literal
-from mltraces.sources.elasticflow import generated
-from mltraces.sources.elasticflow.cached import cached_replay as _cached_replay
-from mltraces.sources.elasticflow.cached import scheduler_version as scheduler_version
-from mltraces.sources.elasticflow.generated import fig9_data as fig9_data  # re-exported
-from mltraces.sources.elasticflow.generated import fig10_data as fig10_data
-from mltraces.sources.elasticflow.generated import fig11_data as fig11_data
 
 if TYPE_CHECKING:
     import duckdb
@@ -62,19 +64,20 @@ def fig8b_data(con: duckdb.DuckDBPyConnection, labels: Sequence[str] | None = No
     ``policies`` select a part of the figure (the whole takes ~7 min on 2 cores,
     once).
     """
-    from mltraces.scheduling import inputs, sweep
-    from mltraces.scheduling.fig8b import (
+    from mltraces.papers.elasticflow_asplos23.fig8b import (
         FIG8B_NAMES,
         FIG8B_POLICIES,
         FIG8B_TRACES,
         PUBLISHED_FIG8B,
+        catalog_cases,
     )
+    from mltraces.scheduling import sweep
 
     chosen = list(labels or FIG8B_TRACES)
     replayed = list(policies or FIG8B_POLICIES)
 
     def replay() -> pd.DataFrame:
-        summary = sweep(inputs.fig8b_cases(con, chosen), replayed).summary
+        summary = sweep(catalog_cases(con, chosen), replayed).summary
         return summary[["trace", "policy", "ddl_satis_ratio"]]
 
     path = _cached_replay(con, FIG8B_INPUTS, ["elasticflow-fig8b", repr((chosen, replayed))],
@@ -102,8 +105,7 @@ def fig8a_data(con: duckdb.DuckDBPyConnection, policies: Sequence[str] | None = 
     is published only), published, in the paper's bar order. ``policies``
     replays a part (the whole takes about a minute, once).
     """
-    from mltraces.scheduling import inputs, sweep
-    from mltraces.scheduling.fig8a import (
+    from mltraces.papers.elasticflow_asplos23.fig8a import (
         FIG8A_CLUSTER,
         FIG8A_GPU_TYPE,
         FIG8A_LABEL,
@@ -112,6 +114,8 @@ def fig8a_data(con: duckdb.DuckDBPyConnection, policies: Sequence[str] | None = 
         FIG8A_TRACE,
         PUBLISHED_FIG8A,
     )
+    from mltraces.scheduling import sweep
+    from mltraces.workloads import cluster as inputs
 
     replayed = list(policies or FIG8A_POLICIES)
 
@@ -140,8 +144,9 @@ def fig7a_data(con: duckdb.DuckDBPyConnection, policies: Sequence[str] | None = 
     Columns: policy, name, hour (since the first submission), allocated_gpus,
     cluster_gpus; clipped to the 48 hours the paper plots.
     """
-    from mltraces.scheduling import inputs, sweep
-    from mltraces.scheduling.fig8b import FIG8B_NAMES, FIG8B_POLICIES
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_NAMES, FIG8B_POLICIES
+    from mltraces.scheduling import sweep
+    from mltraces.workloads import cluster as inputs
 
     replayed = list(policies or FIG8B_POLICIES)
 
@@ -209,7 +214,7 @@ def plot_fig8a(data: pd.DataFrame) -> Any:
     import numpy as np
     from matplotlib.patches import Patch
 
-    from mltraces.scheduling.fig8a import FIG8A_PRINTED_LEGEND, POLLUX_README_RATIO
+    from mltraces.papers.elasticflow_asplos23.fig8a import FIG8A_PRINTED_LEGEND, POLLUX_README_RATIO
 
     names = list(data["name"])
     colors = _colors(names)
@@ -329,4 +334,5 @@ FIGURES = (
           "trace, simulated on 16 x 8 GPUs", fig7a_data, plot_fig7a,
           tuple(FIG7A_INPUTS.split()), figure="Fig. 7(a), simulated"),
     *_generated(),
+    *itp_figures.FIGURES,  # the released traces: Fig. 7(b) and our characterisation
 )

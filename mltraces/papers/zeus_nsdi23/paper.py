@@ -1,6 +1,6 @@
 """What the Zeus (NSDI'23) figures share: names, the published numbers, the configuration SQL.
 
-The paper's numbers live as data in the source's ``source.json`` (``published``):
+The paper's numbers live as data in this folder's ``published.json``:
 Fig. 1's bar heights and saved ranges, Fig. 2's Pareto front and axes, and the
 abstract's headline result. The accessors here read them from there, so a
 figure, a report and a test all see the same values.
@@ -53,10 +53,10 @@ POLICY_LABELS = {
 
 
 def published() -> dict[str, Any]:
-    """The ``published`` block of the zeus source's ``source.json``."""
-    from mltraces.registry import get_source
+    """The paper's published numbers (this folder's ``published.json``)."""
+    from mltraces.papers import published as numbers
 
-    return get_source("zeus").published
+    return numbers("zeus_nsdi23")
 
 
 def paper_fig1_bars() -> dict[str, dict[str, float]]:
@@ -92,7 +92,7 @@ class Headline:
 
 
 def paper_headline() -> Headline:
-    """The paper's headline numbers (:class:`Headline`), from ``source.json``."""
+    """The paper's headline numbers (:class:`Headline`), from ``published.json``."""
     raw = published()["headline"]
     low, high = raw["energy_saved_pct"]
     return Headline((float(low), float(high)), float(raw["time_saved_pct"]), raw["baseline"])

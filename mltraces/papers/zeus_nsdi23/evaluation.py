@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from mltraces.figures import store, style
 from mltraces.figures.sql import registered
-from mltraces.sources.zeus.paper import (
+from mltraces.papers.zeus_nsdi23.paper import (
     GPU_LABELS,
     PAPER_NAMES,
     PAPER_ORDER,
@@ -92,7 +92,8 @@ def history_file(
     arguments, the traces' Parquet files and :func:`simulator_version`.
     ``gpu`` may name several GPUs, comma-separated.
     """
-    from mltraces.simulation import load_traces, simulate
+    from mltraces.simulation import simulate
+    from mltraces.workloads.recurring import load_traces
 
     def write(path: Path) -> None:
         result = simulate(load_traces(con), gpu, workloads, list(policies), list(seeds),
@@ -671,12 +672,12 @@ def alibaba_data(
 ) -> duckdb.DuckDBPyRelation:
     """Alibaba recurring groups replayed under Zeus and Default: totals per workload.
 
-    Uses :func:`mltraces.simulation.replay_alibaba` on ``zeus.alibaba_groups``,
+    Uses :func:`mltraces.workloads.recurring.replay_alibaba` on ``zeus.alibaba_groups``,
     cached like the other simulations. Columns: workload, metric ('ETA' or
     'TTA'), vs_default (Zeus total over all groups of the workload divided by
     Default's).
     """
-    from mltraces.simulation import replay_alibaba
+    from mltraces.workloads.recurring import replay_alibaba
 
     def write(path: Path) -> None:
         groups = con.sql('SELECT "group", start_time, end_time, dataset, runtime_ratio '

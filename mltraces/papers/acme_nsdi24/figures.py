@@ -77,12 +77,12 @@ class NoJobTraceError(LookupError):
 def paper_type_shares() -> dict[tuple[str, str], dict[str, float]]:
     """The paper's treemap shares (%) of GPU jobs by type, per (cluster, measure).
 
-    Read from ``published.type_shares`` in the source's ``source.json``, where
+    Read from ``type_shares`` in the paper's ``published.json``, where
     the published numbers live as data.
     """
-    from mltraces.registry import get_source
+    from mltraces.papers import published
 
-    shares = get_source("acme").published["type_shares"]["shares"]
+    shares = published("acme_nsdi24")["type_shares"]["shares"]
     return {(cluster, measure): {kind: float(v) for kind, v in values.items()}
             for cluster, by_measure in shares.items() for measure, values in by_measure.items()}
 
@@ -888,7 +888,7 @@ def plot_cluster_summary(data: pd.DataFrame) -> Any:
 def summary_check_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
     """``cluster_summary.csv`` vs the same statistics recomputed from the job tables.
 
-    The statistics and their definitions are :mod:`mltraces.sources.acme.summary`'s
+    The statistics and their definitions are :mod:`mltraces.papers.acme_nsdi24.summary`'s
     (the one place they are computed). Seren's published counts predate the
     authors' filtering (1,031,550 vs 818,327 released rows), so its rows are
     expected to differ.
@@ -896,7 +896,7 @@ def summary_check_data(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelatio
     Columns: cluster, statistic, published, recomputed, relative_difference.
     """
     from mltraces.figures import available
-    from mltraces.sources.acme.summary import comparison_sql
+    from mltraces.papers.acme_nsdi24.summary import comparison_sql
 
     tables = {c: t for c, t in JOB_TABLES.items() if t in available(con, [t])}
     if not tables:

@@ -9,8 +9,8 @@ with 240 s slots:
 * Fig. 11, share of best-effort jobs: 200 jobs (``lam`` 900 s) on 64 GPUs with 10 %
   to 90 % of them best-effort.
 
-The setups and published values live once, in the elasticflow source card
-(``published.fig9``/``fig10``/``fig11`` of its ``source.json``). The artifact
+The setups and published values live once, in this paper's ``published.json``
+(``fig9``/``fig10``/``fig11``). The artifact
 draws Figs. 9 and 11's deadlines unseeded; here each seed is a deadline stream
 (``deadline_seed``) over the artifact's jobs (``seed=0``), and one seed serves
 every best-effort share of Fig. 11 (the shares then differ only in which jobs
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from mltraces.papers.elasticflow_asplos23.generator import TraceSpec, generate_trace
 from mltraces.scheduling.api import POLICIES, Case
 from mltraces.scheduling.cluster import ClusterSpec
-from mltraces.scheduling.generator import TraceSpec, generate_trace
 from mltraces.scheduling.jobs import as_jobs
 from mltraces.scheduling.profiles import Profiles
 from mltraces.scheduling.results import ScheduleResult
@@ -40,10 +40,10 @@ SEEDS: tuple[int, ...] = tuple(range(1, 11))
 
 
 def setup(figure: str) -> dict[str, Any]:
-    """The figure's setup and published values from the elasticflow source card."""
-    from mltraces.registry import get_source
+    """The figure's setup and published values from the paper's published.json."""
+    from mltraces.papers import published
 
-    return get_source("elasticflow").published[figure]
+    return published("elasticflow_asplos23")[figure]
 
 
 def replayed(policies: Iterable[str]) -> list[str]:

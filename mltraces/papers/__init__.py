@@ -1,0 +1,108 @@
+"""One folder per paper (and per study of our own): the only layer that knows a paper.
+
+A folder ``mltraces/papers/<paper>/`` holds everything about one paper, found by
+scanning, so adding a paper is adding a folder:
+
+- ``paper.json``: the card (title, venue, the sources whose data it draws, the source
+  whose ``citation.bib`` cites it, the notebook its cells go into);
+- ``published.json``: the paper's published numbers (bar heights, Pareto fronts,
+  setups of its experiments), read by its figures and reports; never in a source card;
+- ``figures.py``: a ``FIGURES`` tuple of :class:`~mltraces.figures.FigureSpec`, found by
+  the figure registry (:mod:`mltraces.figures.specs`);
+- ``notebook.py``: the notebook's cells as plain data (``notebooks/make_notebooks.py``);
+- its setups and analyses (replay cases, evaluation sweeps, reports), as modules.
+
+Papers sit above the engines, the catalog and the drawing kit, and below the
+commands: a paper imports what it needs; nothing below imports a paper (figures and
+notebooks find them by scanning), and a command asks a paper for its defaults.
+
+>>> from mltraces import papers
+>>> sorted(papers.all_papers())[:1]
+['acme_nsdi24']
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from mltraces.errors import RegistryError
+
+PAPERS_DIR = Path(__file__).resolve().parent
+CARD_FILE = "paper.json"
+PUBLISHED_FILE = "published.json"
+_CARD_KEYS = {"name", "title", "venue", "sources", "cites", "notebook", "summary", "url"}
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper's card: what it is, which sources it draws on, where its cells go."""
+
+    name: str
+    title: str
+    venue: str
+    sources: tuple[str, ...]
+    cites: str
+    notebook: str = ""
+    summary: str = ""
+    url: str = ""
+
+    @property
+    def folder(self) -> Path:
+        """The paper's folder in the package."""
+        return PAPERS_DIR / self.name
+
+    def published(self) -> dict[str, Any]:
+        """The paper's published numbers (``published.json``)."""
+        return published(self.name)
+
+
+def paper_folders() -> list[Path]:
+    """Every paper folder (one holding ``paper.json``), by name."""
+    return sorted(p.parent for p in PAPERS_DIR.glob(f"*/{CARD_FILE}"))
+
+
+@cache
+def get_paper(name: str) -> Paper:
+    """The card of paper ``name``; the error lists the known papers."""
+    path = PAPERS_DIR / name / CARD_FILE
+    if "/" in name or not path.is_file():
+        known = ", ".join(p.name for p in paper_folders())
+        raise KeyError(f"unknown paper {name!r}; known papers: {known}")
+    raw = _json(path)
+    unknown = set(raw) - _CARD_KEYS
+    missing = {"name", "title", "venue", "sources", "cites"} - set(raw)
+    if unknown or missing or raw.get("name") != name:
+        raise RegistryError(f"{path}: unknown keys {sorted(unknown)}, missing {sorted(missing)}"
+                            f", name {raw.get('name')!r} (must be the folder's, {name!r})")
+    return Paper(name=name, title=raw["title"], venue=raw["venue"],
+                 sources=tuple(raw["sources"]), cites=raw["cites"],
+                 notebook=raw.get("notebook", ""), summary=raw.get("summary", ""),
+                 url=raw.get("url", ""))
+
+
+def all_papers() -> dict[str, Paper]:
+    """Every paper's card by name."""
+    return {folder.name: get_paper(folder.name) for folder in paper_folders()}
+
+
+@cache
+def published(paper: str) -> dict[str, Any]:
+    """Paper ``paper``'s published numbers, from its folder's ``published.json``."""
+    path = PAPERS_DIR / paper / PUBLISHED_FILE
+    if not path.is_file():
+        raise KeyError(f"paper {paper!r} has no {PUBLISHED_FILE} ({path})")
+    return _json(path)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise RegistryError(f"cannot read {path}: {error}") from error
+    if not isinstance(value, dict):
+        raise RegistryError(f"{path}: expected a JSON object")
+    return value
