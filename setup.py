@@ -1,8 +1,8 @@
 """Build the scheduling cores as C extensions when Cython and a C compiler are available.
 
 Everything else about the package is in pyproject.toml. The cores
-(``mltraces/scheduling/{efcore,efrounds,gandivacore,leasecore,chronuscore}.py``, see
-``mltraces/scheduling/native.py``) are Cython pure-Python-mode modules: the same
+(``mltraces/scheduling/cores/{efcore,efrounds,gandivacore,leasecore,chronuscore}.py``, see
+``mltraces/scheduling/cores/native.py``) are Cython pure-Python-mode modules: the same
 files run as plain Python when they could not be compiled, so a failed build is
 a notice, never an error. Each built extension gets a ``.sha256`` beside it
 naming the source it was compiled from; the package runs the source instead of
@@ -20,7 +20,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore")
-FOLDER = Path("mltraces") / "scheduling"
+FOLDER = Path("mltraces") / "scheduling" / "cores"
 #: bounds are not checked (every index is in range by construction, as it was under
 #: numba); negative indices wrap and division keeps Python's semantics (floor, modulo of
 #: negatives, ZeroDivisionError), so compiled and interpreted runs agree bit for bit
@@ -99,7 +99,7 @@ def extensions() -> list[Extension]:
     except ImportError:
         notice("Cython is not installed; the scheduling cores run as plain Python")
         return []
-    modules = [Extension(f"mltraces.scheduling.{name}", [str(FOLDER / f"{name}.py")])
+    modules = [Extension(f"mltraces.scheduling.cores.{name}", [str(FOLDER / f"{name}.py")])
                for name in CORES]
     try:
         built = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)

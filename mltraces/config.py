@@ -18,7 +18,7 @@ library calls all see the same values:
 - ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
   folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.
 - ``MLTRACES_INTERPRETED=1``: run the scheduling cores as the Python they are written in,
-  even where they were compiled (:mod:`mltraces.scheduling.native`; the tests compare both).
+  even where they were compiled (:mod:`mltraces.scheduling.cores.native`; the tests compare both).
 
 Limits on what the network and archives may cost (each error names its setting):
 

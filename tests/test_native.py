@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
 
-from mltraces.scheduling import native
+from mltraces.scheduling.cores import native
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,11 +33,11 @@ def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
         pytest.skip("no C compiler: the cores run as plain Python here")
     state = native.build()
     assert state.compiled, state.reason
-    import mltraces.scheduling.chronuscore as chronuscore
-    import mltraces.scheduling.efcore as efcore
-    import mltraces.scheduling.efrounds as efrounds
-    import mltraces.scheduling.gandivacore as gandivacore
-    import mltraces.scheduling.leasecore as leasecore
+    import mltraces.scheduling.cores.chronuscore as chronuscore
+    import mltraces.scheduling.cores.efcore as efcore
+    import mltraces.scheduling.cores.efrounds as efrounds
+    import mltraces.scheduling.cores.gandivacore as gandivacore
+    import mltraces.scheduling.cores.leasecore as leasecore
 
     for module in (efcore, efrounds, gandivacore, leasecore, chronuscore):
         assert not module.__file__.endswith(".py"), module.__file__
@@ -62,7 +62,7 @@ import sys
 sys.modules["cython"] = None  # as if Cython were not installed: the stand-in decorators
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import chronuscore, efcore, efrounds, gandivacore, leasecore, native
+from mltraces.scheduling.cores import chronuscore, efcore, efrounds, gandivacore, leasecore, native
 assert not native.build().compiled
 assert all(m.__file__.endswith(".py")
            for m in (efcore, efrounds, gandivacore, leasecore, chronuscore))
@@ -95,8 +95,9 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     """``setup.py`` with a compiler that fails: the build succeeds, names what was not
     compiled, and leaves no extension (the package then runs the source). Only
     ``gandivacore`` is built here: translating the others too costs seconds, not coverage."""
-    for name in ("mltraces/__init__.py", "mltraces/scheduling/__init__.py",
-                 "mltraces/scheduling/cyshim.py", "mltraces/scheduling/gandivacore.py"):
+    for name in ("mltraces/__init__.py", "mltraces/_moved.py", "mltraces/scheduling/__init__.py",
+                 "mltraces/scheduling/cores/__init__.py", "mltraces/scheduling/cores/cyshim.py",
+                 "mltraces/scheduling/cores/gandivacore.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
@@ -109,4 +110,4 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     said = done.stderr
     assert ("not compiled" in said) or ("Cython is not installed" in said), said[-2000:]
-    assert not list((tmp_path / "mltraces/scheduling").glob("*.so"))
+    assert not list((tmp_path / "mltraces/scheduling/cores").glob("*.so"))

@@ -145,7 +145,8 @@ def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> Non
     """A core whose extension was not built runs about 100 times slower: the CLI says so in
     one line, naming why, and says nothing when the cores run compiled."""
     from mltraces.commands.schedule import _announce_interpreted
-    from mltraces.scheduling import EDF, Chronus, EDFElastic, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import EDF, Chronus, EDFElastic, ElasticFlow, Gandiva
+    from mltraces.scheduling.cores import native
 
     monkeypatch.setattr(native, "build", lambda: native.Build(True))
     _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)

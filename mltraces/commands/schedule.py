@@ -276,7 +276,8 @@ def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
 
     The cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva
+    from mltraces.scheduling.cores import native
 
     if quiet:
         return

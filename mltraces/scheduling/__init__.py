@@ -75,7 +75,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mltraces.scheduling import native
 from mltraces.scheduling.api import (
     ALIASES,
     POLICIES,
@@ -88,21 +87,23 @@ from mltraces.scheduling.api import (
     sweep,
 )
 from mltraces.scheduling.base import Policy, Setup
-from mltraces.scheduling.chronus import Chronus
 from mltraces.scheduling.cluster import ClusterSpec
-from mltraces.scheduling.edf import EDF
-from mltraces.scheduling.edfadmit import EDFAdmission
-from mltraces.scheduling.efnoadmit import EDFElastic
-from mltraces.scheduling.elasticflow import ElasticFlow
-from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
+from mltraces.scheduling.cores import native
+from mltraces.scheduling.engine import AllocationPolicy, View
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.gandiva import Gandiva
 from mltraces.scheduling.jobs import COLUMNS, Job, JobRecords, Jobs, as_jobs, read_jobs_csv
 from mltraces.scheduling.overhead import Overhead
+from mltraces.scheduling.policies.baselines import FIFO, SJF
+from mltraces.scheduling.policies.chronus import Chronus
+from mltraces.scheduling.policies.edf import EDF
+from mltraces.scheduling.policies.edfadmit import EDFAdmission
+from mltraces.scheduling.policies.efnoadmit import EDFElastic
+from mltraces.scheduling.policies.elasticflow import ElasticFlow
+from mltraces.scheduling.policies.gandiva import Gandiva
+from mltraces.scheduling.policies.themis import Themis
+from mltraces.scheduling.policies.tiresias import Tiresias
 from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, Recorder, ScheduleResult
-from mltraces.scheduling.themis import Themis
-from mltraces.scheduling.tiresias import Tiresias
 
 native.install()  # the cores are imported on first use; they may have to run as Python
 

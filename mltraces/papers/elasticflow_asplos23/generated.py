@@ -15,9 +15,10 @@ paper's figures re-run, beside the published values:
   Gandiva, for 10 % to 90 % best-effort jobs; mean and range over seeds, the published
   curves dashed.
 
-Setups and published numbers are the source card's (``published.fig9`` ...
-``fig11``). Chronus is the artifact's ``chronus-scheduler`` (:mod:`mltraces.scheduling.chronus`),
-its lease programs solved by HiGHS as in Figs. 8(a) and 8(b).
+Setups and published numbers are this paper's (``published.json``: ``fig9`` ...
+``fig11``). Chronus is the artifact's ``chronus-scheduler``
+(:mod:`~mltraces.scheduling.policies.chronus`), its lease programs solved by HiGHS as in
+Figs. 8(a) and 8(b).
 """
 
 from __future__ import annotations

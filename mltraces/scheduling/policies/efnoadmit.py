@@ -32,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 from mltraces.scheduling.base import Setup
-from mltraces.scheduling.elasticflow import model_tables, overhead_tables
 from mltraces.scheduling.errors import SchedulingError
 from mltraces.scheduling.events import arrival_groups
+from mltraces.scheduling.policies.elasticflow import model_tables, overhead_tables
 from mltraces.scheduling.results import Recorder
 
 
@@ -49,7 +49,7 @@ class EDFElastic:
 
 def _replay(setup: Setup) -> Recorder:
     """Run :class:`.efrounds.NoAdmit` on the setup's arrays and fill a :class:`Recorder`."""
-    from mltraces.scheduling import efrounds  # the compiled rounds load only when needed
+    from mltraces.scheduling.cores import efrounds  # the compiled rounds load only when needed
 
     jobs, total = setup.jobs, setup.gpus
     n = len(jobs)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.paidrounds import PaidRounds
+from mltraces.scheduling.policies.paidrounds import PaidRounds
 from mltraces.scheduling.profiles import plain_cap
 from mltraces.scheduling.results import Recorder
 from mltraces.scheduling.timeline import align

@@ -132,7 +132,7 @@ class Spans(NamedTuple):
 @cache
 def _core() -> ModuleType:
     """The compiled packing loops (imported on first use, after :mod:`.native` is set up)."""
-    from mltraces.scheduling import leasecore
+    from mltraces.scheduling.cores import leasecore
 
     return leasecore
 

@@ -64,7 +64,7 @@ class Gandiva:
         return f"Gandiva(shift_invariant={self.shift_invariant})"
 
     def simulate(self, setup: Setup) -> Recorder:
-        from mltraces.scheduling import gandivacore  # loaded only when Gandiva runs
+        from mltraces.scheduling.cores import gandivacore  # loaded only when Gandiva runs
 
         setup.check_memory("gandiva", 8.0 * (len(SET_SIZES) + 6) * setup.cluster.nodes,
                            "its node sets grow with the nodes")

@@ -157,7 +157,7 @@ def _replay(setup: Setup, reprice_all: bool) -> Recorder:
     n = len(jobs)
     setup.check_memory("elasticflow", 8.0 * (total * (total + 1) + nodes * (n + 263) + 8 * total),
                        "its tables grow as GPUs x GPUs and nodes x jobs")
-    from mltraces.scheduling import efrounds  # the compiled rounds load only when needed
+    from mltraces.scheduling.cores import efrounds  # the compiled rounds load only when needed
 
     tables, _ = model_tables(setup)
     rec = setup.recorder()

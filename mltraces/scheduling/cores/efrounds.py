@@ -48,16 +48,16 @@ import numpy as np
 try:
     import cython
 except ImportError:  # installed without its compiled extensions: run as Python
-    from mltraces.scheduling import cyshim as cython
+    from mltraces.scheduling.cores import cyshim as cython
 
 if cython.compiled:
     from cython.cimports.libc.math import ceil, trunc
     from cython.cimports.libc.string import memmove
-    from cython.cimports.mltraces.scheduling import efcore
+    from cython.cimports.mltraces.scheduling.cores import efcore
 else:
     from math import ceil, trunc
 
-    from mltraces.scheduling import efcore
+    from mltraces.scheduling.cores import efcore
 
 i64 = cython.typedef(cython.longlong)
 f64 = cython.typedef(cython.double)

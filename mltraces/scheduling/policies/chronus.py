@@ -65,7 +65,7 @@ import numpy as np
 
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.leases import (
+from mltraces.scheduling.policies.leases import (
     LAYOUTS,
     Demand,
     Flat,
@@ -78,7 +78,7 @@ from mltraces.scheduling.leases import (
 from mltraces.scheduling.results import Recorder
 
 if TYPE_CHECKING:
-    from mltraces.scheduling.chronuscore import Job
+    from mltraces.scheduling.cores.chronuscore import Job
 
 #: the artifact's lease term and the period of its admission and spare-GPU rounds (BEST_SLOT)
 LEASE = 240
@@ -168,7 +168,7 @@ def _demand(job: Any, lease_index: int) -> Demand:
 @cache
 def _core() -> ModuleType:
     """The compiled per-job loops (imported on first use, after :mod:`.native` is set up)."""
-    from mltraces.scheduling import chronuscore
+    from mltraces.scheduling.cores import chronuscore
 
     return chronuscore
 
