@@ -41,6 +41,23 @@ MODULES: dict[str, str] = {
     "mltraces.scheduling.generator": "mltraces.papers.elasticflow_asplos23.generator",
     "mltraces.scheduling.inputs": "mltraces.workloads.cluster",
     "mltraces.simulation.trace_cache": "mltraces.workloads.recurring_cache",
+    "mltraces.scheduling.chronus": "mltraces.scheduling.policies.chronus",
+    "mltraces.scheduling.edf": "mltraces.scheduling.policies.edf",
+    "mltraces.scheduling.edfadmit": "mltraces.scheduling.policies.edfadmit",
+    "mltraces.scheduling.efnoadmit": "mltraces.scheduling.policies.efnoadmit",
+    "mltraces.scheduling.elasticflow": "mltraces.scheduling.policies.elasticflow",
+    "mltraces.scheduling.gandiva": "mltraces.scheduling.policies.gandiva",
+    "mltraces.scheduling.leases": "mltraces.scheduling.policies.leases",
+    "mltraces.scheduling.paidrounds": "mltraces.scheduling.policies.paidrounds",
+    "mltraces.scheduling.themis": "mltraces.scheduling.policies.themis",
+    "mltraces.scheduling.tiresias": "mltraces.scheduling.policies.tiresias",
+    "mltraces.scheduling.native": "mltraces.scheduling.cores.native",
+    "mltraces.scheduling.cyshim": "mltraces.scheduling.cores.cyshim",
+    "mltraces.scheduling.efcore": "mltraces.scheduling.cores.efcore",
+    "mltraces.scheduling.efrounds": "mltraces.scheduling.cores.efrounds",
+    "mltraces.scheduling.gandivacore": "mltraces.scheduling.cores.gandivacore",
+    "mltraces.scheduling.leasecore": "mltraces.scheduling.cores.leasecore",
+    "mltraces.scheduling.chronuscore": "mltraces.scheduling.cores.chronuscore",
 }
 
 #: (package, old public name) -> "new.module:name"
