@@ -40,6 +40,8 @@ MODULES: dict[str, str] = {
     "mltraces.scheduling.genfigs": "mltraces.papers.elasticflow_asplos23.genfigs",
     "mltraces.scheduling.generator": "mltraces.papers.elasticflow_asplos23.generator",
     "mltraces.scheduling.inputs": "mltraces.workloads.cluster",
+    "mltraces.archives": "mltraces.download.archives",
+    "mltraces.commands.extras": "mltraces.download.extras",
     "mltraces.simulation.trace_cache": "mltraces.workloads.recurring_cache",
     "mltraces.scheduling.chronus": "mltraces.scheduling.policies.chronus",
     "mltraces.scheduling.edf": "mltraces.scheduling.policies.edf",

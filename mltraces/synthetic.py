@@ -190,7 +190,7 @@ def _repinned_member(path: Path, member: Any) -> Any:
     """``member`` of the archive at ``path`` with the size and sha256 of the bytes written."""
     import hashlib
 
-    from mltraces.archives import Limits, open_member
+    from mltraces.download.archives import Limits, open_member
 
     with open_member(path, member.name, Limits.local()) as stream:
         data = stream.read()

@@ -89,8 +89,8 @@ def test_parquet_is_never_served_for_a_replaced_input(http_mirror) -> None:
 
 
 def test_parquet_of_a_tampered_archive_member_goes_with_it(http_mirror, capsys) -> None:
-    from mltraces.archives import discard
     from mltraces.download import fetch_members
+    from mltraces.download.archives import discard
 
     member = fetch_members("itp/elasticflow-traces.tar.gz")["195job.csv"]
     _tamper(member, b"deepspeech2", b"deepspeech9")

@@ -37,10 +37,10 @@ from fakes import (
 )
 
 from mltraces import download as fetch_module
-from mltraces.archives import extract_verified
 from mltraces.cli import main
 from mltraces.download import cleanup, fetch_file, fetch_members, local_path, verify_cached
 from mltraces.download import http as http_module
+from mltraces.download.archives import extract_verified
 from mltraces.errors import (
     CacheError,
     FetchError,

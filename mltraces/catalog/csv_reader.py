@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
-from mltraces.catalog.readers import Conversion, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, InputFile, ReadRequest
 from mltraces.catalog.text import (
     FileFacts,
     check_last_line,

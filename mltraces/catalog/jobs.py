@@ -26,7 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from mltraces.catalog.readers import ViewReader
+from mltraces.catalog.protocol import ViewReader
 from mltraces.catalog.status import (
     PARTIAL,
     READY,

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from mltraces import config
 from mltraces.catalog.problems import DriftProblem, NotFetchedError, SchemaDriftError
-from mltraces.catalog.readers import InputFile
+from mltraces.catalog.protocol import InputFile
 from mltraces.catalog.store import LOCAL_EXTRACTED
 from mltraces.errors import SchemaError
 from mltraces.schema import MEMBER_STEM, SourceSpec, TableSchema
@@ -226,7 +226,7 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
 
 def _local_member(spec: SourceSpec, archive: Path, header: Path | None) -> InputFile:
     """One member of a user's own copy of an archive, held to the local-archive limits."""
-    from mltraces.archives import Limits
+    from mltraces.download.archives import Limits
 
     return InputFile(spec.member or "", archive, dict(spec.columns), spec.member, Limits.local(),
                      header)
@@ -252,7 +252,7 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
         def load() -> list[InputFile]:
             import hashlib
 
-            from mltraces.archives import extract_verified
+            from mltraces.download.archives import extract_verified
 
             digest = hashlib.sha256(_stat_key(path).encode()).hexdigest()[:16]
             target = config.cache_dir() / LOCAL_EXTRACTED / f"{path.name}-{digest}"
@@ -264,7 +264,7 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
 
 
 def _is_archive(path: Path) -> bool:
-    from mltraces.archives import is_zip
+    from mltraces.download.archives import is_zip
 
     return is_zip(path) or _is_tarfile(path)
 

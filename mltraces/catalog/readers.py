@@ -54,105 +54,32 @@ for by name, and ``attach`` finds their state in ``mltraces.status``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
 from functools import cache
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar
 
+from mltraces.catalog.protocol import (
+    Conversion,
+    FileReader,
+    InputFile,
+    Reader,
+    ReadRequest,
+    ViewReader,
+)
 from mltraces.errors import SchemaError
 
 if TYPE_CHECKING:
-    from mltraces.catalog.problems import DriftProblem
-    from mltraces.catalog.status import TableStatus
     from mltraces.schema import TableSchema
 
 __all__ = ["BUILTIN", "Conversion", "FileReader", "InputFile", "ReadRequest", "ViewReader",
            "reader_for", "reader_problem", "resolve"]
 
 
-# Records are NamedTuples: immutable, and cheap to define (a frozen dataclass costs a
-# millisecond of start-up each, and every process that connects defines these).
-
-
-class InputFile(NamedTuple):
-    """One concrete file to read, with the constant columns it contributes.
-
-    ``member`` names a member of the archive at ``path`` that is read as a stream
-    (:meth:`open`), held to ``limits`` (:class:`mltraces.archives.Limits`);
-    ``header`` is a file whose one line names the columns of a headerless CSV.
-    """
-
-    label: str
-    path: Path
-    columns: Mapping[str, str]
-    member: str | None = None
-    limits: Any = None
-    header: Path | None = None
-
-    @contextmanager
-    def open(self) -> Iterator[IO[bytes]]:
-        """The input's bytes: the file itself, or its archive member read as a stream.
-
-        A member the archive lacks is a ``missing file`` drift problem naming it.
-        """
-        if self.member is None:
-            with self.path.open("rb") as handle:
-                yield handle
-            return
-        from mltraces.archives import MissingMemberError, open_member
-        from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-
-        try:
-            with open_member(self.path, self.member, self.limits) as stream:
-                yield stream
-        except MissingMemberError as error:
-            raise SchemaDriftError("", [DriftProblem("missing file", self.label, str(error))]
-                                   ) from None
-
-
-class ReadRequest(NamedTuple):
-    """Everything a :class:`FileReader` gets: what to read, where to write, scratch space."""
-
-    schema: TableSchema
-    inputs: list[InputFile]
-    out: Path
-    work: Path
-
-
-class Conversion(NamedTuple):
-    """What a :class:`FileReader` reports back."""
-
-    rows: int
-    warnings: tuple[DriftProblem, ...] = ()
-
-
-class FileReader(NamedTuple):
-    """A reader whose output the catalog converts once and caches as Parquet."""
-
-    name: str
-    convert: Callable[[ReadRequest], Conversion]
-    row_label: str = "item"  # "line" (physical line of a text file) or "item"
-    kind: str = "file"
-
-
-class ViewReader(NamedTuple):
-    """A reader that creates the table's view itself, over data it manages."""
-
-    name: str
-    attach: Callable[[Any, TableSchema, Path | None], TableStatus]
-    status: Callable[[TableSchema], TableStatus]
-    kind: str = "view"
-    local_status: Callable[[TableSchema, Path], TableStatus] | None = None
-    needs: Callable[[TableSchema], list[str]] | None = None
-
-
-Reader = FileReader | ViewReader
-
-
 def _convert_csv(request: ReadRequest) -> Conversion:
-    # the CSV reader follows this protocol, so it is imported by name, and only to convert
-    return importlib.import_module("mltraces.catalog.csv_reader").convert_csv(request)
+    """The built-in CSV reader, loaded only to convert."""
+    from mltraces.catalog.csv_reader import convert_csv
+
+    return convert_csv(request)
 
 
 class _BuiltinReaders(Mapping[str, "Reader"]):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from mltraces.commands.common import add_table_options, local_overrides
+from mltraces.commands.common import add_table_options, command_line_local
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = export(args.trace, args.to, args.output, recipe=args.recipe, seed=args.seed,
                     origin=args.origin, zone=args.zone,
-                    gavel_throughputs=args.gavel_throughputs, local=local_overrides(args),
+                    gavel_throughputs=args.gavel_throughputs, local=command_line_local(args),
                     quiet=args.quiet)
     if not args.quiet:
         rows = result.provenance["rows"]

@@ -2,7 +2,7 @@
 
 A name a source answers to beyond its registry files (``acme-util``: AcmeTrace's
 utilization files on HuggingFace) is handed to that source's own hook with the
-options it adds (:mod:`mltraces.commands.extras`); such names are fetched only
+options it adds (:mod:`mltraces.download.extras`); such names are fetched only
 when named.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from mltraces.commands.extras import extras, source_names
+    from mltraces.download.extras import extras, source_names
 
     parser.add_argument(
         "names",
@@ -61,7 +61,7 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.commands.extras import split
+    from mltraces.download.extras import split
 
     names, chosen = split(args.names)
     asked = {e.name for e in chosen}

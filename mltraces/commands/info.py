@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if "." in name:
         from mltraces.catalog import describe_table
-        from mltraces.commands.common import local_overrides
+        from mltraces.commands.common import command_line_local
 
-        print(describe_table(name, local=local_overrides(args)))
+        print(describe_table(name, local=command_line_local(args)))
         return 0
     raise KeyError(
         f"unknown source or table {args.name!r}; sources: "

@@ -2,7 +2,7 @@
 
 A name a source answers to beyond its registry files (``mltraces list
 acme-util``: AcmeTrace's files on HuggingFace) is handed to that source's own
-hook (:mod:`mltraces.commands.extras`).
+hook (:mod:`mltraces.download.extras`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from mltraces.commands.extras import extras, source_names
+    from mltraces.download.extras import extras, source_names
 
     parser.add_argument("names", nargs="*", metavar="SOURCE",
                         help=f"limit to these sources ({source_names()})")
@@ -21,19 +21,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
             extra.list_options(parser)
 
 
-def size_text(n: int | None) -> str:
-    """``1.2 MB``; a file pinned by hash only (a git blob id) has no published size."""
-    if n is None:
-        return "size not published"
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)
-
-
 def _list_source(name: str, urls: bool) -> None:
     from mltraces.download import cached_path, local_path
+    from mltraces.download.extras import size_text
     from mltraces.registry import get_source
 
     source = get_source(name)
@@ -55,7 +45,7 @@ def _list_source(name: str, urls: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.commands.extras import extras
+    from mltraces.download.extras import extras
     from mltraces.registry import all_sources
 
     known = extras()

@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from mltraces.outputs import Output
 
 FORMATS = ("table", "csv", "json", "parquet")
-# source.table, either part quoted ("itp"."jobs")
-_PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
-_DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
                         help='SQL, e.g. "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"')
@@ -41,33 +36,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def tables_in(query: str) -> list[str] | None:
-    """Catalog tables a query mentions as ``source.table``; None when it names none.
+    """Catalog tables a query reads (as DuckDB parses it); None when it reads none of them.
 
-    A query that names no table but ``source.word`` of a known source (a typo such
-    as ``itp.job``) raises instead of setting up, and fetching, every table.
+    The catalog's own views (``mltraces.status``) need no table set up. A query that
+    reads no catalog table but ``source.word`` of a known source (a typo such as
+    ``itp.job``) raises instead of setting up, and fetching, every table.
     """
     from mltraces.catalog import tables
+    from mltraces.catalog.sqlnames import read_tables
+    from mltraces.catalog.status import STATUS_TABLE
 
     known = tables()
-    code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
-    # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
-    named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
-    mentioned = {name for _, name in named}
-    found = [name for name in known if name in mentioned]
+    named = [name for name in read_tables(query) if name != STATUS_TABLE]
+    found = [name for name in known if name in named]
     if found:
         return found
     sources = {name.split(".", 1)[0] for name in known}
-    unknown = [text for text, name in named if name.split(".", 1)[0] in sources]
+    unknown = [name for name in named if name.split(".", 1)[0] in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
-
-
-def _dotted_name(match: re.Match[str]) -> str:
-    """``source.table`` as the catalog names it: quoted parts exact, bare parts lower-cased."""
-    source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
-    table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
-    return f"{source}.{table}"
 
 
 def _write(con, relation, fmt: str, output: Output | None, max_rows: int) -> None:
@@ -154,7 +142,9 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
     from mltraces.errors import MltracesError
 
     missing = coverage(read_status(con) or {}).missing
-    literals = {m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", query)}
+    from mltraces.catalog.sqlnames import string_literals
+
+    literals = string_literals(query)
     asked = [(t, reason) for t, reason in missing if t.trace in literals]
     if asked:
         raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mltraces.commands.common import add_table_options, local_overrides
+from mltraces.commands.common import add_table_options, command_line_local
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ def _rows(schema, overrides: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     from mltraces.catalog import resolve_local, select_schemas
 
-    overrides = resolve_local(local_overrides(args))
+    overrides = resolve_local(command_line_local(args))
     for schema in select_schemas(args.names or None):
         line = f"{schema.name:22} {schema.title}"
         print(line)

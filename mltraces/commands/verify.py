@@ -6,15 +6,15 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from mltraces.commands.extras import source_names
+    from mltraces.download.extras import source_names
 
     parser.add_argument("names", nargs="*", metavar="SOURCE|FILE",
                         help=f"sources ({source_names()}) or file ids; default: all")
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.commands.extras import extras, split
     from mltraces.download import expand, verify_cached
+    from mltraces.download.extras import extras, split
 
     names, chosen = split(args.names)
     files = expand(names) if names or not args.names else []

@@ -52,7 +52,7 @@ from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
 if TYPE_CHECKING:
-    from mltraces.archives import Limits
+    from mltraces.download.archives import Limits
 
 log = get_logger(__name__)
 
@@ -195,7 +195,7 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
 
 def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> dict[str, Path]:
     """Unpack a verified archive once (safely, bounded) and return member name → path."""
-    from mltraces import archives
+    from mltraces.download import archives
 
     file = _resolve(file)
     if file.local:  # a folder of a user's source: its files are the members
@@ -232,7 +232,7 @@ def member_limits(file: RemoteFile) -> Limits:
     most ``MLTRACES_MAX_MEMBERS`` headers. An archive no hash pins (a user's own
     file) is held to the local-archive limits (``MLTRACES_MAX_*``).
     """
-    from mltraces.archives import UNBOUNDED, Limits
+    from mltraces.download.archives import UNBOUNDED, Limits
 
     if not file.pinned:
         return Limits.local()
@@ -322,7 +322,7 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
     Leftovers of killed runs (temporary files and staging folders whose owner is
     gone) are removed on the way.
     """
-    from mltraces.archives import disk_error
+    from mltraces.download.archives import disk_error
     from mltraces.download.cleanup import sweep
 
     root = cache_root()
@@ -335,7 +335,7 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
 
 def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     """Results for one file (and, for an archive, one per extracted member)."""
-    from mltraces.archives import discard, verify_members
+    from mltraces.download.archives import discard, verify_members
 
     path = local_path(file)
     if file.local:  # a user's file: checked, never deleted

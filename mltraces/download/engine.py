@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from mltraces import config
-from mltraces.archives import disk_error
 from mltraces.download import cleanup, hosts, http
+from mltraces.download.archives import disk_error
 from mltraces.download.checks import STALE_HINT, sniff_file
 from mltraces.download.mirrors import candidate_urls, copy_from_directory, is_http
 from mltraces.download.paths import cache_root, local_path, lock_path, part_path, url_parts

@@ -14,7 +14,7 @@ A processor is pooch's ``(fname, action, pooch) -> result`` callable, run after
   ("no pooch check") and this processor does the check. A failing file is
   deleted before the per-file lock is released, and no stamp is ever written
   for it, so nothing in mltraces reads it.
-- :class:`SafeUntar` unpacks a verified tarball or zip with :mod:`mltraces.archives`
+- :class:`SafeUntar` unpacks a verified tarball or zip with :mod:`mltraces.download.archives`
   (bounded, no links, no escapes) once per archive hash, like pooch's ``Untar``
   but safe; it returns the member paths.
 - :func:`chain` runs several processors in order.
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mltraces.archives import Limits, extract_verified
 from mltraces.download import stamps
+from mltraces.download.archives import Limits, extract_verified
 from mltraces.download.checks import mismatch, rejected, sniff_file
 from mltraces.download.paths import extracted_dir
 from mltraces.errors import VerificationError

@@ -5,7 +5,7 @@ first call): every file with its size, whether it is downloaded or converted, an
 totals, before anything large is downloaded. ``mltraces fetch acme-util`` picks
 them by ``--cluster``/``--metric``/``--since``/``--until`` and converts them to
 Parquet; ``mltraces verify`` re-hashes the downloaded ones. The verbs find this
-hook by scanning (:mod:`mltraces.commands.extras`); they know no source by name.
+hook by scanning (:mod:`mltraces.download.extras`); they know no source by name.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mltraces.commands.extras import Extra
+from mltraces.download.extras import Extra
 
 NAME = "acme-util"
 _FETCH_OPTIONS = ("cluster", "metric", "since", "until", "revision", "no_convert", "delete_csv")
 
 
 def _size(n: int | None) -> str:
-    from mltraces.commands.list_files import size_text
+    from mltraces.download.extras import size_text
 
     return size_text(n)
 

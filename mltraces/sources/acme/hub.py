@@ -369,7 +369,7 @@ def _read_json_file(path: Path) -> object:
 
 def _write_json(path: Path, data: object) -> None:
     """Write JSON atomically (temp file in the same folder, then rename)."""
-    from mltraces.archives import disk_error
+    from mltraces.download.archives import disk_error
 
     path = _in_cache(path)
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.readers import Conversion, FileReader, ReadRequest, ViewReader
+from mltraces.catalog.protocol import Conversion, FileReader, ReadRequest, ViewReader
 from mltraces.catalog.status import READY, UNAVAILABLE, TableStatus
 from mltraces.errors import MltracesError, SchemaError
 

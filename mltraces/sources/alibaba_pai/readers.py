@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mltraces.catalog.csv_reader import convert_csv
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal, sql_path
 
 #: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
 from mltraces.catalog.text import read_header
 from mltraces.schema import quote_ident, sql_literal, sql_path
 

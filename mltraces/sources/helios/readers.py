@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
 from mltraces.catalog.text import check_last_line, read_header
 from mltraces.schema import quote_ident, sql_literal, sql_path
 

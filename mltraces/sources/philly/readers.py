@@ -29,7 +29,7 @@ from typing import IO, Any
 
 from mltraces.catalog.jsonarray import JsonArrayError, items
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
 from mltraces.schema import Field, TableSchema, quote_ident, sql_literal, sql_path
 
 BATCH = 50_000

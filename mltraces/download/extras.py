@@ -19,7 +19,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple
 
-__all__ = ["Extra", "extras", "source_names"]
+__all__ = ["Extra", "extras", "size_text", "source_names"]
 
 
 class Extra(NamedTuple):
@@ -54,7 +54,7 @@ def extras() -> dict[str, Extra]:
         if not isinstance(declared, dict) or not all(
                 isinstance(e, Extra) and e.name == n for n, e in declared.items()):
             raise RegistryError(f"{folder / 'cli.py'}: EXTRAS must map each name to an Extra "
-                                "carrying that name (mltraces.commands.extras)")
+                                "carrying that name (mltraces.download.extras)")
         found.update(declared)
     return found
 
@@ -70,3 +70,14 @@ def split(names: list[str]) -> tuple[list[str], list[Extra]]:
     """Registry names and the extras among ``names``."""
     known = extras()
     return [n for n in names if n not in known], [known[n] for n in names if n in known]
+
+
+def size_text(n: int | None) -> str:
+    """``1.2 MB``; a file pinned by hash only (a git blob id) has no published size."""
+    if n is None:
+        return "size not published"
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
