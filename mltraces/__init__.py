@@ -24,7 +24,7 @@ _moved.install()  # old module names (mltraces.datasets, ...) work for one more 
 _LAZY = {
     "connect": "mltraces.catalog:connect",
     "tables": "mltraces.catalog:tables",
-    "validate": "mltraces.validation:validate",
+    "validate": "mltraces.catalog.validation:validate",
     "fetch": "mltraces.download:fetch",
     "fetch_file": "mltraces.download:fetch_file",
     "sources": "mltraces.sources:",

@@ -41,6 +41,7 @@ MODULES: dict[str, str] = {
     "mltraces.scheduling.generator": "mltraces.papers.elasticflow_asplos23.generator",
     "mltraces.scheduling.inputs": "mltraces.workloads.cluster",
     "mltraces.archives": "mltraces.download.archives",
+    "mltraces.validation": "mltraces.catalog.validation",
     "mltraces.commands.extras": "mltraces.download.extras",
     "mltraces.simulation.trace_cache": "mltraces.workloads.recurring_cache",
     "mltraces.scheduling.chronus": "mltraces.scheduling.policies.chronus",

@@ -610,7 +610,7 @@ def test_floor_time_equals_date_trunc_in_utc(hub: su.FakeHub) -> None:
 
 
 def test_converted_tables_pass_their_schema_checks(hub: su.FakeHub) -> None:
-    from mltraces.validation import failed, validate
+    from mltraces.catalog.validation import failed, validate
 
     fetch_util()
     report = validate([f"acme.{t}" for t in layout.TABLES])

@@ -585,8 +585,8 @@ def test_external_reader_tables_are_views_of_their_module() -> None:
     external = [s for s in all_schemas().values() if is_view_table(s) and s.name != "mltraces.jobs"]
     if not external:
         pytest.skip("no schema uses an external reader")
+    from mltraces.catalog.validation import validate
     from mltraces.errors import SchemaError
-    from mltraces.validation import validate
 
     con = connect(tables=[s.name for s in external], strict=True)
     for schema in external:

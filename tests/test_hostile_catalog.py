@@ -22,8 +22,8 @@ from synthetic import edit_cell, single_finding
 
 from mltraces.catalog import connect, materialize, verify_tables
 from mltraces.catalog import store as store_module
+from mltraces.catalog.validation import failed, validate
 from mltraces.cli import main
-from mltraces.validation import failed, validate
 
 SEREN = "acme.seren_jobs"
 

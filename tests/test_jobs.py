@@ -13,8 +13,8 @@ from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows, sca
 
 from mltraces import jobmap
 from mltraces.catalog import connect
+from mltraces.catalog.validation import failed, validate
 from mltraces.errors import PartialViewWarning, RegistryError
-from mltraces.validation import failed, validate
 
 SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
 

@@ -47,7 +47,7 @@ def _text(report, show_all: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.validation import failed, validate
+    from mltraces.catalog.validation import failed, validate
 
     report = validate(args.tables or None, local=command_line_local(args))
     if args.format == "csv":

@@ -138,7 +138,7 @@ class Chronus:
         if check <= 0 or LEASE % check:
             raise SchedulingError(
                 f"Chronus steps must divide its {LEASE} s lease; got a step of {check} s "
-                "(the artifact runs 60 for Fig. 8 and 240 for Fig. 10)"
+                "(the artifact runs 60 on recorded traces and 240 on generated ones)"
             )
         return _ChronusRun(setup, check, self).run()
 
