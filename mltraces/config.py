@@ -180,8 +180,22 @@ def user_source_dirs() -> list[Path]:
 
 def user_source_folders() -> list[Path]:
     """Every ``<dir>/<name>/`` holding a ``source.json`` in :func:`user_source_dirs`, by
-    folder (the registry checks their names; the catalog finds their schemas here)."""
-    return [p.parent for root in user_source_dirs() for p in sorted(root.glob("*/source.json"))]
+    folder (the registry checks them: :func:`mltraces.registry.user_folders`)."""
+    return [p for p in user_source_candidates() if (p / "source.json").is_file()]
+
+
+def user_source_candidates() -> list[Path]:
+    """Every folder meant as a user's source: each subfolder of :func:`user_source_dirs`
+    whose name does not start with ``.`` or ``_`` (a folder lacking ``source.json`` is
+    then reported as a broken source, not passed over in silence)."""
+    found = []
+    for root in user_source_dirs():
+        try:
+            found += sorted(p for p in root.iterdir()
+                            if p.is_dir() and not p.name.startswith((".", "_")))
+        except OSError:  # a listed folder that is absent or unreadable holds no source
+            continue
+    return found
 
 
 def figures_dir() -> Path | None:

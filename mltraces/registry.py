@@ -356,21 +356,76 @@ def source_folders() -> list[Path]:
 
 
 def user_folders() -> list[Path]:
-    """Source folders of a user's own traces: ``<dir>/<name>/source.json`` in each folder of
-    ``MLTRACES_SOURCES`` (``os.pathsep``-separated), else in ``<config dir>/sources``. A
-    user folder named like a shipped source is an error (names are SQL schemas)."""
+    """Usable source folders of a user's own traces: ``<dir>/<name>/`` in each folder of
+    ``MLTRACES_SOURCES`` (``os.pathsep``-separated), else in ``<config dir>/sources``, that
+    hold what a source needs; the others are :func:`broken_sources`."""
+    return [folder for folder, problem in _user_scan() if problem is None]
+
+
+def broken_sources() -> dict[str, str]:
+    """A user's source folders that cannot be used, by name, each with a one-line reason
+    naming what is missing or wrong and the fix. They never stop other sources' commands:
+    listings and ``mltraces.status`` show them, and naming one is that one-line error."""
+    if _override is not None:
+        return {}
+    broken = {folder.name: problem for folder, problem in _user_scan() if problem is not None}
+    for folder in user_folders():
+        try:
+            _loaded(folder)
+        except RegistryError as error:
+            broken[folder.name] = str(error)
+    return broken
+
+
+def user_source_candidates_by_name() -> dict[str, Path]:
+    """Every folder meant as a user's source, usable or not, by name."""
+    return {folder.name: folder for folder, _ in _user_scan()}
+
+
+def source_problem(name: str) -> str | None:
+    """Why ``name`` (a source, or the source part of ``source.table``) is a broken user
+    source, or None: an "unknown table" error for such a name says this instead."""
+    source = canonical(name).split(".", 1)[0]
+    return broken_sources().get(source) if _NAME.match(source) else None
+
+
+#: what a user's source folder must hold (a shipped one keeps its schemas in schemas/<name>/)
+USER_SOURCE_PARTS = (SOURCE_FILE, CITATION_FILE, "schemas/")
+
+
+def _user_scan() -> list[tuple[Path, str | None]]:
+    """Every candidate user folder with why it cannot be used (None when it can)."""
     from mltraces import config
 
     shipped = {p.parent.name for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}")}
     found: dict[str, Path] = {}
-    for folder in config.user_source_folders():
+    scanned = []
+    for folder in config.user_source_candidates():
         name = folder.name
+        problem = _missing_parts(folder)
         if name in shipped or name in found:
-            raise RegistryError(f"{folder / SOURCE_FILE}: a source named {name!r} exists "
-                                f"already ({found.get(name) or SOURCES_DIR / name}); rename "
-                                "the folder (and the name in its source.json)")
-        found[name] = folder
-    return list(found.values())
+            problem = (f"user source folder {folder}: a source named {name!r} exists already "
+                       f"({found.get(name) or SOURCES_DIR / name}); rename the folder (and "
+                       "the name in its source.json)")
+        if problem is None:
+            found[name] = folder
+        scanned.append((folder, problem))
+    return scanned
+
+
+def _missing_parts(folder: Path) -> str | None:
+    """Which of :data:`USER_SOURCE_PARTS` a user's folder lacks, with what each holds."""
+    missing = [part for part in USER_SOURCE_PARTS
+               if not ((folder / part).is_dir() if part.endswith("/")
+                       else (folder / part).is_file())]
+    if not missing:
+        return None
+    what = {SOURCE_FILE: "the source's card: files, licence, pins",
+            CITATION_FILE: "one BibTeX entry with a key, title and year",
+            "schemas/": "one Table Schema per table, schemas/<table>.json"}
+    return (f"user source folder {folder} lacks {', '.join(missing)} ("
+            + "; ".join(f"{part}: {what[part]}" for part in missing)
+            + "); see the README's 'Your own cluster's trace, as a source'")
 
 
 def source_module(name: str, module: str) -> Any | None:
@@ -410,7 +465,16 @@ _override: dict[str, Source] | None = None
 
 @cache
 def _scanned() -> dict[str, Source]:
-    return {folder.name: _loaded(folder) for folder in source_folders()}
+    """Every usable source: the shipped ones (a broken one is a bug: it raises), then the
+    user's folders that load (the others are :func:`broken_sources`)."""
+    shipped = sorted(p.parent for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}"))
+    found = {folder.name: _loaded(folder) for folder in shipped}
+    for folder in user_folders():
+        try:
+            found.setdefault(folder.name, _loaded(folder))
+        except RegistryError:
+            continue  # reported by broken_sources()
+    return found
 
 
 @cache
@@ -426,8 +490,12 @@ def _one(name: str) -> Source | None:
     folder = SOURCES_DIR / name
     if _NAME.match(name) and (folder / SOURCE_FILE).is_file():
         return _loaded(folder)
-    user = next((f for f in user_folders() if f.name == name), None)
-    return _loaded(user) if user is not None else None
+    for folder, problem in _user_scan():
+        if folder.name == name:
+            if problem is not None:
+                raise RegistryError(problem)
+            return _loaded(folder)
+    return None
 
 
 def all_sources() -> dict[str, Source]:

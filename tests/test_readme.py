@@ -63,3 +63,16 @@ def test_first_steps_run(upstream_server: str, tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "mltraces", *words[1:]], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, (words, done.stderr[-2000:])
+
+
+@pytest.mark.parametrize("options", [["-n", "0"], ["-p", "no:xdist", "-o",
+                                                   "addopts=-m 'not slow'"]])
+def test_the_documented_single_process_runs_work(options: list[str]) -> None:
+    """The README's two ways to run the tests in one process (a debugger, no xdist)."""
+    assert "python -m pytest -n 0" in TEXT
+    assert "python -m pytest -p no:xdist -o addopts=\"-m 'not slow'\"" in TEXT
+    done = subprocess.run([sys.executable, "-m", "pytest", *options, "-q",
+                           "tests/test_names.py"], cwd=README.parent, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert " passed" in done.stdout

@@ -109,8 +109,8 @@ def connect(
         con.execute("SET TimeZone = 'UTC';" + "".join(
             f"CREATE SCHEMA IF NOT EXISTS {quote_ident(n)};" for n in sources))
         statuses = _attach_all(con, setups, strict)
-        con.execute(status_sql(statuses) + ";" + view_comments_sql(
-            zip(schemas, statuses, strict=True)))
+        con.execute(status_sql([*statuses, *(broken_rows() if tables is None else [])]) + ";"
+                    + view_comments_sql(zip(schemas, statuses, strict=True)))
         if comments:
             comment_columns(con, schemas)
     except BaseException:
@@ -118,6 +118,16 @@ def connect(
         raise
     _warn_partial(statuses)
     return con
+
+
+def broken_rows() -> list[TableStatus]:
+    """One ``mltraces.status`` row per broken user source folder (``half.*``, unavailable,
+    why): the catalog of every table says what it could not load, and goes on."""
+    from mltraces.registry import broken_sources, user_source_candidates_by_name
+
+    folders = user_source_candidates_by_name()
+    return [TableStatus(f"{name}.*", UNAVAILABLE, f"local: {folders.get(name, name)}", None,
+                        problem) for name, problem in sorted(broken_sources().items())]
 
 
 def _warn_partial(statuses: list[TableStatus]) -> None:

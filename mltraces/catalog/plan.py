@@ -60,8 +60,31 @@ def _registry_file(schema: TableSchema, file_id: str) -> Any:
 
     try:
         return get_file(file_id)
-    except KeyError as error:
-        raise SchemaError(f"{schema.name}: schema names unknown file {file_id!r}") from error
+    except KeyError:
+        raise SchemaError(unknown_file(schema, file_id)) from None
+
+
+def unknown_file(schema: TableSchema, file_id: str) -> str:
+    """Why a schema's ``file`` names no registry file, and the id it should be: a schema
+    names a file by its id ``SOURCE/NAME`` (a ``files`` entry of the source's card)."""
+    import difflib
+
+    from mltraces.registry import all_sources
+
+    source = all_sources().get(schema.schema_name)
+    ids = [f.id for f in source.files] if source is not None else []
+    base = file_id.rsplit("/", 1)[-1]
+    same = [i for i in ids if i.rsplit("/", 1)[-1] == base]
+    close = same or difflib.get_close_matches(f"{schema.schema_name}/{base}", ids, n=3,
+                                              cutoff=0.5)
+    where = schema.path or schema.name
+    if close:
+        hint = f"it should be {close[0]!r}" + (f" (or {', '.join(map(repr, close[1:]))})"
+                                                if len(close) > 1 else "")
+    else:
+        hint = f"the source's file ids are {', '.join(ids)}" if ids else "the source has no files"
+    return (f"{where}: file {file_id!r} is no file id of {schema.schema_name}'s source.json "
+            f"(a schema names a file by its id, SOURCE/NAME); {hint}")
 
 
 def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, Path],

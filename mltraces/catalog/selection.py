@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mltraces import config
+from mltraces.errors import RegistryError
 from mltraces.names import canonical
 from mltraces.schema import BUILTIN_FILE_READERS, TableSchema, get_schema, schema_files
 
@@ -36,12 +37,28 @@ def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
     chosen: dict[str, None] = {}
     sources = sorted({n.split(".", 1)[0] for n in known})
     for name in map(canonical, names):
+        raise_if_broken(name)  # a broken user folder's tables are named with its reason
         in_source = [n for n in known if n.split(".", 1)[0] == name]
         if not in_source and name not in known:
             raise KeyError(f"unknown table or source {name!r}; sources: {', '.join(sources)}; "
                            f"known tables: {', '.join(known)}")
         chosen.update(dict.fromkeys(in_source or [name]))
     return [get_schema(n) for n in chosen]
+
+
+def raise_if_broken(name: str) -> None:
+    """Raise why ``name``'s source is a broken user folder (what it lacks), if it is one.
+
+    Only a name of a user's folder loads the registry: a warm query of shipped tables
+    stays light."""
+    source = name.split(".", 1)[0]
+    if source not in {folder.name for folder in config.user_source_candidates()}:
+        return
+    from mltraces.registry import source_problem
+
+    problem = source_problem(name)
+    if problem is not None:
+        raise RegistryError(problem)
 
 
 def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> dict[str, Path]:

@@ -57,7 +57,10 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
             f"{len(failures)} of {len(files)} files could not be fetched (each reason above)"
         )
     if not names and not quiet:
+        from mltraces.commands.list_files import say_broken
+
         print(f"fetched {len(all_sources())} sources")
+        say_broken()
 
 
 def run(args: argparse.Namespace) -> int:

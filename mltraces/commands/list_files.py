@@ -58,4 +58,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.names:
         for extra in known.values():
             print(f"{extra.name}: {extra.summary}")
+        say_broken()
     return 0
+
+
+def say_broken() -> None:
+    """One line per broken user source folder (on stderr): what it lacks, and that the other
+    sources went on without it."""
+    import sys
+
+    from mltraces.registry import broken_sources
+
+    for name, problem in sorted(broken_sources().items()):
+        print(f"mltraces: source {name} is broken, left out: {problem}", file=sys.stderr)

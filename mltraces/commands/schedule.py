@@ -17,7 +17,10 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
@@ -129,15 +132,33 @@ def run(args: argparse.Namespace) -> int:
                        for table in _own_tables(trace, cluster)])
         clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
-        cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
-                             slot=args.slot)
-                 for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
+        with _notes(getattr(args, "quiet", False)):
+            cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
+                                 slot=args.slot)
+                     for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
         cases += _generated_cases(con, generated, args, saved)
     finally:
         con.close()
     result = _replay(cases, args)
     write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
     return 0
+
+
+@contextlib.contextmanager
+def _notes(quiet: bool) -> Iterator[None]:
+    """Print each :class:`~mltraces.errors.ByDurationWarning` raised inside as one ``note:``
+    line on stderr (a trace's jobs that replay by run time), once per trace."""
+    from mltraces.errors import ByDurationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ByDurationWarning)
+        yield
+    for said in dict.fromkeys(str(w.message) for w in caught
+                              if issubclass(w.category, ByDurationWarning)):
+        if not quiet:
+            print(f"note: {said}", file=sys.stderr)
+    for other in (w for w in caught if not issubclass(w.category, ByDurationWarning)):
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
 
 
 def _generated(args: argparse.Namespace) -> list[Any]:

@@ -51,6 +51,10 @@ def tables_in(query: str) -> list[str] | None:
     found = [name for name in known if name in named]
     if found:
         return found
+    from mltraces.catalog.selection import raise_if_broken
+
+    for name in named:
+        raise_if_broken(name)
     sources = {name.split(".", 1)[0] for name in known}
     unknown = [name for name in named if name.split(".", 1)[0] in sources]
     if unknown:

@@ -174,9 +174,41 @@ def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSp
 
     jobs = load_jobs(con, trace_id)
     spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(con, cluster)
-    models = bool((jobs.frame["model"] != "").any())
-    return Case.build(label or trace_id, jobs, spec,
-                      load_profiles(con, gpu_type) if models else None, **options)
+    profiles = None
+    if (jobs.frame["model"] != "").any():
+        profiles = _profiles_if_any(con, gpu_type)
+        jobs, missing = jobs.by_duration_unless_profiled(set(profiles.curves) if profiles
+                                                         else set())
+        if missing:
+            _say_by_duration(trace_id, missing, gpu_type, profiles is not None)
+        if not (jobs.frame["model"] != "").any():
+            profiles = None
+    return Case.build(label or trace_id, jobs, spec, profiles, **options)
+
+
+def _profiles_if_any(con: duckdb.DuckDBPyConnection, gpu_type: str) -> Profiles | None:
+    """The ``gpu_type`` profiles, or None when the catalog cannot serve them (not fetched)."""
+    import duckdb
+
+    try:
+        return load_profiles(con, gpu_type)
+    except (duckdb.Error, SchedulingError):
+        return None
+
+
+def _say_by_duration(trace_id: str, models: tuple[str, ...], gpu_type: str,
+                     have_profiles: bool) -> None:
+    """Warn once that ``trace_id``'s jobs of ``models`` replay by their run time."""
+    import warnings
+
+    from mltraces.errors import ByDurationWarning
+
+    shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    why = (f"{THROUGHPUT_TABLE} has no {gpu_type} profile for them" if have_profiles else
+           f"{THROUGHPUT_TABLE} is not available (`mltraces fetch elasticflow` brings it)")
+    warnings.warn(f"{trace_id}: the jobs of models {shown} replay by their run time: {why}; "
+                  "policies that scale jobs (edf, elasticflow) need a profile for every job",
+                  ByDurationWarning, stacklevel=3)
 
 
 def capacity_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> ClusterSpec:
