@@ -29,7 +29,7 @@ import contextlib
 import json
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -391,12 +391,9 @@ def _sorted(batches: Iterable[pd.DataFrame], folder: Path, fmt: Format, rows: in
             con.close()
 
 
-def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None,
-           seed: int = 0, origin: str | None = None, zone: str | None = None,
-           gavel_throughputs: str | Path | None = None, local: dict | None = None,
-           con: duckdb.DuckDBPyConnection | None = None, quiet: bool = True,
-           batch_rows: int = BATCH_ROWS, keep_jobs: bool = False) -> ExportResult:
-    """Write the jobs of ``trace`` in format ``to`` to ``output`` (see the module docstring).
+@dataclass(frozen=True)
+class ExportOptions:
+    """How an export is made, beside what and where: the choices of ``mltraces export``.
 
     ``recipe`` names a published filter (:mod:`mltraces.interop.recipes`); ``seed``
     seeds the annotation; ``origin`` (an instant) and ``zone`` (IANA) place a trace
@@ -405,6 +402,41 @@ def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None
     read at a time; ``keep_jobs`` also returns the written jobs (a frame of the whole
     export: for tests and small traces).
     """
+
+    recipe: str | None = None
+    seed: int = 0
+    origin: str | None = None
+    zone: str | None = None
+    gavel_throughputs: str | Path | None = None
+    batch_rows: int = BATCH_ROWS
+    keep_jobs: bool = False
+
+
+def export(trace: str, to: str, output: str | Path, options: ExportOptions | None = None, *,
+           local: dict | None = None, con: duckdb.DuckDBPyConnection | None = None,
+           quiet: bool = True, **changes: Any) -> ExportResult:
+    """Write the jobs of ``trace`` in format ``to`` to ``output`` (see the module docstring).
+
+    ``options`` (:class:`ExportOptions`), or any of its fields as keywords
+    (``recipe="..."``, ``seed=3``), say how; ``local`` overrides tables with a user's
+    files, ``con`` is an open catalog to read from.
+    """
+    unknown = sorted(set(changes) - set(ExportOptions.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"export() got unknown options {unknown}; ExportOptions has "
+                        f"{sorted(ExportOptions.__dataclass_fields__)}")
+    chosen_options = replace(options or ExportOptions(), **changes)
+    return _export(trace, to, output, chosen_options, (local, con, quiet))
+
+
+def _export(trace: str, to: str, output: str | Path, options: ExportOptions,
+            reading: tuple[dict | None, duckdb.DuckDBPyConnection | None, bool]
+            ) -> ExportResult:
+    """:func:`export` with its options gathered: (local, con, quiet) in ``reading``."""
+    local, con, quiet = reading
+    recipe, seed, origin, zone = options.recipe, options.seed, options.origin, options.zone
+    gavel_throughputs, batch_rows, keep_jobs = (options.gavel_throughputs, options.batch_rows,
+                                                options.keep_jobs)
     fmt = get_format(to)
     chosen = get_recipe(recipe) if recipe else None
     if batch_rows < 1:

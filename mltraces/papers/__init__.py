@@ -49,11 +49,7 @@ class Paper:
     notebook: str = ""
     summary: str = ""
     url: str = ""
-
-    @property
-    def folder(self) -> Path:
-        """The paper's folder in the package."""
-        return PAPERS_DIR / self.name
+    folder: Path = PAPERS_DIR
 
     def published(self) -> dict[str, Any]:
         """The paper's published numbers (``published.json``)."""
@@ -61,17 +57,24 @@ class Paper:
 
 
 def paper_folders() -> list[Path]:
-    """Every paper folder (one holding ``paper.json``), by name."""
-    return sorted(p.parent for p in PAPERS_DIR.glob(f"*/{CARD_FILE}"))
+    """Every paper folder (one holding ``paper.json``) on this package's path, by name."""
+    found = {p.parent.name: p.parent for root in map(Path, __path__)
+             for p in sorted(root.glob(f"*/{CARD_FILE}"))}
+    return [found[name] for name in sorted(found)]
+
+
+def _folder(name: str) -> Path | None:
+    return next((folder for folder in paper_folders() if folder.name == name), None)
 
 
 @cache
 def get_paper(name: str) -> Paper:
     """The card of paper ``name``; the error lists the known papers."""
-    path = PAPERS_DIR / name / CARD_FILE
-    if "/" in name or not path.is_file():
+    folder = _folder(name) if "/" not in name else None
+    if folder is None:
         known = ", ".join(p.name for p in paper_folders())
         raise KeyError(f"unknown paper {name!r}; known papers: {known}")
+    path = folder / CARD_FILE
     raw = _json(path)
     unknown = set(raw) - _CARD_KEYS
     missing = {"name", "title", "venue", "sources", "cites"} - set(raw)
@@ -81,7 +84,7 @@ def get_paper(name: str) -> Paper:
     return Paper(name=name, title=raw["title"], venue=raw["venue"],
                  sources=tuple(raw["sources"]), cites=raw["cites"],
                  notebook=raw.get("notebook", ""), summary=raw.get("summary", ""),
-                 url=raw.get("url", ""))
+                 url=raw.get("url", ""), folder=folder)
 
 
 def all_papers() -> dict[str, Paper]:
@@ -92,7 +95,8 @@ def all_papers() -> dict[str, Paper]:
 @cache
 def published(paper: str) -> dict[str, Any]:
     """Paper ``paper``'s published numbers, from its folder's ``published.json``."""
-    path = PAPERS_DIR / paper / PUBLISHED_FILE
+    folder = _folder(paper)
+    path = (folder or PAPERS_DIR / paper) / PUBLISHED_FILE
     if not path.is_file():
         raise KeyError(f"paper {paper!r} has no {PUBLISHED_FILE} ({path})")
     return _json(path)
