@@ -162,7 +162,11 @@ def _capacity(raw: Any, where: str, source: str, problems: list[str]) -> Capacit
         problems.append(f"{where}: capacity.table must be a table of {source!r} and "
                         "capacity.gpus an aggregate over it, e.g. \"sum(num_gpus)\"")
         return None
-    return Capacity(per_node, gpus, table, raw.get("cluster"), str(raw.get("note", "")))
+    cluster = raw.get("cluster")
+    if cluster is not None and not (isinstance(cluster, str) and table is not None):
+        problems.append(f"{where}: capacity.cluster must name a column of capacity.table")
+        return None
+    return Capacity(per_node, gpus, table, cluster, str(raw.get("note", "")))
 
 
 def _time(raw: Any, where: str, problems: list[str]) -> tuple[str, str | None, str | None]:
@@ -331,8 +335,56 @@ def rule_names() -> list[str]:
 
 
 def _expression(value: str, names: Iterable[str]) -> str:
-    """A column name of the table is that column (quoted); anything else is SQL as written."""
+    """A column name of the table is that column (quoted); anything else is SQL as written
+    (checked first by :func:`checked_columns`)."""
     return quote_ident(value) if value in set(names) else f"({value})"
+
+
+def checked_columns(entry: JobTable, names: Iterable[str]) -> None:
+    """Every ``columns`` expression of ``entry`` is a scalar expression over ``names`` (its
+    table's columns), checked by DuckDB's parser before any of it is used
+    (:mod:`mltraces.exprcheck`); the error names the file, the table and the key."""
+    from mltraces.exprcheck import UnsafeExpression, check_expression
+
+    names = list(names)
+    for key, value in entry.columns.items():
+        if value in names:
+            continue
+        try:
+            check_expression(value, names)
+        except UnsafeExpression as error:
+            raise RegistryError(f"{entry.path or entry.source}: {entry.table}, columns.{key}: "
+                                f"the expression {_shown(value)} {error}") from None
+
+
+def capacity_sql(entry: JobTable) -> tuple[str, str, str | None]:
+    """``capacity.table``, ``capacity.gpus`` (an aggregate over it) and ``capacity.cluster`` (a
+    column of it) as SQL, each checked against that table's columns first."""
+    from mltraces.exprcheck import UnsafeExpression, check_expression
+
+    capacity = entry.capacity
+    assert capacity is not None and capacity.table is not None and isinstance(capacity.gpus, str)
+    where = f"{entry.path or entry.source}: {entry.table}"
+    try:
+        schema = get_schema(capacity.table)
+    except KeyError:
+        raise RegistryError(f"{where}, capacity.table: {capacity.table} is not a table of "
+                            f"{entry.source}") from None
+    names = [*schema.field_names, *(d.name for d in schema.derived)]
+    try:
+        check_expression(capacity.gpus, names, aggregate=True)
+    except UnsafeExpression as error:
+        raise RegistryError(f"{where}, capacity.gpus: the expression {_shown(capacity.gpus)} "
+                            f"{error}") from None
+    if capacity.cluster is not None and capacity.cluster not in names:
+        raise RegistryError(f"{where}, capacity.cluster: {_shown(str(capacity.cluster))} is not "
+                            f"a column of {capacity.table}")
+    cluster = None if capacity.cluster is None else quote_ident(capacity.cluster)
+    return schema.qualified, f"({capacity.gpus})", cluster
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
 def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
@@ -415,6 +467,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
+    checked_columns(entry, names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
     times = _Times(entry, expr, relation)
     origin = "0" if absolute else times.origin()

@@ -373,11 +373,17 @@ def user_folders() -> list[Path]:
     return list(found.values())
 
 
+#: The only Python files of a user's source folder that ever run (README, "Trust").
+USER_MODULES = ("readers", "synthetic")
+
+
 def source_module(name: str, module: str) -> Any | None:
     """A source folder's own module (``readers``, ``synthetic``) or None when it has none.
 
     Shipped sources import as ``mltraces.datasets.<name>.<module>``; a user's folder
-    is read from its file (as ``mltraces_user_sources.<name>.<module>``).
+    is read from its file (as ``mltraces_user_sources.<name>.<module>``), and only
+    for the modules of :data:`USER_MODULES`: any other file there (a ``cli.py``) is
+    never run.
     """
     import importlib
     import importlib.util
@@ -393,7 +399,7 @@ def source_module(name: str, module: str) -> Any | None:
                 return None
             raise
     folder = user
-    if not (folder / f"{module}.py").is_file():
+    if module not in USER_MODULES or not (folder / f"{module}.py").is_file():
         return None
     qualified = f"mltraces_user_sources.{name}.{module}"
     if qualified not in sys.modules:
