@@ -236,7 +236,7 @@ def _check_pinned(name: str, member: Entry, size: int, expected: Mapping[str, in
 def _read_manifest(target: Path) -> dict[str, dict] | None:
     try:
         manifest = json.loads((target / MANIFEST).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) else None
 
@@ -556,11 +556,27 @@ def _tar_member(archive: Path, wanted: str, limits: Limits
                     raw = tar.extractfile(member)
                 if raw is not None:  # errors of the reader below pass through unchanged
                     yield raw, entry, "tar"
+                    if limits.expected is None:  # a local archive: which copy is meant?
+                        _rest_of(tar, archive, seen, limits)
                     return
             names.append(member.name)
     finally:
         tar.close()
     raise _missing(archive, wanted, names)
+
+
+def _rest_of(tar: tarfile.TarFile, archive: Path, seen: _Tally, limits: Limits) -> None:
+    """Read the headers after the member that was read, held to the same checks: a name
+    that comes again is refused (GNU tar and ``tarfile.getmember`` take its last copy, a
+    stream its first). A pinned archive lists its members, so only a local one needs this."""
+    while True:
+        with _readable(archive, "tar"):
+            member = tar.next()
+        if member is None:
+            return
+        entry = tar_entry(member)
+        check_entry(entry, archive)
+        _check_budget(entry, seen, limits, archive)
 
 
 @contextmanager

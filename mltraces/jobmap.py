@@ -278,7 +278,7 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
         return ()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise RegistryError(f"cannot read {path}: {error}") from error
     if not isinstance(raw, dict) or set(raw) - {"$comment", "tables"} or not isinstance(
             raw.get("tables"), list):

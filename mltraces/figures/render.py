@@ -229,7 +229,7 @@ def read_record(output_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]
         if not path.is_file() or path.stat().st_size > RECORD_LIMIT:
             return {}
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         from mltraces.logs import get_logger
 
         get_logger(__name__).info("ignoring %s: %s", path, error)

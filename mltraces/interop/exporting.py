@@ -224,7 +224,7 @@ def _gavel_profiles(fmt: Format, gavel_throughputs: Any) -> Any:
                                 f"most {MAX_PROFILE_BYTES >> 20} MiB (Gavel's is 1.2 MB)")
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             raise MltracesError(f"cannot read the Gavel throughputs {path}: {error}") from None
         return annotate.gavel_profiles(raw)
     return None

@@ -1,0 +1,238 @@
+"""Reliability, round three (issue 34): hostile files get one line, every cost is bounded,
+no wrong data is served silently. Every input is built here.
+
+Cases that could hang or run away run as child processes with a time and memory cap
+(:mod:`children`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from test_user_sources import _forget, user_root, write_source  # noqa: F401 (a fixture)
+
+from mltraces.catalog import materialize
+from mltraces.catalog.problems import SchemaDriftError
+from mltraces.cli import main
+from mltraces.errors import MltracesError
+
+DEEP = 100_000
+
+
+def one_line_error(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    """Run the CLI in-process, expect exit 1 and exactly one stderr line; return it."""
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+def philly_tarball(path: Path, members: dict[str, bytes] | list[tuple[str, bytes]]) -> Path:
+    """``trace-data.tar.gz`` holding ``members`` (under ``trace-data/``), in order."""
+    pairs = members.items() if isinstance(members, dict) else members
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in pairs:
+            info = tarfile.TarInfo(f"trace-data/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def job(jobid: str, submitted: str = "2017-10-03 10:00:00", start: str = "2017-10-03 10:01:00",
+        end: str = "2017-10-03 11:00:00") -> dict:
+    """One Philly job-log item with one attempt on two GPUs."""
+    return {"status": "Pass", "vc": "vc1", "jobid": jobid, "user": "u1",
+            "submitted_time": submitted,
+            "attempts": [{"start_time": start, "end_time": end,
+                          "detail": [{"ip": "m1", "gpus": ["gpu0", "gpu1"]}]}]}
+
+
+# --------------------------------------------------------------------------- Philly's job log
+
+
+def test_a_job_nested_100000_deep_is_one_problem(tmp_path: Path, capsys) -> None:
+    deep = b"[" + json.dumps(job("a")).encode() + b", " + b"[" * DEEP + b"]" * DEEP + b"]"
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz", {"cluster_job_log": deep})
+    with pytest.raises(SchemaDriftError, match=r"item 1 \(line 1\): nested deeper than"):
+        materialize("philly.jobs", archive)
+    err = one_line_error(["sql", "SELECT count(*) FROM philly.jobs", "--local",
+                          f"philly.jobs={archive}"], capsys)
+    assert "nested deeper than" in err
+
+
+def test_a_job_id_of_5000_digits_is_one_problem(tmp_path: Path) -> None:
+    log = b'[{"status": "Pass", "vc": "v", "jobid": ' + b"7" * 5000 + \
+        b', "user": "u", "submitted_time": null, "attempts": []}]'
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz", {"cluster_job_log": log})
+    with pytest.raises(SchemaDriftError, match=r"item 0 \(line 1\): holds a number too long"):
+        materialize("philly.jobs", archive)
+
+
+def test_ten_million_empty_items_stop_at_the_reported_cap() -> None:
+    """30 MB of ``{}``: each lacks every key; the report stops at its cap (was 2 GB, 28 s)."""
+    code = """
+import io, tarfile, sys
+from pathlib import Path
+from mltraces.catalog import materialize
+body = b"[" + b"{}," * 9_999_999 + b"{}]"
+path = Path(sys.argv[1]) / "trace-data.tar.gz"
+with tarfile.open(path, "w:gz") as tar:
+    info = tarfile.TarInfo("trace-data/cluster_job_log"); info.size = len(body)
+    tar.addfile(info, io.BytesIO(body))
+del body
+try:
+    materialize("philly.jobs", path)
+except Exception as error:
+    problems = getattr(error, "problems", [])
+    print(len(problems), problems[-1].message if problems else error)
+"""
+    import tempfile
+
+    from children import run_python
+
+    with tempfile.TemporaryDirectory() as folder:
+        run = run_python(code, folder, seconds=60, memory=3 << 30)
+    count, _, last = run.out.strip().partition(" ")
+    assert int(count) == 201 and "reading stopped after 200 misshapen jobs" in last, run
+    assert run.peak_mib < 600
+
+
+@pytest.mark.parametrize("when", ["2017-02-30 10:00:00", "2017-13-01 10:00:00",
+                                  "2017-10-03 25:61:61"])
+def test_an_impossible_time_is_named_with_its_job(when: str, tmp_path: Path) -> None:
+    log = json.dumps([job("a"), job("b", submitted=when), job("c", end=when)]).encode()
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz", {"cluster_job_log": log})
+    with pytest.raises(SchemaDriftError) as error:
+        materialize("philly.jobs", archive)
+    assert [(p.line, p.column) for p in error.value.problems] == [
+        (2, "submitted_time"), (3, "last_end")]
+    assert f'"{when}" is not a time' in str(error.value)
+
+
+def test_an_impossible_utilization_minute_is_named_with_its_line(tmp_path: Path) -> None:
+    util = (b"time,machine_id,cpu_util\n2017-11-05 01:00:00 PDT,m1,3.0\n"
+            b"2017-02-30 01:01:00 PST,m1,4\n")
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz", {"cluster_cpu_util": util})
+    with pytest.raises(SchemaDriftError, match=r'line 3, column time: "2017-02-30 01:01:00 PST" '
+                                               "is not a time"):
+        materialize("philly.cpu_util", archive)
+
+
+def test_a_duplicated_job_log_is_refused(tmp_path: Path) -> None:
+    first, second = (json.dumps([job(i)]).encode() for i in ("first", "second"))
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz",
+                             [("cluster_job_log", first), ("cluster_job_log", second)])
+    with pytest.raises(MltracesError, match="cluster_job_log' appears twice"):
+        materialize("philly.jobs", archive)
+
+
+# --------------------------------------------------------------------------- not UTF-8
+
+LATIN1 = "machineId,number of GPUs,single GPU mem\nm1,8, 24GB\nm\xe9,2, 12GB\n"
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16"])
+def test_a_machine_list_that_is_not_utf8_is_one_problem(encoding: str, tmp_path: Path) -> None:
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz",
+                             {"cluster_machine_list": LATIN1.encode(encoding)})
+    with pytest.raises(SchemaDriftError, match="is not UTF-8 text"):
+        materialize("philly.machines", archive)
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16"])
+def test_utilization_that_is_not_utf8_is_one_problem(encoding: str, tmp_path: Path,
+                                                     capsys) -> None:
+    util = "time,machine_id,cpu_util\n2017-11-05 01:00:00 PDT,m\xe9,3.0\n".encode(encoding)
+    archive = philly_tarball(tmp_path / "trace-data.tar.gz", {"cluster_cpu_util": util})
+    with pytest.raises(SchemaDriftError, match="UTF-8"):
+        materialize("philly.cpu_util", archive)
+    err = one_line_error(["sql", "SELECT count(*) FROM philly.cpu_util", "--local",
+                          f"philly.cpu_util={archive}"], capsys)
+    assert "UTF-8" in err
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "utf-16"])
+@pytest.mark.parametrize("where", ["header", "body"])
+def test_a_helios_capacity_file_that_is_not_utf8_is_one_problem(encoding: str, where: str,
+                                                               tmp_path: Path) -> None:
+    vc = "v\xe9" if where == "header" else "vc1"
+    day = "2020-04-01" if where == "header" else "2020-04-0\xe9"
+    path = tmp_path / "cluster_gpu_number.csv"
+    path.write_bytes(f"date,{vc},total\n2020-04-01,8,8\n{day},8,8\n".encode(encoding))
+    with pytest.raises(SchemaDriftError, match=r"cluster_gpu_number\.csv"):
+        materialize("helios.venus_gpu_capacity_2021", path)
+
+
+# --------------------------------------------------------------------------- a user's JSON
+
+
+def _deep(key: str) -> str:
+    return '{"' + key + '": ' + "[" * DEEP + "]" * DEEP + "}"
+
+
+def test_a_users_jobs_json_nested_deep_is_one_line(user_root: Path, capsys) -> None:  # noqa: F811
+    folder = write_source(user_root, pin=False)
+    (folder / "jobs.json").write_text(_deep("tables"))
+    _forget()
+    err = one_line_error(["schedule", "--list-traces"], capsys)
+    assert str(folder / "jobs.json") in err
+
+
+def test_a_users_schema_nested_deep_is_one_line(user_root: Path, capsys) -> None:  # noqa: F811
+    folder = write_source(user_root, pin=False)
+    (folder / "schemas" / "jobs.json").write_text(_deep("fields"))
+    _forget()
+    err = one_line_error(["sql", "SELECT count(*) FROM mycluster.jobs"], capsys)
+    assert "jobs.json" in err
+
+
+def test_a_users_source_json_nested_deep_is_one_line(user_root: Path, capsys) -> None:  # noqa: F811
+    folder = write_source(user_root, pin=False)
+    (folder / "source.json").write_text(_deep("files"))
+    _forget()
+    err = one_line_error(["list"], capsys)
+    assert "source.json" in err or "source folder" in err
+
+
+@pytest.mark.parametrize("count", [10**29, -5, True, 2.5, "7"])
+def test_expected_rows_must_be_a_count_a_table_can_hold(count: object, user_root: Path,  # noqa: F811
+                                                        capsys) -> None:
+    folder = write_source(user_root, pin=False)
+    source = json.loads((folder / "source.json").read_text())
+    source["expected_rows"] = {"mycluster.jobs": count}
+    (folder / "source.json").write_text(json.dumps(source))
+    _forget()
+    err = one_line_error(["sql", "SELECT count(*) FROM mycluster.jobs"], capsys)
+    assert "expected_rows entry 'mycluster.jobs'" in err and "a whole number from 0" in err
+    assert main(["validate", "mycluster.jobs"]) == 1  # the report names it too, no traceback
+    assert "a whole number from 0" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- figures' record
+
+
+def test_a_render_record_nested_deep_is_ignored(tmp_path: Path) -> None:
+    from mltraces.figures import render
+
+    (tmp_path / render.RECORD).write_text(_deep("figures"))
+    assert render.read_record(tmp_path) == {}
+
+
+# --------------------------------------------------------------------------- connect(local=)
+
+
+def test_connect_with_a_local_path_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    from mltraces.catalog import connect
+
+    path = tmp_path / os.fsdecode(b"tr\xffain.csv")
+    path.write_bytes(b"dataset,network,batch_size,optimizer,learning_rate,run,target_metric,"
+                     b"epoch\n")
+    with pytest.raises(MltracesError, match=r"is not UTF-8 text.*tr\\xffain\.csv"):
+        connect(["zeus.train"], local={"zeus.train": path})
+    with pytest.raises(MltracesError, match="is not UTF-8 text"):
+        connect(["zeus.train"], local={"zeus.train": os.fsencode(path)})
