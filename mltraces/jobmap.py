@@ -36,7 +36,8 @@ file; no Python changes. The format::
   view's instants are NULL unless ``time.origin`` names the instant of second 0).
   ``time.origin`` (an ISO instant with offset) is second 0 of ``submit_s``; by
   default the trace's first submission (clock, unix) or its own zero (relative).
-  ``deadline`` is in the same kind as ``submit``; ``duration`` (seconds) serves
+  ``deadline`` is in the same kind as ``submit``; ``best_effort`` (true, 1) marks a job
+  that asks for no guarantee (its ``deadline`` is the one it lists); ``duration`` (seconds) serves
   traces that publish a run time but no start and end (the run time is never
   copied when start and end exist: it is recomputed).
 - ``states`` maps every raw state to one of :data:`STATES`; a raw value missing
@@ -86,7 +87,8 @@ STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "RUNNING",
 #: mapping keys -> the common column each one feeds (times feed an instant and seconds)
 COLUMN_KEYS = ("cluster", "job_id", "user", "vc", "submit", "start", "end", "duration",
                "num_gpu", "num_cpu", "num_nodes", "mem_gb", "gpu_type", "num_attempts",
-               "state", "workload_type", "model", "batch_size", "iterations", "deadline")
+               "state", "workload_type", "model", "batch_size", "iterations", "deadline",
+               "best_effort")
 REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
@@ -489,6 +491,8 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
         *(typed(k, expr.get(k, "NULL")) for k in ("workload_type", "model", "batch_size",
                                                    "iterations")),
         typed("deadline_s", times.seconds("deadline", origin)),
+        typed("best_effort", f"coalesce(CAST({expr['best_effort']} AS BOOLEAN), false)"
+              if "best_effort" in expr else "false"),
         typed("synthetic", "true" if entry.synthetic else "false"),
         *(quote_ident(c) for c in extra),
     ]

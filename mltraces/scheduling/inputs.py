@@ -79,7 +79,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     are left out; see :func:`~mltraces.scheduling.jobs.from_common`.
     """
     from mltraces.jobmap import table_select_sql
-    from mltraces.scheduling.jobs import COMMON, from_common
+    from mltraces.scheduling.jobs import BEST_EFFORT, COMMON, from_common
     from mltraces.schema import quote_ident
 
     replay = resolve(trace_id)
@@ -87,7 +87,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     query = f"SELECT * FROM ({table_select_sql(replay.entry, absolute=not relative)})"
     if replay.where:
         query += " WHERE " + " AND ".join(f"{quote_ident(c)} = ?" for c in replay.where)
-    columns = ", ".join(quote_ident(c) for c in COMMON)
+    columns = ", ".join(quote_ident(c) for c in (*COMMON, BEST_EFFORT))
     # through Arrow: DuckDB's own DataFrame export of time zones trips a pandas 3 deprecation
     frame = con.sql(f"SELECT {columns} FROM ({query})", params=list(replay.where.values())
                     ).to_arrow_table().to_pandas()
