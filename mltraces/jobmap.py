@@ -402,6 +402,10 @@ def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
     return used
 
 
+#: Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC: the instants the view holds
+_EARLIEST, _LATEST = -62_135_596_800, 253_402_300_799
+
+
 class _Times:
     """SQL for one table's times: instants and seconds from its origin, by time kind."""
 
@@ -416,12 +420,17 @@ class _Times:
         if kind == "clock":
             return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
                     if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
+        seconds = f"CAST({value} AS DOUBLE)"
+        # a number no instant has (1e17 s) is NULL here, not an error that fails every query
+        # over the view; a source's reader refuses such values, naming the row
         if kind == "unix":
-            return f"to_timestamp(CAST({value} AS DOUBLE))"
+            return (f"CASE WHEN {seconds} BETWEEN {_EARLIEST} AND {_LATEST} "
+                    f"THEN to_timestamp({seconds}) END")
         if entry.origin is None:
             return "NULL"
-        return f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST(" \
-               f"round(CAST({value} AS DOUBLE) * 1e6) AS BIGINT)))"
+        return (f"CASE WHEN abs({seconds}) <= {_LATEST - _EARLIEST} THEN "
+                f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST("
+                f"round({seconds} * 1e6) AS BIGINT))) END")
 
     def _number(self, key: str) -> str:
         """The time as a number of seconds on the trace's own scale (before the origin)."""

@@ -236,3 +236,59 @@ def test_connect_with_a_local_path_that_is_not_utf8_is_one_line(tmp_path: Path) 
         connect(["zeus.train"], local={"zeus.train": path})
     with pytest.raises(MltracesError, match="is not UTF-8 text"):
         connect(["zeus.train"], local={"zeus.train": os.fsencode(path)})
+
+
+# --------------------------------------------------------------------------- one bad row
+
+
+@pytest.mark.parametrize("when", ["-1e12", "1e17", "inf"])
+def test_one_absurd_pai_time_leaves_the_other_traces_and_names_its_row(
+        when: str, tmp_path: Path, capsys) -> None:
+    """It failed every unfiltered summary of mltraces.jobs ("Epoch seconds out of range",
+    no table, no row) or, at -1e12, moved the view's origin for every PAI job."""
+    import importlib
+
+    from mltraces.catalog import connect, read_status
+    from mltraces.synthetic import write_tables
+
+    synthetic = importlib.import_module("mltraces.datasets.alibaba_pai.synthetic")
+    paths = write_tables(tmp_path, ["alibaba_pai.jobs", "acme.kalos_jobs"], rows=50)
+    jobs = synthetic.frames(50)["job_table"].copy()
+    jobs.loc[jobs.index[7], "start_time"] = when
+    synthetic._tarball(paths["alibaba_pai.jobs"] / "pai_job_table.tar.gz", "pai_job_table.csv",
+                       jobs)
+    con = connect(["mltraces.jobs", "alibaba_pai.jobs", "acme.kalos_jobs"], local=paths)
+    summary = "SELECT trace, count(*), min(submit_time) FROM mltraces.jobs GROUP BY ALL"
+    assert [row[:2] for row in con.sql(summary).fetchall()] == [("acme/kalos", 50)]
+    assert con.sql("SELECT count(*) FROM (SUMMARIZE mltraces.jobs)").fetchall()[0][0] > 0
+    reason = read_status(con)["mltraces.jobs"].reason
+    assert "alibaba_pai.jobs" in reason and "pai_job_table.csv line 8, column start_time" in reason
+    # a file given by hand is held to it: the one line names the table and the row
+    local = ",".join(f"{t}={p}" for t, p in paths.items())
+    err = one_line_error(["sql", summary, "--local", local], capsys)
+    assert "alibaba_pai.jobs" in err and "pai_job_table.csv line 8, column start_time" in err
+
+
+def test_an_instant_no_clock_holds_is_null_not_a_failed_query(user_root: Path) -> None:  # noqa: F811
+    """A user source on Unix seconds with one row at 1e17 s: the other rows still read."""
+    from mltraces.catalog import connect
+
+    folder = write_source(user_root, pin=False)
+    def at(hh_mm: str) -> str:
+        return f"2024-01-01 {hh_mm}:00+01:00"
+
+    (folder / "jobs.csv").write_text(
+        "id,user,gpus,submitted,started,ended,status\n"
+        f"1,ann,4,{at('00:00')},{at('00:10')},{at('01:10')},ok\n"
+        f"2,bob,8,{at('00:05')},{at('00:05')},{at('00:35')},ok\n")
+    mapping = json.loads((folder / "jobs.json").read_text())
+    mapping["tables"][0]["time"] = {"kind": "unix"}
+    mapping["tables"][0]["columns"].update(
+        submit="CASE WHEN id = 2 THEN 1e17 ELSE epoch(submitted) END",
+        start="epoch(started)", end="epoch(ended)")
+    (folder / "jobs.json").write_text(json.dumps(mapping))
+    _forget()
+    con = connect(["mycluster.jobs", "mltraces.jobs"])
+    found = con.sql("SELECT job_id, submit_time IS NULL, run_s FROM mltraces.jobs "
+                    "ORDER BY job_id").fetchall()
+    assert found == [("1", False, 3600.0), ("2", True, 1800.0)]
