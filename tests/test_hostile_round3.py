@@ -292,3 +292,91 @@ def test_an_instant_no_clock_holds_is_null_not_a_failed_query(user_root: Path) -
     found = con.sql("SELECT job_id, submit_time IS NULL, run_s FROM mltraces.jobs "
                     "ORDER BY job_id").fetchall()
     assert found == [("1", False, 3600.0), ("2", True, 1800.0)]
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _string_ids(folder: Path, ids: list[str]) -> None:
+    """The user source's job ids as text (and these ids), one 600-s job each."""
+    schema = json.loads((folder / "schemas" / "jobs.json").read_text())
+    schema["fields"][0]["type"] = "string"
+    (folder / "schemas" / "jobs.json").write_text(json.dumps(schema))
+    rows = [f"{job},ann,{1 + k % 2},2024-01-01 00:0{k}:00+01:00,2024-01-01 00:0{k}:00+01:00,"
+            f"2024-01-01 00:{10 + k}:00+01:00,ok" for k, job in enumerate(ids)]
+    (folder / "jobs.csv").write_text("id,user,gpus,submitted,started,ended,status\n"
+                                     + "\n".join(rows) + "\n")
+    _forget()
+
+
+MISSING_LIKE = ["NA", "null", "None", "nan", "job-5"]
+
+
+def test_pollux_job_ids_pandas_reads_as_missing_round_trip_and_are_said(
+        user_root: Path, tmp_path: Path) -> None:  # noqa: F811
+    import pandas as pd
+
+    from mltraces.interop.exporting import export, provenance_path
+    from mltraces.interop.importing import _forget_scans, import_workload
+
+    _string_ids(write_source(user_root, pin=False), MISSING_LIKE)
+    out = tmp_path / "workload.csv"
+    export("mycluster/jobs", "pollux", out)
+    record = json.loads(provenance_path(out).read_text())
+    [note] = [n for n in record["notes"] if "keep_default_na=False" in n]
+    assert "4 job id(s) ('NA', 'None', 'nan', 'null')" in note
+    assert sorted(pd.read_csv(out, keep_default_na=False)["name"]) == sorted(MISSING_LIKE)
+    assert pd.read_csv(out)["name"].isna().sum() == 4  # what the note warns of
+    made = import_workload(out, name="back")
+    _forget_scans()
+    from mltraces.catalog import connect
+
+    con = connect(["back.jobs", "mltraces.jobs"])
+    ids = [i for (i,) in con.sql(f"SELECT job_id FROM mltraces.jobs WHERE trace = "
+                                 f"'{made.trace}'").fetchall()]
+    assert sorted(ids) == sorted(MISSING_LIKE)
+
+
+def test_export_onto_the_traces_own_file_is_refused_before_any_work(
+        user_root: Path, capsys) -> None:  # noqa: F811
+    folder = write_source(user_root, pin=False)
+    before = (folder / "jobs.csv").read_bytes()
+    for target in (folder / "jobs.csv", folder / "jobs.csv.provenance.json"):
+        if target.name.endswith(".json"):  # the record would land on the file: same thing
+            target = folder / "jobs.csv"
+        err = one_line_error(["export", "--trace", "mycluster/jobs", "--to", "elasticflow", "-o",
+                              str(target)], capsys)
+        assert "the trace is read from" in err and "would overwrite" in err
+    link = user_root / "link.csv"
+    link.symlink_to(folder / "jobs.csv")
+    err = one_line_error(["export", "--trace", "mycluster/jobs", "--to", "tiresias", "-o",
+                          str(link)], capsys)
+    assert "would overwrite" in err
+    assert (folder / "jobs.csv").read_bytes() == before
+    assert not (folder / "jobs.csv.provenance.json").exists()
+
+
+@pytest.mark.parametrize("target", ["/dev/stdout", "/proc/self/fd/1"])
+def test_export_to_dev_stdout_writes_no_record_in_dev(target: str, user_root: Path,  # noqa: F811
+                                                     tmp_path: Path) -> None:
+    """Standard output redirected to a file (the child's is one): the path is a device
+    name, and its record went to /dev/stdout.provenance.json."""
+    import subprocess
+    import sys
+
+    write_source(user_root, pin=False)
+    record = Path(f"{target}.provenance.json")
+    redirected = tmp_path / "out.txt"
+    try:
+        with redirected.open("w") as stdout:  # as `mltraces export ... > out.txt` runs it
+            run = subprocess.run([sys.executable, "-m", "mltraces", "export", "--trace",
+                                  "mycluster/jobs", "--to", "tiresias", "-o", target],
+                                 stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60,
+                                 env={**os.environ, "MLTRACES_SOURCES": str(user_root)})
+        err = run.stderr.strip()
+        assert run.returncode == 1 and "\n" not in err, err
+        assert "a pipe, a device or a descriptor cannot have" in err
+        assert not record.exists() and redirected.read_text() == ""
+    finally:
+        if target.startswith("/dev/") and record.is_file():
+            record.unlink()  # what the unfixed export left
