@@ -380,3 +380,71 @@ def test_export_to_dev_stdout_writes_no_record_in_dev(target: str, user_root: Pa
     finally:
         if target.startswith("/dev/") and record.is_file():
             record.unlink()  # what the unfixed export left
+
+
+# --------------------------------------------------------------------------- scratch
+
+
+ZEROS_CHILD = """
+import io, resource, sys, tarfile, zipfile
+from pathlib import Path
+
+folder, kind, table, member = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+size = 200 << 20
+
+
+class Zeros(io.RawIOBase):
+    def __init__(self):
+        self.left = size
+    def readable(self):
+        return True
+    def readinto(self, buffer):
+        n = min(len(buffer), self.left)
+        buffer[:n] = bytes(n)
+        self.left -= n
+        return n
+
+
+if kind == "tar":
+    archive = folder / "zeros.tar.gz"
+    with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
+        info = tarfile.TarInfo(member)
+        info.size = size
+        tar.addfile(info, io.BufferedReader(Zeros(), 1 << 20))
+else:
+    archive = folder / "data.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zipped:
+        with zipped.open(member, "w") as sink:
+            chunk = bytes(1 << 20)
+            for _ in range(size >> 20):
+                sink.write(chunk)
+print(archive.stat().st_size, file=sys.stderr)
+resource.setrlimit(resource.RLIMIT_FSIZE, (32 << 20, 32 << 20))  # no file past 32 MB
+from mltraces.catalog import materialize
+try:
+    materialize(table, archive)
+except Exception as error:
+    print(type(error).__name__, str(error).splitlines()[0])
+"""
+
+
+@pytest.mark.parametrize(("kind", "table", "member"), [
+    ("tar", "itp.jobs", "cluster01.csv"),  # unpacked before its members are read
+    ("tar", "alibaba_pai.machine_specs", "pai_machine_spec.csv"),  # a member streamed out
+    ("zip", "helios.gpu_capacity", "data/Venus/cluster_gpu_number.csv"),  # copied out
+])
+def test_an_archive_of_zeros_writes_no_scratch_past_its_first_line(
+        kind: str, table: str, member: str, tmp_path: Path) -> None:
+    """200 MB of zeros in a few hundred kB: no text line, so nothing past 2 MB is written
+    (the child may write no file of more than 32 MB; before, it copied it all out)."""
+    from children import run_python
+
+    if table == "alibaba_pai.machine_specs":  # its column names come from a file beside it
+        from mltraces.synthetic import write_file
+
+        write_file("alibaba_pai/pai_machine_spec.header", tmp_path)
+    run = run_python(ZEROS_CHILD, str(tmp_path), kind, table, member, seconds=120,
+                     memory=3 << 30)
+    assert run.code == 0, run.err[-1500:]
+    assert "holds a line longer than 2,000,000 bytes" in run.out, (run.out, run.err[-1500:])
+    assert "UnsafeArchiveError" in run.out
