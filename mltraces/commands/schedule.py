@@ -273,20 +273,20 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
-    """Say so in one line when a policy's compiled core runs as plain Python (its extension
-    was not built at install): a replay then takes about 100 times longer than documented.
-
-    The cores are imported only when a policy that runs on them is asked for.
+    """Say so in one line when the policies' compiled cores run as plain Python (their
+    extensions were not built at install): a replay then takes about 100 times longer
+    than documented. Once per process (:func:`~mltraces.scheduling.native.announce`); the
+    cores are imported only when a policy that runs on them is asked for.
     """
     from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva, native
 
-    if quiet:
-        return
-    for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
-                       (Gandiva, "Gandiva's rounds"), (Chronus, "Chronus's lease packing")):
-        said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
-        if said:
-            print(said, file=sys.stderr)
+    used = [what for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
+                                    (Gandiva, "Gandiva's rounds"),
+                                    (Chronus, "Chronus's lease packing"))
+            if any(isinstance(policy, kind) for policy in policies)]
+    if used:
+        what = ", ".join(used[:-1]) + (" and " if len(used) > 1 else "") + used[-1]
+        native.announce(what, plural=len(used) > 1, quiet=quiet)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:

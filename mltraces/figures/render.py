@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Modules the forkserver imports once, so each worker starts warm.
-PRELOAD = ["matplotlib", "matplotlib.figure", "pandas", "mltraces.figures.style"]
+#: what the forkserver imports once for every worker (third-party only: see workers.process_pool)
+PRELOAD = ["matplotlib", "matplotlib.figure", "pandas"]
 
 
 def mark_unverified(figure: Any, tables: list[str]) -> None:
