@@ -31,7 +31,7 @@ from typing import Any
 from mltraces.errors import MltracesError
 
 __all__ = ["AGGREGATES", "MAX_CHARACTERS", "SCALAR_FUNCTIONS", "UnsafeExpression",
-           "check_expression"]
+           "check_expression", "check_expressions", "parse_ahead"]
 
 #: Longest expression accepted (the shipped ones are under 80 characters).
 MAX_CHARACTERS = 2_000
@@ -82,22 +82,47 @@ class UnsafeExpression(MltracesError, ValueError):
 def check_expression(text: str, columns: Iterable[str], *, aggregate: bool = False) -> None:
     """Raise :class:`UnsafeExpression` (its message says why) unless ``text`` is one expression
     over ``columns`` made only of allowed parts; ``aggregate`` admits the aggregates."""
-    _checked(text, frozenset(c.lower() for c in columns), aggregate)
+    check_expressions([text], columns, aggregate=aggregate)
 
 
-@cache
-def _checked(text: str, columns: frozenset[str], aggregate: bool) -> None:
+def parse_ahead(texts: Iterable[str]) -> None:
+    """Parse every expression not parsed yet in one call (what several tables' checks then
+    read): a view over many mapped tables costs DuckDB one parse call, not one per table."""
+    _parse_all(list(dict.fromkeys(t for t in texts if isinstance(t, str) and t not in _trees
+                                  and t.strip() and len(t) <= MAX_CHARACTERS)))
+
+
+def check_expressions(texts: Iterable[str], columns: Iterable[str], *,
+                      aggregate: bool = False) -> None:
+    """:func:`check_expression` for several expressions over the same columns, parsed in one
+    call to DuckDB (a table's mapping is checked at once; each answer is remembered)."""
+    texts = list(texts)
+    for text in texts:
+        _check_text(text)
+    _parse_all([t for t in texts if t not in _trees])
+    names = frozenset(c.lower() for c in columns)
+    for text in texts:
+        _checked(text, names, aggregate)
+
+
+def _check_text(text: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise UnsafeExpression("is empty; write a SQL expression over the table's columns")
     if len(text) > MAX_CHARACTERS:
         raise UnsafeExpression(f"is {len(text):,} characters long, more than the "
                                f"{MAX_CHARACTERS:,} an expression over a table's columns needs")
-    node = _select_node(_parsed(text))
+
+
+@cache
+def _checked(text: str, columns: frozenset[str], aggregate: bool) -> None:
+    node = _select_node(_trees[text])
     [expression] = node["select_list"]
     for part in _nodes(expression):
         _check_node(part, columns, aggregate)
 
 
+#: expression text -> DuckDB's parse tree of it (a dict; its "error" set when it did not parse)
+_trees: dict[str, dict] = {}
 _lock = threading.Lock()
 
 
@@ -110,28 +135,46 @@ def _parser() -> Any:
     return con
 
 
-def _parsed(text: str) -> dict:
-    """DuckDB's parse tree of ``SELECT (text) FROM placeholder`` (parsed only, never run)."""
+def _parse_all(texts: list[str]) -> None:
+    """DuckDB's parse trees of ``SELECT (text) FROM placeholder`` for every text, in one call
+    (parsed only, never bound or run), into :data:`_trees`."""
     import duckdb
 
-    query = f"SELECT ({text}) FROM {_PLACEHOLDER}"
+    if not texts:
+        return
+    queries = [f"SELECT ({text}) FROM {_PLACEHOLDER}" for text in texts]
     try:
         with _lock:
-            serialized = _parser().execute("SELECT json_serialize_sql(?)", [query]).fetchone()[0]
-        tree = json.loads(serialized)
-    except (duckdb.Error, ValueError, RecursionError) as error:
-        raise UnsafeExpression(f"cannot be parsed ({str(error).splitlines()[0][:160]})") from None
-    if tree.get("error"):
-        message = str(tree.get("error_message", "")).splitlines()[0][:160]
-        if "Only SELECT" in message or "statement" in message.lower():
-            raise UnsafeExpression("is not one expression: it holds a statement "
-                                   f"({message})")
-        raise UnsafeExpression(f"is not one SQL expression ({message})")
-    return tree
+            rows = _parser().execute(  # one call, answers in the order asked
+                "SELECT i, json_serialize_sql($1[i]) FROM range(1, len($1) + 1) AS t(i) "
+                "ORDER BY i", [queries]).fetchall()
+        answers = [serialized for _, serialized in rows]
+    except duckdb.Error as error:
+        reason = f"cannot be parsed ({str(error).splitlines()[0][:160]})"
+        _trees.update({t: {"error": True, "mltraces": reason} for t in texts})
+        return
+    for text, serialized in zip(texts, answers, strict=True):
+        try:
+            _trees[text] = json.loads(serialized)
+        except (ValueError, RecursionError) as error:
+            reason = f"cannot be parsed ({str(error).splitlines()[0][:160]})"
+            _trees[text] = {"error": True, "mltraces": reason}
+
+
+def _parse_error(tree: dict) -> None:
+    """Raise what a failed parse says."""
+    if "mltraces" in tree:
+        raise UnsafeExpression(tree["mltraces"])
+    message = str(tree.get("error_message", "")).splitlines()[0][:160]
+    if "Only SELECT" in message or "statement" in message.lower():
+        raise UnsafeExpression(f"is not one expression: it holds a statement ({message})")
+    raise UnsafeExpression(f"is not one SQL expression ({message})")
 
 
 def _select_node(tree: dict) -> dict:
     """The one plain SELECT node; anything more (statements, clauses, items) is refused."""
+    if tree.get("error"):
+        _parse_error(tree)
     statements = tree.get("statements") or []
     if len(statements) != 1:
         raise UnsafeExpression(f"is not one expression: it makes {len(statements)} statements "
