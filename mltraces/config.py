@@ -41,6 +41,8 @@ Limits on what a simulation may ask for (each refusal names its setting):
   that grow with the cluster rather than the work (ElasticFlow's GPUs × GPUs and
   nodes × jobs tables, Gandiva's per-node sets; default ``4G``).
 - ``MLTRACES_MAX_SEEDS``: most seeds one ``simulate`` call may sweep (default 100000).
+- ``MLTRACES_MAX_GENERATED_JOBS``: most jobs one generated trace may have (``--generate
+  num_jobs=``; default 1000000).
 
 :func:`check_settings` reads them all when a command starts and where a download starts,
 so a bad value is one line at once rather than a failure retried as if the network were
@@ -263,6 +265,11 @@ def max_seeds() -> int:
     return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))
 
 
+def max_generated_jobs() -> int:
+    """Most jobs one generated trace may have (``MLTRACES_MAX_GENERATED_JOBS``)."""
+    return int(_setting("MLTRACES_MAX_GENERATED_JOBS", "1000000", unit="jobs"))
+
+
 def check_settings() -> None:
     """Read every limit setting now, so a bad one is reported before any work.
 
@@ -279,3 +286,4 @@ def check_settings() -> None:
     max_gpus()
     max_replay_memory()
     max_seeds()
+    max_generated_jobs()

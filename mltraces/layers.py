@@ -56,7 +56,8 @@ _FOUNDATION = ("mltraces._moved", "mltraces.errors", "mltraces.logs", "mltraces.
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", _FOUNDATION,
           "errors, settings, logging, atomic writes, worker pools, safe unpickling"),
-    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.jobmap"),
+    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.jobmap",
+                    "mltraces.exprcheck"),
           "what the data is, read from JSON: source cards, table schemas, job mappings",
           ("foundation",)),
     Layer("download", ("mltraces.download",),

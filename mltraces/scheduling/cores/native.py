@@ -8,7 +8,8 @@ with C types in its annotations and a few decorators.
 ``pip install`` compiles them ahead of time (``setup.py``; Cython is a build
 requirement), so nothing is compiled when a replay runs. Where they could not
 be compiled (no C compiler), the same files run as plain Python: same
-results, about 100 times slower, and the CLI says so in one line.
+results, about 100 times slower, and every process that runs them says so once
+(:func:`announce`).
 
 Which one runs is decided here, once per process, for all cores together:
 the source runs when ``MLTRACES_INTERPRETED=1`` is set (the tests compare the
@@ -26,6 +27,7 @@ import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass
 from functools import cache
@@ -82,21 +84,44 @@ def build() -> Build:
     return Build(True)
 
 
-def notice(what: str) -> str | None:
+def notice(what: str, *, plural: bool = False) -> str | None:
     """One line to print before ``what`` runs interpreted; None when it runs compiled."""
     state = build()
     if state.compiled:
         return None
-    return f"{what} runs as plain Python, about 100 times slower: {state.reason}"
+    return (f"{what} {'run' if plural else 'runs'} as plain Python, about 100 times slower: "
+            f"{state.reason}")
+
+
+_said = False
+
+
+def announce(what: str = "the scheduling cores", *, plural: bool = True,
+             quiet: bool = False) -> bool:
+    """Say on stderr, once per process, that ``what`` runs interpreted (with the process and
+    the folder its code comes from); True when this call said it. Every process says it for
+    itself, a replay worker too, whose code is its own to judge (see
+    :func:`mltraces.workers.process_pool`); ``quiet`` counts as said, without a word."""
+    global _said
+    message = notice(what, plural=plural)
+    if message is None or _said:
+        return False
+    _said = True
+    if quiet:
+        return False
+    print(f"mltraces: {message} (process {os.getpid()}, {FOLDER})", file=sys.stderr)
+    return True
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):
-    """Serves a core's ``.py`` when :func:`build` says the extensions must not run."""
+    """Serves a core's ``.py`` when :func:`build` says the extensions must not run (and says
+    so once: :func:`announce`)."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None):
         package, _, name = fullname.rpartition(".")
         if package != PACKAGE or name not in CORES or build().compiled:
             return None
+        announce()
         return importlib.util.spec_from_file_location(fullname, FOLDER / f"{name}.py")
 
 
@@ -106,4 +131,4 @@ def install() -> None:
         sys.meta_path.insert(0, _SourceFirst())
 
 
-__all__ = ["CORES", "Build", "build", "extension", "install", "notice"]
+__all__ = ["CORES", "Build", "announce", "build", "extension", "install", "notice"]
