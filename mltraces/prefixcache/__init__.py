@@ -53,9 +53,13 @@ LRU, LFU and FIFO are such caches, so on the same instance split Belady's block
 hits are at least theirs. A prefix hit is a run of block hits, so every
 policy's prefix-hit blocks are at most its block hits, hence at most Belady's
 block hits, and its reused tokens at most ``block_size`` × Belady's block hits.
-Belady's own prefix-hit blocks and reused tokens are *not* optimal (MIN
-maximises hits, not leading runs of them): another policy can beat them, and on
-some traces LRU does.
+Belady's own prefix-hit blocks and reused tokens are *not* an optimum (MIN
+maximises hits, not leading runs of them): LFU and FIFO can beat them (the tests
+hold a three-request example of each). LRU cannot: every access LRU hits, Belady
+hits too at the same capacity (between two accesses of a block that LRU keeps,
+fewer than N other blocks are accessed, so whenever MIN must evict, some cached
+block is needed later than it), so Belady's prefix-hit blocks and reused tokens
+are at least LRU's, request by request.
 
 **Instances.** With ``instances=K`` each of K instances has its own cache of N
 blocks; ``routing="round-robin"`` sends request i to instance i mod K,
@@ -68,8 +72,8 @@ built at install; see :mod:`.native`; the same file runs as Python where it
 could not be built): an access is an array operation, O(1) for LRU and FIFO,
 O(log N) for LFU and Belady. LRU at several capacities is one pass over Mattson's
 stack distances (a Fenwick tree, O(log T) an access) with the prefix rule
-applied per capacity. Block ids are remapped once to dense ids
-(``pandas.factorize``).
+applied per capacity. Block ids are remapped once to dense ids (a hash table in
+the core); pandas is imported only by ``frame()``.
 
 Public API::
 

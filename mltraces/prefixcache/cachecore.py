@@ -28,10 +28,57 @@ except ImportError:  # installed without its compiled extension: run as Python
     from mltraces.prefixcache import cyshim as cython
 
 i64 = cython.typedef(cython.longlong)
+u64 = cython.typedef(cython.ulonglong)
 u8 = cython.typedef(cython.uchar)
 
 #: the stack distance of a block's first access: larger than any capacity
 NEVER = cython.declare(i64, 2**62)
+#: an odd 64-bit constant that spreads ids over the hash table (SplitMix64's first)
+SPREAD = cython.declare(u64, 0xBF58476D1CE4E5B9)
+
+
+@cython.cfunc
+@cython.inline
+@cython.exceptval(check=False)
+def home(value: i64, mask: i64) -> i64:
+    """The slot where the search for ``value`` starts. Codes never depend on it (only how
+    long searches are), so the interpreted core may use Python's own hash."""
+    z: u64
+    if cython.compiled:
+        z = cython.cast(u64, value)
+        z = (z ^ (z >> 31)) * SPREAD
+        return cython.cast(i64, (z ^ (z >> 29)) & cython.cast(u64, mask))
+    else:
+        return hash(int(value)) & mask
+
+
+@cython.ccall
+def factorize(ids: i64[:], codes: i64[:]) -> i64:
+    """Dense ids: ``codes[t]`` numbers ``ids[t]`` among the distinct ids in order of first
+    appearance (0, 1, …); returns how many there are. An open-addressing table of at least
+    twice as many slots as ids, searched linearly."""
+    n: i64 = ids.shape[0]
+    size: i64 = 2
+    while size < 2 * n:
+        size *= 2
+    mask: i64 = size - 1
+    keys: i64[:] = np.zeros(size, dtype=np.int64)
+    slots: i64[:] = np.full(size, -1, dtype=np.int64)
+    count: i64 = 0
+    t: i64
+    h: i64
+    value: i64
+    for t in range(n):
+        value = ids[t]
+        h = home(value, mask)
+        while slots[h] >= 0 and keys[h] != value:
+            h = (h + 1) & mask
+        if slots[h] < 0:
+            slots[h] = count
+            keys[h] = value
+            count += 1
+        codes[t] = slots[h]
+    return count
 
 
 @cython.final

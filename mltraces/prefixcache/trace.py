@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from mltraces.prefixcache import native
+
 #: most blocks one request may have unless the caller says otherwise (2**20 blocks is
 #: 512 M tokens in Mooncake's 512-token blocks, 16 M in Qwen's 16-token ones)
 MAX_REQUEST_BLOCKS = 1 << 20
@@ -76,10 +78,17 @@ class RequestBlocks:
     def from_arrow(cls, column: Any, input_tokens: Any, block_size: int, *,
                    max_request_blocks: int = MAX_REQUEST_BLOCKS) -> RequestBlocks:
         """From an Arrow list column of block ids (a ``ListArray``, ``LargeListArray`` or a
-        ``ChunkedArray`` of them): its values and offsets, without a copy per request."""
+        ``ChunkedArray`` of them): its values and offsets, without a copy per request;
+        ``input_tokens`` an Arrow numeric column or anything numpy reads."""
         values, offsets = arrow_lists(column)
+        if _is_arrow(input_tokens):
+            input_tokens = arrow_numbers(input_tokens, "input_tokens")
         return cls.from_arrays(values, offsets, input_tokens, block_size,
                                max_request_blocks=max_request_blocks)
+
+
+def _is_arrow(value: Any) -> bool:
+    return type(value).__module__.startswith("pyarrow")
 
 
 def arrow_lists(column: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -90,24 +99,64 @@ def arrow_lists(column: Any) -> tuple[np.ndarray, np.ndarray]:
         column = column.combine_chunks()
     if not (pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
         raise ValueError(f"blocks: expected an Arrow list column, got {column.type}")
-    if column.null_count:
-        row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+    row = _first_null(column)
+    if row is not None:
         raise ValueError(f"blocks: request {row} has no block list (null)")
-    values = column.flatten()
-    if values.null_count:
-        raise ValueError("blocks: a block id is null")
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    return values.to_numpy(zero_copy_only=False), offsets - offsets[0]
+    offsets = _buffer(column.offsets).astype(np.int64)
+    values = column.values.slice(offsets[0], offsets[-1] - offsets[0])
+    at = _first_null(values)
+    if at is not None:
+        row = int(np.searchsorted(offsets, offsets[0] + at, side="right")) - 1
+        raise ValueError(f"blocks: request {row} has a null block id")
+    if not pa.types.is_integer(values.type):
+        raise ValueError(f"blocks: expected integer block ids, got {values.type}")
+    return _buffer(values), offsets - offsets[0]
+
+
+def arrow_numbers(column: Any, name: str) -> np.ndarray:
+    """An Arrow integer or floating-point column as numpy; nulls refused."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)):
+        raise ValueError(f"{name}: expected numbers, got {column.type}")
+    row = _first_null(column)
+    if row is not None:
+        raise ValueError(f"{name}: request {row} is null")
+    return _buffer(column)
+
+
+def _first_null(array: Any) -> int | None:
+    """The index of the first null of an Arrow array, None without nulls."""
+    if not array.null_count:
+        return None
+    return next(i for i, valid in enumerate(array.is_valid().to_pylist()) if not valid)
+
+
+def _buffer(array: Any) -> np.ndarray:
+    """A numeric Arrow array without nulls, viewed as numpy from its data buffer
+    (pyarrow's own ``to_numpy`` imports pandas, a third of a second)."""
+    import pyarrow as pa
+
+    kind = "f" if pa.types.is_floating(array.type) else \
+        "i" if pa.types.is_signed_integer(array.type) else "u"
+    dtype = np.dtype(f"{kind}{array.type.bit_width // 8}")
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array),
+                         offset=array.offset * dtype.itemsize)
 
 
 def dense_ids(ids: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids in order of first appearance, and how many there are."""
-    if len(ids) == 0:
-        return np.zeros(0, dtype=np.int64), 0
-    import pandas as pd
-
-    codes, uniques = pd.factorize(ids, sort=False)
-    return codes.astype(np.int64, copy=False), len(uniques)
+    """Dense ids in order of first appearance, and how many there are (a hash table in
+    the compiled core: one pass, no import of pandas on the way to a replay)."""
+    if ids.dtype == np.uint64:
+        ids = ids.view(np.int64)  # the same 64 bits: distinct stays distinct
+    ids = np.ascontiguousarray(ids, dtype=np.int64)
+    if not ids.flags.writeable:  # Arrow's buffers: the core's typed views want writable ones
+        ids = ids.copy()
+    codes = np.empty(len(ids), dtype=np.int64)
+    distinct = native.core().factorize(ids, codes)
+    return codes, int(distinct)
 
 
 def _block_size(value: Any) -> int:
