@@ -191,6 +191,36 @@ def test_compiled_and_interpreted_cores_agree_access_by_access() -> None:
     np.testing.assert_array_equal(first, distances)
 
 
+def _first_appearance(ids: np.ndarray) -> list[int]:
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(int(value), len(numbers)) for value in ids]
+
+
+@pytest.mark.parametrize("kind", ["compact", "sparse", "strided"])
+def test_dense_ids_number_ids_in_order_of_first_appearance(kind: str) -> None:
+    """Both the hash table (grown past its first 1,024 slots) and the table indexed by id,
+    compiled and interpreted, number ids as a dictionary does."""
+    from mltraces.prefixcache.trace import dense_ids
+
+    rng = np.random.default_rng(3)
+    ids = {"compact": rng.integers(-50, 5000, size=8000),
+           "sparse": rng.integers(-(2**63), 2**63 - 1, size=3000)[rng.integers(0, 3000, 8000)],
+           "strided": rng.integers(0, 4000, size=8000) << 32}[kind].astype(np.int64)
+    want = _first_appearance(ids)
+    for module in (native.core(), native.source()):
+        codes = np.empty(len(ids), dtype=np.int64)
+        assert module.factorize(ids, codes) == max(want) + 1
+        assert codes.tolist() == want
+        if kind == "compact":
+            codes[:] = -1
+            module.factorize_range(ids, int(ids.min()), int(ids.max()), codes)
+            assert codes.tolist() == want
+    codes, distinct = dense_ids(ids)
+    assert (codes.tolist(), distinct) == (want, max(want) + 1)
+    huge = np.array([2**64 - 1, 5, 2**63, 2**64 - 1, 5], dtype=np.uint64)
+    assert dense_ids(huge)[0].tolist() == [0, 1, 2, 0, 1]
+
+
 def _compiler() -> str | None:
     import shlex
     import sysconfig

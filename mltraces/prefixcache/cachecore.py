@@ -41,44 +41,84 @@ SPREAD = cython.declare(u64, 0xBF58476D1CE4E5B9)
 @cython.inline
 @cython.exceptval(check=False)
 def home(value: i64, mask: i64) -> i64:
-    """The slot where the search for ``value`` starts. Codes never depend on it (only how
-    long searches are), so the interpreted core may use Python's own hash."""
+    """The slot where the search for ``value`` starts: its 64 bits mixed (codes never
+    depend on it, only how long searches are; the interpreted core mixes the same way,
+    wrapping by hand, so strided ids do not pile up in one slot there either)."""
     z: u64
     if cython.compiled:
         z = cython.cast(u64, value)
         z = (z ^ (z >> 31)) * SPREAD
         return cython.cast(i64, (z ^ (z >> 29)) & cython.cast(u64, mask))
     else:
-        return hash(int(value)) & mask
+        z = int(value) & 0xFFFFFFFFFFFFFFFF
+        z = ((z ^ (z >> 31)) * SPREAD) & 0xFFFFFFFFFFFFFFFF
+        return (z ^ (z >> 29)) & mask
 
 
 @cython.ccall
 def factorize(ids: i64[:], codes: i64[:]) -> i64:
     """Dense ids: ``codes[t]`` numbers ``ids[t]`` among the distinct ids in order of first
-    appearance (0, 1, …); returns how many there are. An open-addressing table of at least
-    twice as many slots as ids, searched linearly."""
+    appearance (0, 1, …); returns how many there are. An open-addressing table of (id,
+    code) rows searched linearly, doubled whenever it is half full, so it stays about the
+    size of the distinct ids (a table sized by the accesses would not fit any cache)."""
     n: i64 = ids.shape[0]
-    size: i64 = 2
-    while size < 2 * n:
-        size *= 2
-    mask: i64 = size - 1
-    keys: i64[:] = np.zeros(size, dtype=np.int64)
-    slots: i64[:] = np.full(size, -1, dtype=np.int64)
+    size: i64 = 1024
+    table: i64[:, :] = np.full((size, 2), -1, dtype=np.int64)
     count: i64 = 0
     t: i64
     h: i64
     value: i64
     for t in range(n):
         value = ids[t]
-        h = home(value, mask)
-        while slots[h] >= 0 and keys[h] != value:
-            h = (h + 1) & mask
-        if slots[h] < 0:
-            slots[h] = count
-            keys[h] = value
+        h = home(value, size - 1)
+        while table[h, 1] >= 0 and table[h, 0] != value:
+            h = (h + 1) & (size - 1)
+        if table[h, 1] < 0:
+            table[h, 0] = value
+            table[h, 1] = count
             count += 1
-        codes[t] = slots[h]
+            if 2 * count > size:
+                size *= 2
+                table = grown(table, size)
+            codes[t] = count - 1
+        else:
+            codes[t] = table[h, 1]
     return count
+
+
+@cython.ccall
+def factorize_range(ids: i64[:], low: i64, high: i64, codes: i64[:]) -> i64:
+    """:func:`factorize` for ids all within ``low … high`` (a range the caller keeps about
+    as long as ``ids``): a table indexed by id, which sequential ids (Mooncake's, Qwen's)
+    read in order instead of hashing all over a large table."""
+    n: i64 = ids.shape[0]
+    table: i64[:] = np.full(high - low + 1, -1, dtype=np.int64)
+    count: i64 = 0
+    t: i64
+    at: i64
+    for t in range(n):
+        at = ids[t] - low
+        if table[at] < 0:
+            table[at] = count
+            count += 1
+        codes[t] = table[at]
+    return count
+
+
+@cython.cfunc
+def grown(table: i64[:, :], size: i64) -> i64[:, :]:
+    """The rows of ``table`` placed in a new table of ``size`` rows."""
+    bigger: i64[:, :] = np.full((size, 2), -1, dtype=np.int64)
+    i: i64
+    h: i64
+    for i in range(table.shape[0]):
+        if table[i, 1] >= 0:
+            h = home(table[i, 0], size - 1)
+            while bigger[h, 1] >= 0:
+                h = (h + 1) & (size - 1)
+            bigger[h, 0] = table[i, 0]
+            bigger[h, 1] = table[i, 1]
+    return bigger
 
 
 @cython.final
@@ -167,12 +207,12 @@ class Buckets:
     head: i64[:]
     tail: i64[:]
 
-    def __init__(self, nblocks: int, accesses: int) -> None:
+    def __init__(self, nblocks: int, most: int) -> None:
         self.count = np.zeros(max(nblocks, 1), dtype=np.int64)
         self.older = np.full(max(nblocks, 1), -1, dtype=np.int64)
         self.newer = np.full(max(nblocks, 1), -1, dtype=np.int64)
-        self.head = np.full(accesses + 2, -1, dtype=np.int64)
-        self.tail = np.full(accesses + 2, -1, dtype=np.int64)
+        self.head = np.full(most + 2, -1, dtype=np.int64)
+        self.tail = np.full(most + 2, -1, dtype=np.int64)
 
     @cython.cfunc
     @cython.exceptval(check=False)
@@ -294,7 +334,7 @@ def lfu(blocks: i64[:], nblocks: i64, capacity: i64, hit: u8[:]) -> cython.void:
     recently accessed goes first (the head of the lowest count's list)."""
     n: i64 = blocks.shape[0]
     cap: i64 = min(capacity, nblocks)
-    lists: Buckets = Buckets(nblocks, n)
+    lists: Buckets = Buckets(nblocks, most_accessed(blocks, nblocks))
     lowest: i64 = 1
     size: i64 = 0
     t: i64
@@ -321,6 +361,19 @@ def lfu(blocks: i64[:], nblocks: i64, capacity: i64, hit: u8[:]) -> cython.void:
         lists.append(x, 1)
         lowest = 1
         size += 1
+
+
+@cython.cfunc
+def most_accessed(blocks: i64[:], nblocks: i64) -> i64:
+    """The most accesses any one block has: the highest count LFU can reach."""
+    seen: i64[:] = np.zeros(max(nblocks, 1), dtype=np.int64)
+    most: i64 = 0
+    t: i64
+    for t in range(blocks.shape[0]):
+        seen[blocks[t]] += 1
+        if seen[blocks[t]] > most:
+            most = seen[blocks[t]]
+    return most
 
 
 @cython.ccall

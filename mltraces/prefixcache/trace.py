@@ -147,15 +147,22 @@ def _buffer(array: Any) -> np.ndarray:
 
 
 def dense_ids(ids: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids in order of first appearance, and how many there are (a hash table in
-    the compiled core: one pass, no import of pandas on the way to a replay)."""
+    """Dense ids in order of first appearance, and how many there are: one pass of the
+    compiled core (a table indexed by id when the ids span a range not much longer than
+    they are, a hash table otherwise), no import of pandas on the way to a replay."""
     if ids.dtype == np.uint64:
         ids = ids.view(np.int64)  # the same 64 bits: distinct stays distinct
     ids = np.ascontiguousarray(ids, dtype=np.int64)
     if not ids.flags.writeable:  # Arrow's buffers: the core's typed views want writable ones
         ids = ids.copy()
     codes = np.empty(len(ids), dtype=np.int64)
-    distinct = native.core().factorize(ids, codes)
+    if len(ids) == 0:
+        return codes, 0
+    low, high = int(ids.min()), int(ids.max())
+    if high - low < 4 * len(ids) + 1024:  # a table indexed by id costs no more than the ids
+        distinct = native.core().factorize_range(ids, low, high, codes)
+    else:
+        distinct = native.core().factorize(ids, codes)
     return codes, int(distinct)
 
 
