@@ -22,9 +22,10 @@ Rows, per trace and size:
 Each is run once **cold** (first, after this script evicts from the page cache, with
 ``posix_fadvise(DONTNEED)``, the trace and the files of mltraces, numpy, pandas, pyarrow
 and duckdb) and ``--repeat`` times **warm** (median). Each child also reports its read
-(imports included) and replay seconds apart; ``dict÷this`` is the baseline's time over
-the row's, for the whole warm process and for the replay alone (for ``engine all``: the
-baseline's LRU against all four policies). The baseline's LRU counts must equal the
+(imports included) and replay seconds apart, and ``cpu s`` is the warm process's CPU
+time (steadier than wall time on a shared machine); ``dict÷this`` is the baseline's warm
+process time over the row's, ``replay`` the same for the replay alone (for ``engine
+all``: the baseline's LRU against all four policies). The baseline's LRU counts must equal the
 engine's (checked). The load average is printed with every row: compare ratios of one run.
 
 Run: ``python benchmarks/bench_prefixcache.py [--parts mooncake,qwen] [--repeat 3]
@@ -37,11 +38,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,45 +217,66 @@ def cold_paths(trace: Path) -> list[Path]:
 
 
 def child(kind: str, trace: Path, block_size: int, capacities: list[int],
-          policies: str = "lru") -> tuple[float, dict]:
-    """(wall seconds, the child's report) of one whole process."""
+          policies: str = "lru") -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, the child's report) of one whole process."""
     command = [sys.executable, __file__, "--child", kind, "--trace", str(trace),
                "--block-size", str(block_size), "--capacities",
                ",".join(map(str, capacities)), "--policies", policies]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return seconds, json.loads(done.stdout)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu, json.loads(done.stdout)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One run kind on one trace: cold wall seconds, then medians of the warm runs."""
+
+    cold: float
+    warm: float
+    cpu: float
+    read: float
+    replay: float
+    accesses: int
+    lru: dict
 
 
 def timed_rows(trace: Path, block_size: int, capacities: list[int], repeat: int,
-               with_baseline: bool) -> dict[str, tuple[float, float, dict]]:
-    """Per row: (cold s, warm median s, the last report)."""
+               with_baseline: bool) -> dict[str, Row]:
+    """The engine's two rows (and the baseline's), the LRU counts checked equal."""
     runs = [("engine lru", "engine", "lru"), ("engine all", "engine", "all")]
     if with_baseline:
         runs.append(("dict lru", "baseline", "lru"))
     rows = {}
     for label, kind, policies in runs:
         evict(cold_paths(trace))
-        cold, _ = child(kind, trace, block_size, capacities, policies)
+        cold, _, _ = child(kind, trace, block_size, capacities, policies)
         warm = [child(kind, trace, block_size, capacities, policies) for _ in range(repeat)]
-        rows[label] = (cold, statistics.median(s for s, _ in warm), warm[-1][1])
-    if with_baseline and rows["dict lru"][2]["lru"] != rows["engine lru"][2]["lru"]:
+        reports = [info for _, _, info in warm]
+        rows[label] = Row(cold, statistics.median(s for s, _, _ in warm),
+                          statistics.median(c for _, c, _ in warm),
+                          statistics.median(info["read_s"] for info in reports),
+                          statistics.median(info["replay_s"] for info in reports),
+                          reports[0]["accesses"], reports[0]["lru"])
+    if with_baseline and rows["dict lru"].lru != rows["engine lru"].lru:
         raise SystemExit(f"{trace.name}: the engine's LRU counts differ from the baseline's")
     return rows
 
 
-def report(name: str, rows: dict[str, tuple[float, float, dict]]) -> None:
+def report(name: str, rows: dict[str, Row]) -> None:
     base = rows.get("dict lru")
-    for label, (cold, warm, info) in rows.items():
-        line = (f"{name:16} {label:11} {info['accesses']:>11,} {cold:7.2f} {warm:7.2f} "
-                f"{info['read_s']:7.2f} {info['replay_s']:8.3f}")
+    for label, row in rows.items():
+        line = (f"{name:14} {label:10} {row.accesses:>11,} {row.cold:6.2f} {row.warm:6.2f} "
+                f"{row.cpu:6.2f} {row.read:6.2f} {row.replay:7.3f}")
         if base is not None and label != "dict lru":
-            line += f" {base[1] / warm:8.1f}x {base[2]['replay_s'] / info['replay_s']:8.1f}x"
+            line += f" {base.warm / row.warm:6.1f}x {base.replay / row.replay:6.1f}x"
         else:
-            line += f" {'':9} {'':9}"
+            line += f" {'':7} {'':7}"
         print(f"{line}  {load()}", flush=True)
 
 
@@ -281,29 +305,31 @@ def main() -> None:
     from mltraces.prefixcache import native
 
     print(native.notice() or "the compiled core runs")
-    print(f"{'trace':16} {'run':11} {'accesses':>11} {'cold s':>7} {'warm s':>7} "
-          f"{'read s':>7} {'replay s':>8} {'dict÷this':>9} {'(replay)':>9}  (warm: median "
-          f"of {args.repeat})")
+    print(f"{'trace':14} {'run':10} {'accesses':>11} {'cold s':>6} {'warm s':>6} "
+          f"{'cpu s':>6} {'read s':>6} {'replay s':>7} {'dict÷this':>7} {'replay':>7}  "
+          f"(warm: medians of {args.repeat})")
     parts = args.parts.split(",")
     if "mooncake" in parts:
         if not MOONCAKE.is_file():
             raise SystemExit(f"{MOONCAKE} is absent (../shared/upstream)")
         rows = timed_rows(MOONCAKE, 512, MOONCAKE_CAPACITIES, args.repeat, True)
         report("mooncake conv.", rows)
-        worst = max(rows["engine all"][:2])
+        worst = max(rows["engine all"].cold, rows["engine all"].warm)
         print(f"goal: all four policies at 10 capacities under {GOAL_MOONCAKE_S} s: "
               f"{worst:.2f} s ({'met' if worst < GOAL_MOONCAKE_S else 'MISSED'})")
     if "qwen" in parts:
-        replays = []
+        grown = []
         for label, path in qwen_files(args.qwen_mb):
             share = 1 / int(label.split("/")[1]) if "/" in label else 1.0
             rows = timed_rows(path, 16, [QWEN_CAPACITY], args.repeat,
                               share <= args.baseline_max)
             report(f"qwen-like {label}", rows)
-            replays.append((share, rows["engine lru"][1], rows["engine lru"][2]["accesses"]))
-        (_, small, small_n), (_, large, large_n) = replays[0], replays[-1]
-        print(f"growth 1/4 -> 1: accesses x{large_n / small_n:.2f}, warm engine lru "
-              f"seconds x{large / small:.2f} (linear: about the same factor)")
+            grown.append(rows)
+        first, last = grown[0], grown[-1]
+        factor = last["engine lru"].accesses / first["engine lru"].accesses
+        print(f"growth 1/4 -> 1: accesses x{factor:.2f}; " + "; ".join(
+            f"{run}: process CPU x{last[run].cpu / first[run].cpu:.2f}, replay "
+            f"x{last[run].replay / first[run].replay:.2f}" for run in ("engine lru", "engine all")))
 
 
 if __name__ == "__main__":

@@ -368,6 +368,13 @@ def test_a_request_of_ten_million_blocks_is_refused_before_any_work() -> None:
         replay(blocks, [0, len(blocks)], [len(blocks) * 16], 16, [1])
 
 
+def test_lists_of_other_than_integers_are_refused() -> None:
+    with pytest.raises(ValueError, match="blocks: expected integers, got float64"):
+        RequestBlocks.from_lists([[1, 2.5]], [32], 16)
+    with pytest.raises(ValueError, match="blocks: expected integers, got object"):
+        RequestBlocks.from_lists([[1, 2**70]], [32], 16)
+
+
 def test_null_arrow_lists_and_ids_are_refused() -> None:
     import pyarrow as pa
 

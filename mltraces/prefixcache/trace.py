@@ -70,7 +70,7 @@ class RequestBlocks:
         offsets = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
         flat = [block for row in block_lists for block in row]
-        values = np.asarray(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+        values = np.asarray(flat) if flat else np.zeros(0, dtype=np.int64)  # checked below
         return cls.from_arrays(values, offsets, input_tokens, block_size,
                                max_request_blocks=max_request_blocks)
 
