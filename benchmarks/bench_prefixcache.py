@@ -23,10 +23,11 @@ Each is run once **cold** (first, after this script evicts from the page cache, 
 ``posix_fadvise(DONTNEED)``, the trace and the files of mltraces, numpy, pandas, pyarrow
 and duckdb) and ``--repeat`` times **warm** (median). Each child also reports its read
 (imports included) and replay seconds apart, and ``cpu s`` is the warm process's CPU
-time (steadier than wall time on a shared machine); ``dict÷this`` is the baseline's warm
-process time over the row's, ``replay`` the same for the replay alone (for ``engine
-all``: the baseline's LRU against all four policies). The baseline's LRU counts must equal the
-engine's (checked). The load average is printed with every row: compare ratios of one run.
+time, the second ``cpu s`` the replay's (steadier than wall time on a shared machine);
+``dict÷this`` is the baseline's warm process time over the row's, ``replay`` the same for
+the replay's CPU time (for ``engine all``: the baseline's LRU against all four
+policies). The baseline's LRU counts must equal the engine's (checked). The load average
+is printed with every row: compare ratios of one run.
 
 Run: ``python benchmarks/bench_prefixcache.py [--parts mooncake,qwen] [--repeat 3]
 [--qwen-mb 132] [--baseline-max 1.0]``. The synthetic trace is written once (seeded)
@@ -70,10 +71,11 @@ def engine_child(path: Path, block_size: int, capacities: list[int], policies: s
 
     table = duckdb.connect().sql(READ, params={"path": str(path)}).to_arrow_table()
     trace = RequestBlocks.from_arrow(table["hash_ids"], table["input_length"], block_size)
-    read = time.perf_counter()
+    read, cpu = time.perf_counter(), time.process_time()
     result = replay_trace(trace, Plan.checked(capacities, policies))
     done = time.perf_counter()
-    return {"read_s": read - start, "replay_s": done - read, "accesses": len(trace.blocks),
+    return {"read_s": read - start, "replay_s": done - read,
+            "replay_cpu_s": time.process_time() - cpu, "accesses": len(trace.blocks),
             "lru": {str(s.capacity): [s.block_hits, s.prefix_hit_blocks, s.reused_tokens]
                     for s in result.totals if s.policy == "lru"}}
 
@@ -110,9 +112,10 @@ def baseline_child(path: Path, block_size: int, capacities: list[int]) -> dict:
             row = json.loads(line)
             requests.append(row["hash_ids"])
             tokens.append(row["input_length"])
-    read = time.perf_counter()
+    read, cpu = time.perf_counter(), time.process_time()
     lru = {str(c): dict_lru(requests, tokens, block_size, c) for c in capacities}
     return {"read_s": read - start, "replay_s": time.perf_counter() - read,
+            "replay_cpu_s": time.process_time() - cpu,
             "accesses": sum(map(len, requests)), "lru": lru}
 
 
@@ -242,6 +245,7 @@ class Row:
     cpu: float
     read: float
     replay: float
+    replay_cpu: float
     accesses: int
     lru: dict
 
@@ -262,6 +266,7 @@ def timed_rows(trace: Path, block_size: int, capacities: list[int], repeat: int,
                           statistics.median(c for _, c, _ in warm),
                           statistics.median(info["read_s"] for info in reports),
                           statistics.median(info["replay_s"] for info in reports),
+                          statistics.median(info["replay_cpu_s"] for info in reports),
                           reports[0]["accesses"], reports[0]["lru"])
     if with_baseline and rows["dict lru"].lru != rows["engine lru"].lru:
         raise SystemExit(f"{trace.name}: the engine's LRU counts differ from the baseline's")
@@ -272,9 +277,10 @@ def report(name: str, rows: dict[str, Row]) -> None:
     base = rows.get("dict lru")
     for label, row in rows.items():
         line = (f"{name:14} {label:10} {row.accesses:>11,} {row.cold:6.2f} {row.warm:6.2f} "
-                f"{row.cpu:6.2f} {row.read:6.2f} {row.replay:7.3f}")
+                f"{row.cpu:6.2f} {row.read:6.2f} {row.replay:7.3f} {row.replay_cpu:7.3f}")
         if base is not None and label != "dict lru":
-            line += f" {base.warm / row.warm:6.1f}x {base.replay / row.replay:6.1f}x"
+            line += (f" {base.warm / row.warm:6.1f}x "
+                     f"{base.replay_cpu / row.replay_cpu:6.1f}x")
         else:
             line += f" {'':7} {'':7}"
         print(f"{line}  {load()}", flush=True)
@@ -306,7 +312,8 @@ def main() -> None:
 
     print(native.notice() or "the compiled core runs")
     print(f"{'trace':14} {'run':10} {'accesses':>11} {'cold s':>6} {'warm s':>6} "
-          f"{'cpu s':>6} {'read s':>6} {'replay s':>7} {'dict÷this':>7} {'replay':>7}  "
+          f"{'cpu s':>6} {'read s':>6} {'replay s':>7} {'cpu s':>7} {'dict÷this':>7} "
+          f"{'replay':>7}  "
           f"(warm: medians of {args.repeat})")
     parts = args.parts.split(",")
     if "mooncake" in parts:
@@ -328,8 +335,9 @@ def main() -> None:
         first, last = grown[0], grown[-1]
         factor = last["engine lru"].accesses / first["engine lru"].accesses
         print(f"growth 1/4 -> 1: accesses x{factor:.2f}; " + "; ".join(
-            f"{run}: process CPU x{last[run].cpu / first[run].cpu:.2f}, replay "
-            f"x{last[run].replay / first[run].replay:.2f}" for run in ("engine lru", "engine all")))
+            f"{run}: process CPU x{last[run].cpu / first[run].cpu:.2f}, replay CPU "
+            f"x{last[run].replay_cpu / first[run].replay_cpu:.2f}"
+            for run in ("engine lru", "engine all", "dict lru") if run in last and run in first))
 
 
 if __name__ == "__main__":
