@@ -23,7 +23,8 @@ Each is run once **cold** (first, after this script evicts from the page cache, 
 ``posix_fadvise(DONTNEED)``, the trace and the files of mltraces, numpy, pandas, pyarrow
 and duckdb) and ``--repeat`` times **warm** (median). Each child also reports its read
 (imports included) and replay seconds apart, and ``cpu s`` is the warm process's CPU
-time, the second ``cpu s`` the replay's (steadier than wall time on a shared machine);
+time, the second ``cpu s`` the replay's (the least of the warm runs: on a shared machine
+the steadiest measure of the work itself);
 ``dict÷this`` is the baseline's warm process time over the row's, ``replay`` the same for
 the replay's CPU time (for ``engine all``: the baseline's LRU against all four
 policies). The baseline's LRU counts must equal the engine's (checked). The load average
@@ -69,7 +70,8 @@ def engine_child(path: Path, block_size: int, capacities: list[int], policies: s
 
     from mltraces.prefixcache import Plan, RequestBlocks, replay_trace
 
-    table = duckdb.connect().sql(READ, params={"path": str(path)}).to_arrow_table()
+    con = duckdb.connect(config={"enable_progress_bar": False})
+    table = con.sql(READ, params={"path": str(path)}).to_arrow_table()
     trace = RequestBlocks.from_arrow(table["hash_ids"], table["input_length"], block_size)
     read, cpu = time.perf_counter(), time.process_time()
     result = replay_trace(trace, Plan.checked(capacities, policies))
@@ -266,7 +268,7 @@ def timed_rows(trace: Path, block_size: int, capacities: list[int], repeat: int,
                           statistics.median(c for _, c, _ in warm),
                           statistics.median(info["read_s"] for info in reports),
                           statistics.median(info["replay_s"] for info in reports),
-                          statistics.median(info["replay_cpu_s"] for info in reports),
+                          min(info["replay_cpu_s"] for info in reports),
                           reports[0]["accesses"], reports[0]["lru"])
     if with_baseline and rows["dict lru"].lru != rows["engine lru"].lru:
         raise SystemExit(f"{trace.name}: the engine's LRU counts differ from the baseline's")
