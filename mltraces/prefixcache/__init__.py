@@ -57,8 +57,8 @@ Belady's own prefix-hit blocks and reused tokens are *not* an optimum (MIN
 maximises hits, not leading runs of them): LFU and FIFO can beat them (the tests
 hold a three-request example of each). LRU cannot: every access LRU hits, Belady
 hits too at the same capacity (between two accesses of a block that LRU keeps,
-fewer than N other blocks are accessed, so whenever MIN must evict, some cached
-block is needed later than it), so Belady's prefix-hit blocks and reused tokens
+fewer than N other distinct blocks are accessed, so whenever MIN must evict in
+between, some cached block is needed later than it), so Belady's prefix-hit blocks and reused tokens
 are at least LRU's, request by request.
 
 **Instances.** With ``instances=K`` each of K instances has its own cache of N
@@ -69,11 +69,11 @@ blocks; ``routing="round-robin"`` sends request i to instance i mod K,
 
 **Speed.** The loops are compiled (:mod:`.cachecore`, Cython's pure Python mode,
 built at install; see :mod:`.native`; the same file runs as Python where it
-could not be built): an access is an array operation, O(1) for LRU and FIFO,
-O(log N) for LFU and Belady. LRU at several capacities is one pass over Mattson's
-stack distances (a Fenwick tree, O(log T) an access) with the prefix rule
-applied per capacity. Block ids are remapped once to dense ids (a hash table in
-the core); pandas is imported only by ``frame()``.
+could not be built): an access is an array operation, O(1) for LRU, FIFO and
+LFU (lists per access count), O(log N) for Belady (a heap). LRU at several
+capacities is one pass over Mattson's stack distances (a Fenwick tree, O(log T)
+an access) with the prefix rule applied per capacity. Block ids are remapped once
+to dense ids (in the core); pandas is imported only by ``frame()``.
 
 Public API::
 
