@@ -70,7 +70,8 @@ def engine_child(path: Path, block_size: int, capacities: list[int], policies: s
 
     from mltraces.prefixcache import Plan, RequestBlocks, replay_trace
 
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     table = con.sql(READ, params={"path": str(path)}).to_arrow_table()
     trace = RequestBlocks.from_arrow(table["hash_ids"], table["input_length"], block_size)
     read, cpu = time.perf_counter(), time.process_time()
