@@ -17,8 +17,9 @@ library calls all see the same values:
 - ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
 - ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
   folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.
-- ``MLTRACES_INTERPRETED=1``: run the scheduling cores as the Python they are written in,
-  even where they were compiled (:mod:`mltraces.scheduling.cores.native`; the tests compare both).
+- ``MLTRACES_INTERPRETED=1``: run the compiled cores (scheduling, prefix cache) as the Python
+  they are written in, even where they were compiled (:mod:`mltraces.scheduling.cores.native`,
+  :mod:`mltraces.prefixcache.native`; the tests compare both).
 
 Limits on what the network and archives may cost (each error names its setting):
 
@@ -121,7 +122,7 @@ def offline() -> bool:
 
 
 def interpreted() -> bool:
-    """True when the compiled scheduling cores must not be used (``MLTRACES_INTERPRETED``)."""
+    """True when the compiled cores must not be used (``MLTRACES_INTERPRETED``)."""
     return os.environ.get("MLTRACES_INTERPRETED", "").strip().lower() in _ON
 
 

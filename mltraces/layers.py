@@ -50,7 +50,7 @@ class Layer:
 _FOUNDATION = ("mltraces._moved", "mltraces.errors", "mltraces.logs", "mltraces.names",
                "mltraces.hashing", "mltraces.atomic", "mltraces.containment", "mltraces.config",
                "mltraces.local_paths", "mltraces.outputs", "mltraces.workers",
-               "mltraces.safepickle", "mltraces.layers")
+               "mltraces.safepickle", "mltraces.layers", "mltraces.compiled", "mltraces.cyshim")
 
 #: the parts from the ground up; a part may import the parts its row names, and itself
 LAYERS: tuple[Layer, ...] = (
@@ -77,6 +77,9 @@ LAYERS: tuple[Layer, ...] = (
           ("foundation", "model")),
     Layer("simulation", ("mltraces.simulation",),
           "engine: the Zeus recurring-job replay", ("foundation", "model")),
+    Layer("prefixcache", ("mltraces.prefixcache",),
+          "engine: prefix KV-cache replay of request traces (LRU, LFU, FIFO, Belady)",
+          ("foundation",)),
     Layer("workloads", ("mltraces.workloads",),
           "an engine's inputs read from the catalog (job traces, clusters, profiles, traces)",
           ("foundation", "model", "catalog", "scheduling", "simulation")),

@@ -149,8 +149,8 @@ def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> Non
     from mltraces.scheduling.cores import native
 
     def fresh(compiled: bool) -> None:
-        monkeypatch.setattr(native, "build", lambda: native.Build(compiled, "no C compiler"))
-        monkeypatch.setattr(native, "_said", False)
+        monkeypatch.setattr(native.SET, "_build", native.Build(compiled, "no C compiler"))
+        monkeypatch.setattr(native.SET, "_said", False)
 
     fresh(True)
     _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)
