@@ -215,7 +215,7 @@ def test_an_imported_generated_trace_keeps_its_best_effort_jobs(
         http_mirror, tmp_path: Path, monkeypatch, fig11_like: pd.DataFrame, capsys) -> None:
     from mltraces.catalog import connect
     from mltraces.interop.importing import _forget_scans, import_workload
-    from mltraces.scheduling import inputs
+    from mltraces.workloads import cluster as inputs
 
     monkeypatch.setenv("MLTRACES_SOURCES", str(tmp_path / "sources"))
     _forget_scans()

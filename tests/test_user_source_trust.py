@@ -212,7 +212,7 @@ def _marked_modules(folder: Path, marks: Path) -> None:
     them imported yet in this process)."""
     import sys
 
-    from mltraces.commands import extras
+    from mltraces.download import extras
 
     extras.extras.cache_clear()
     for name in [m for m in sys.modules if m.startswith("mltraces_user_sources.")]:
@@ -242,7 +242,7 @@ def test_a_user_folders_python_runs_only_when_that_source_is_used(argv: list[str
 
 def test_a_user_folders_cli_py_is_never_imported_even_for_that_source(user_root: Path,  # noqa: F811
                                                                       tmp_path: Path) -> None:
-    from mltraces.commands import extras
+    from mltraces.download import extras
     from mltraces.registry import source_module
 
     marks = tmp_path / "marks"
