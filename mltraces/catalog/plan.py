@@ -242,7 +242,7 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
         filename = _registry_file(schema, spec.file).filename
         # a streamed member may be there unpacked (cluster_job_log), or its whole archive
         candidates = [Path(spec.member).name] if spec.member else []
-        candidates += [filename, filename.removesuffix(".xz")]
+        candidates += [filename, filename.removesuffix(".xz"), filename.removesuffix(".gz")]
         found = next((names[c] for c in candidates if c in names), None)
         if found is None:
             missing.append(DriftProblem("missing file", str(folder),
