@@ -1,5 +1,8 @@
 """The jobs mapping: how each source's job tables map onto one common ``jobs`` schema.
 
+(The file format, the time kinds and their SQL are shared with the requests mapping:
+:mod:`mltraces.mapping`.)
+
 Every source with job tables declares, as data in its own folder, how each of
 them maps onto the common columns of ``schemas/mltraces/jobs.json`` (the
 ``mltraces.jobs`` view): ``mltraces/sources/<source>/jobs.json``. A new source
@@ -63,7 +66,6 @@ file; no Python changes. The format::
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +74,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.errors import RegistryError
+from mltraces.mapping import Times, expression, parse_time, read_tables, scan
+from mltraces.mapping import referenced_columns as _referenced
 from mltraces.names import canonical
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal
 
@@ -91,12 +95,10 @@ REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
                "replay", "capacity", "warnings"}
-_TIME_KEYS = {"kind", "zone", "origin"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
 _TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
                      r"\{(?:cluster|vc)\})+)*$")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -166,18 +168,7 @@ def _capacity(raw: Any, where: str, source: str, problems: list[str]) -> Capacit
 
 
 def _time(raw: Any, where: str, problems: list[str]) -> tuple[str, str | None, str | None]:
-    if not isinstance(raw, dict) or set(raw) - _TIME_KEYS or raw.get("kind") not in TIME_KINDS:
-        problems.append(f"{where}: time must be {{\"kind\": one of {', '.join(TIME_KINDS)}, "
-                        "optional \"zone\" and \"origin\"}")
-        return "relative", None, None
-    zone, origin = raw.get("zone"), raw.get("origin")
-    if zone is not None and raw["kind"] != "clock":
-        problems.append(f"{where}: time.zone applies to clock times only (unix and relative "
-                        "seconds carry no zone)")
-    if origin is not None and not re.search(r"([+-]\d\d:?\d\d|Z)$", str(origin)):
-        problems.append(f"{where}: time.origin {origin!r} must be an instant with its UTC offset "
-                        "(2017-10-01 00:00:00-07:00)")
-    return raw["kind"], zone, origin
+    return parse_time(raw, where, problems, TIME_KINDS)
 
 
 def _columns(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
@@ -270,16 +261,10 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
     """The job tables a source folder declares in its ``jobs.json`` (none without one)."""
     folder = Path(folder)
     path = folder / MAPPING_FILE
-    if not path.is_file():
+    raw = read_tables(path)
+    if raw is None:
         return ()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise RegistryError(f"cannot read {path}: {error}") from error
-    if not isinstance(raw, dict) or set(raw) - {"$comment", "tables"} or not isinstance(
-            raw.get("tables"), list):
-        raise RegistryError(f"{path}: expected {{\"tables\": [...]}} (see mltraces.jobmap)")
-    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw["tables"])
+    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw)
     seen: set[str] = set()
     for entry in tables:
         if entry.table in seen:
@@ -291,18 +276,7 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
 @cache
 def job_tables() -> dict[str, JobTable]:
     """Every mapped job table of every source folder, by table name (scanned, cached)."""
-    from mltraces.registry import source_folders
-
-    found: dict[str, JobTable] = {}
-    traces: dict[str, str] = {}
-    for folder in source_folders():
-        for entry in load_mapping(folder):
-            if entry.trace in traces:
-                raise RegistryError(f"{entry.path}: trace {entry.trace} is also the name of "
-                                    f"{traces[entry.trace]}; trace names must be unique")
-            traces[entry.trace] = entry.table
-            found[entry.table] = entry
-    return found
+    return scan(load_mapping)
 
 
 def job_table(table: str) -> JobTable:
@@ -330,65 +304,19 @@ def rule_names() -> list[str]:
 # --------------------------------------------------------------------------- SQL
 
 
-def _expression(value: str, names: Iterable[str]) -> str:
-    """A column name of the table is that column (quoted); anything else is SQL as written."""
-    return quote_ident(value) if value in set(names) else f"({value})"
+#: a column name of the table is that column (quoted); anything else is SQL as written
+_expression = expression
 
 
 def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
     """The columns of the table (``names``) that the mapping's expressions read."""
-    names = set(names)
-    used: set[str] = set()
-    for value in entry.columns.values():
-        if value in names:
-            used.add(value)
-        else:
-            used.update(w for w in _WORD.findall(re.sub(r"'(?:[^']|'')*'", "", value))
-                        if w in names)
-    return used
+    return _referenced(entry.columns.values(), names)
 
 
-class _Times:
-    """SQL for one table's times: instants and seconds from its origin, by time kind."""
-
-    def __init__(self, entry: JobTable, expr: Mapping[str, str], relation: str) -> None:
-        self.entry, self.expr, self.relation = entry, expr, relation
-
-    def instant(self, key: str) -> str:
-        value = self.expr.get(key)
-        if value is None:
-            return "NULL"
-        kind, entry = self.entry.kind, self.entry
-        if kind == "clock":
-            return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
-                    if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
-        if kind == "unix":
-            return f"to_timestamp(CAST({value} AS DOUBLE))"
-        if entry.origin is None:
-            return "NULL"
-        return f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST(" \
-               f"round(CAST({value} AS DOUBLE) * 1e6) AS BIGINT)))"
-
-    def _number(self, key: str) -> str:
-        """The time as a number of seconds on the trace's own scale (before the origin)."""
-        value = self.expr[key]
-        if self.entry.kind == "clock":
-            return f"epoch({self.instant(key)})"
-        return f"CAST({value} AS DOUBLE)"
-
-    def origin(self) -> str:
-        """Second 0 on the scale of :meth:`_number`."""
-        entry = self.entry
-        if entry.origin is not None and entry.kind != "relative":
-            return f"epoch(TIMESTAMPTZ {sql_literal(entry.origin)})"
-        if entry.kind == "relative":
-            return "0"
-        return f"(SELECT min({self._number('submit')}) FROM {self.relation})"
-
-    def seconds(self, key: str, origin: str) -> str:
-        if key not in self.expr:
-            return "NULL"
-        return self._number(key) if origin == "0" else f"({self._number(key)} - {origin})"
+def _Times(entry: JobTable, expr: Mapping[str, str], relation: str) -> Times:
+    """SQL for one table's times (:class:`mltraces.mapping.Times`), second 0 its first
+    submission unless an origin is declared."""
+    return Times(entry, expr, relation, "submit")
 
 
 def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
