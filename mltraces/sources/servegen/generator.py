@@ -43,7 +43,6 @@ __all__ = ["DISTRIBUTIONS", "MAX_REQUESTS", "GenerationError", "Sizes", "Windows
            "sample"]
 
 WINDOW_S = 600
-DAY_S = 86_400
 #: arrival distributions ServeGen fits, by name: (shape, scale) -> gaps
 DISTRIBUTIONS = ("Gamma", "Weibull")
 #: most requests one call may draw unless asked for more
@@ -139,8 +138,9 @@ def _quantities(sizes: Sizes) -> tuple[str, ...]:
 
 
 def sample(windows: Windows, sizes: Sizes, rng: np.random.Generator,
-           span: tuple[float, float] = (0, DAY_S)) -> dict[str, np.ndarray]:
-    """One client's requests in the rate windows that start within ``span`` (seconds).
+           span: tuple[float, float] = (0, math.inf)) -> dict[str, np.ndarray]:
+    """One client's requests in the rate windows that start within ``span`` (seconds from
+    the start of the description: one day, or two weeks for the language models).
 
     Returns arrays ``arrival_s``, ``input_tokens``, ``output_tokens`` and, where the model
     has them, ``image_count`` and ``reason_ratio``, in arrival order.
@@ -209,10 +209,11 @@ def _planned(windows: Iterable[Windows], span: tuple[float, float]) -> int:
 
 
 def generate(con: duckdb.DuckDBPyConnection, model: str, *, clients: Iterable[int] | None = None,
-             seed: int = 0, span: tuple[float, float] = (0, DAY_S),
+             seed: int = 0, span: tuple[float, float] = (0, math.inf),
              max_requests: int = MAX_REQUESTS) -> pa.Table:
-    """A request trace of ``model``'s clients (all by default) over ``span`` (seconds of the
-    day), as an Arrow table sorted by arrival: ``request_id``, ``client``, ``arrival_s``,
+    """A request trace of ``model``'s clients (all by default) over the rate windows that
+    start within ``span`` (seconds; every window by default), as an Arrow table sorted by
+    arrival: ``request_id``, ``client``, ``arrival_s``,
     ``input_tokens``, ``output_tokens`` (and ``image_count``, ``reason_ratio`` where the
     model has them)."""
     import pyarrow as pa

@@ -3,13 +3,15 @@
 The language clients (m-large, m-mid, m-small: 628 files, 231 MB and more) are not
 available where the tests run. These write look-alikes of each client's pair of files:
 
-- ``chunk-N-trace.csv``: no header, one row per 600-s window of one day (144 rows):
+- ``chunk-N-trace.csv``: no header, CRLF line ends, one row per 600-s window of two
+  weeks (2,016 rows, as every published language client has):
   ``start,rate,cv,name,shape,scale``; an idle window is ``start,0,0,,0,0``, a busy one
   names Gamma or Weibull with float parameters, its rate a whole number of requests
   per 600 s;
-- ``chunk-N-dataset.json``: windows ``"0"``, ``"21600"``, ``"43200"``, ``"64800"``,
-  each with ``input_tokens`` and ``output_tokens`` tables as Python dict literals in
-  JSON strings (``"{45: 0.0125, 46: 0.05, ...}"``), indented by two spaces.
+- ``chunk-N-dataset.json``: the 56 six-hour windows ``"0"`` ... ``"1188000"``, each
+  with ``input_tokens`` and ``output_tokens`` tables as Python dict literals in JSON
+  strings (``"{45: 0.0125, 46: 0.05, ...}"``; ``"{}"`` for a window without requests),
+  indented by two spaces, no final newline.
 
 ``rows`` is the number of busy windows per client (default 40); deterministic for a
 given ``rows`` and ``seed``.
@@ -23,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-WINDOW_S, WINDOWS = 600, 144
-SIZE_WINDOWS = (0, 21_600, 43_200, 64_800)
+WINDOW_S, WINDOWS = 600, 2_016
+SIZE_WINDOWS = tuple(range(0, 14 * 86_400, 21_600))
 BUSY = 40
 #: values per table (each dataset window's input and output tables)
 TABLE_VALUES = 20
@@ -48,7 +50,7 @@ def write_trace(path: Path, rows: int | None = None, seed: int = 0) -> Path:
         cv = 1 / np.sqrt(shape) if name == "Gamma" else float(rng.uniform(0.5, 3.0))
         scale = 1 / (rate * shape)
         lines.append(f"{start},{rate!r},{float(cv)!r},{name},{shape!r},{scale!r}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
     return path
 
 
@@ -62,11 +64,15 @@ def _table(rng: np.random.Generator, low: int, high: int) -> str:
 
 
 def write_dataset(path: Path, rows: int | None = None, seed: int = 0) -> Path:
-    """A client's ``chunk-N-dataset.json`` (``rows`` unused: four windows of two tables)."""
+    """A client's ``chunk-N-dataset.json`` (``rows`` unused): every sixth window is empty."""
     rng = np.random.default_rng(seed)
-    windows = {str(start): {"input_tokens": _table(rng, 20, 6_000),
-                            "output_tokens": _table(rng, 1, 2_000)} for start in SIZE_WINDOWS}
-    path.write_text(json.dumps(windows, indent=2) + "\n", encoding="utf-8")
+    windows = {}
+    for index, start in enumerate(SIZE_WINDOWS):
+        empty = index % 6 == 5
+        windows[str(start)] = {
+            "input_tokens": "{}" if empty else _table(rng, 20, 6_000),
+            "output_tokens": "{}" if empty else _table(rng, 1, 2_000)}
+    path.write_text(json.dumps(windows, indent=2), encoding="utf-8")
     return path
 
 
@@ -88,5 +94,6 @@ def expected_tables(rows: int | None = None) -> dict[str, int]:
     for model, clients in LANGUAGE.items():
         name = model.replace("-", "_")
         out[f"servegen.{name}_windows"] = clients * WINDOWS
-        out[f"servegen.{name}_lengths"] = clients * len(SIZE_WINDOWS) * 2 * TABLE_VALUES
+        described = sum(index % 6 != 5 for index in range(len(SIZE_WINDOWS)))
+        out[f"servegen.{name}_lengths"] = clients * described * 2 * TABLE_VALUES
     return out
