@@ -197,7 +197,7 @@ def _parse(line: _Line, label: str, fmt: JsonLinesFormat
     try:
         item = json.loads(text, parse_constant=_reject_constant)
     except ValueError as error:
-        return None, [DriftProblem("malformed row", label, f"not a JSON object ({error})", None,
+        return None, [DriftProblem("malformed row", label, f"not valid JSON ({error})", None,
                                    line.number)]
     if not isinstance(item, dict):
         return None, [DriftProblem("malformed row", label, "not a JSON object", None,
