@@ -1,4 +1,4 @@
-"""What ../shared/upstream holds, read from its MANIFEST*.tsv files (never from literals).
+"""What ../shared/upstream holds, read from its manifests (never from literals).
 
 Tests use this to decide which tables can be built from the real files here and
 to check the registry against the published sizes and hashes.
@@ -12,10 +12,16 @@ from pathlib import Path
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 
 
+#: manifests beside MANIFEST*.tsv: the LLM request traces' (read once their sources existed)
+OTHER_MANIFESTS = ("REQUESTS.manifest.tsv",)
+
+
 def manifest_rows(upstream: Path = UPSTREAM) -> list[dict[str, str]]:
-    """Every row (url, size, sha256, git_blob_sha1) of every ``MANIFEST*.tsv``; [] when absent."""
+    """Every row (url, size, sha256, git_blob_sha1) of every manifest (``MANIFEST*.tsv`` and
+    :data:`OTHER_MANIFESTS`); [] when absent."""
     rows: list[dict[str, str]] = []
-    for manifest in sorted(upstream.glob("MANIFEST*.tsv")):
+    manifests = [*upstream.glob("MANIFEST*.tsv"), *(upstream / n for n in OTHER_MANIFESTS)]
+    for manifest in sorted(m for m in manifests if m.is_file()):
         with manifest.open() as handle:
             rows.extend(csv.DictReader(handle, delimiter="\t"))
     return rows
