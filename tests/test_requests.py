@@ -305,3 +305,20 @@ def test_every_requests_column_is_documented_with_a_unit_where_it_has_one() -> N
 def test_fetching_a_source_fetches_its_request_files(http_mirror: str) -> None:
     paths = fetch("mooncake/conversation_trace.jsonl", "mooncake/README.md")
     assert set(paths) == {"mooncake/conversation_trace.jsonl", "mooncake/README.md"}
+
+
+def test_a_list_field_names_its_item_type() -> None:
+    from mltraces.errors import SchemaError
+    from mltraces.schema import parse_schema
+
+    def schema(**field: object) -> object:
+        return parse_schema({"name": "x.y", "fields": [{"name": "ids", "description": "d",
+                                                         **field}],
+                             "mltraces": {"reader": "csv", "sources": [{"file": "x/y.csv"}]}})
+
+    assert schema(type="list", itemType="integer").field("ids").duckdb_type == "BIGINT[]"
+    assert schema(type="list", itemType="string").field("ids").duckdb_type == "VARCHAR[]"
+    for wrong in ({"type": "list"}, {"type": "list", "itemType": "object"},
+                  {"type": "integer", "itemType": "integer"}):
+        with pytest.raises(SchemaError, match="itemType"):
+            schema(**wrong)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows, scalar  # noqa: F401
+from catalog_fixtures import OWN_CATALOGS, loopback_only, rows, scalar  # noqa: F401
 
+from mltraces.catalog import connect
+from mltraces.catalog.validation import failed, validate
 from mltraces.sources.servegen import generator, tables
 
 REAL = ["servegen.deepseek_r1_windows", "servegen.deepseek_r1_lengths",
@@ -15,10 +17,21 @@ REAL = ["servegen.deepseek_r1_windows", "servegen.deepseek_r1_lengths",
 
 
 @pytest.fixture(scope="module")
-def servegen(real_catalog):  # noqa: F811
-    """The DeepSeek-R1 and Qwen-VL clients here: the session's catalog of the real files."""
-    assert set(REAL) <= set(REAL_TABLES)
-    return real_catalog.con
+def servegen(upstream_server: str, tmp_path_factory: pytest.TempPathFactory):
+    """The DeepSeek-R1 and Qwen-VL clients here (216 files), fetched over the loopback mirror
+    once for this module (the shared real catalogs leave them out: OWN_CATALOGS)."""
+    assert "servegen" in OWN_CATALOGS
+    cache = tmp_path_factory.mktemp("servegen-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLTRACES_CACHE", str(cache))
+        patch.setenv("MLTRACES_MIRROR", upstream_server)
+        patch.setenv("MLTRACES_SOURCES", "")
+        con = connect(REAL, strict=True)
+        report = validate(REAL)  # the rows its card promises, and every rule
+    assert not failed(report), report[report.failing_rows != 0].to_string()
+    assert set(report[report.rule == "expected rows"].table) == set(REAL)
+    yield con
+    con.close()
 
 
 def test_the_tables_hold_every_client_window_and_table(servegen) -> None:
@@ -37,6 +50,15 @@ def test_the_tables_hold_every_client_window_and_table(servegen) -> None:
                    "total FROM servegen.deepseek_r1_lengths GROUP BY client, window_start, "
                    "quantity)")
     assert worst < 1e-9
+
+
+def test_the_views_have_their_schemas_types(servegen) -> None:
+    from mltraces.schema import get_schema
+
+    for name in REAL:
+        schema = get_schema(name)
+        got = [(r[0], r[1]) for r in rows(servegen, f"DESCRIBE {schema.qualified}")]
+        assert got == [(f.name, f.duckdb_type) for f in schema.fields], name
 
 
 def test_a_table_is_the_literal_it_was_written_as(tmp_path: Path, upstream_dir: Path) -> None:
@@ -110,6 +132,12 @@ def test_the_bound_and_the_names_are_one_line_errors(servegen) -> None:
         generator.generate(servegen, "gpt5")
     with pytest.raises(generator.GenerationError, match="has no client"):
         generator.generate(servegen, "deepseek_r1", clients=[999])
+
+
+def test_every_real_servegen_table_states_its_row_count() -> None:
+    from mltraces.registry import get_source
+
+    assert set(REAL) <= set(get_source("servegen").expected_rows)
 
 
 def test_arrivals_stay_inside_their_window_when_the_last_gap_underflows() -> None:
