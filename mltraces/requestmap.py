@@ -227,8 +227,9 @@ def common_schema() -> TableSchema:
     return get_schema(REQUESTS_TABLE)
 
 
+@cache
 def rule_names() -> list[str]:
-    """The common rules a mapping's ``warnings`` may name."""
+    """The common rules a mapping's ``warnings`` may name (compiled once per process)."""
     from mltraces.schema import compile_rules
 
     return [*(r.name.removeprefix("check ") for r in compile_rules(common_schema())),
