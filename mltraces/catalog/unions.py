@@ -151,7 +151,8 @@ def _attach(view: UnionView) -> Callable[[Any, TableSchema, Path | None], TableS
 
         if local is not None:
             raise MltracesError(f"{schema.name} unites other tables and reads no file of its "
-                                f"own: give local files for the {view.what} tables it unites")
+                                f"own: give local files for the {view.what} tables it unites "
+                                "instead")
         found = coverage(view, read_status(con) or {})
         macro = filter_macro_sql(view, schema, found)
         if not found.present:

@@ -162,16 +162,13 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
 
 def _coverage(table: str, statuses: dict) -> tuple[list, object]:
     """(missing traces with reasons, the notice naming them) of one union view."""
-    if table == "mltraces.jobs":
-        from mltraces.catalog.jobs import coverage, missing_notice
+    from mltraces.catalog import unions
+    from mltraces.catalog.jobs import VIEW as JOBS
+    from mltraces.catalog.requests import VIEW as REQUESTS
 
-        return coverage(statuses).missing, missing_notice
-    from mltraces.catalog.requests import VIEW
-    from mltraces.catalog.unions import coverage as union_coverage
-    from mltraces.catalog.unions import missing_notice as union_notice
-
-    return (union_coverage(VIEW, statuses).missing,
-            lambda missing: union_notice(VIEW, missing))
+    view = JOBS if table == JOBS.table else REQUESTS
+    return (unions.coverage(view, statuses).missing,
+            lambda missing: unions.missing_notice(view, missing))
 
 
 def _query_error(error: Exception) -> str:
