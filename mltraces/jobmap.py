@@ -1,5 +1,8 @@
 """The jobs mapping: how each source's job tables map onto one common ``jobs`` schema.
 
+(The file format, the time kinds and their SQL are shared with the requests mapping:
+:mod:`mltraces.mapping`.)
+
 Every source with job tables declares, as data in its own folder, how each of
 them maps onto the common columns of ``schemas/mltraces/jobs.json`` (the
 ``mltraces.jobs`` view): ``mltraces/sources/<source>/jobs.json``. A new source
@@ -64,7 +67,6 @@ file; no Python changes. The format::
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -73,6 +75,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.errors import RegistryError
+from mltraces.mapping import (
+    Times,
+    checked_columns,
+    expression,
+    parse_time,
+    read_tables,
+    scan,
+    shipped,
+    shown_expression,
+)
+from mltraces.mapping import referenced_columns as _referenced
 from mltraces.names import canonical
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal
 
@@ -93,12 +106,10 @@ REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
                "replay", "capacity", "warnings"}
-_TIME_KEYS = {"kind", "zone", "origin"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
 _TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
                      r"\{(?:cluster|vc)\})+)*$")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -172,18 +183,7 @@ def _capacity(raw: Any, where: str, source: str, problems: list[str]) -> Capacit
 
 
 def _time(raw: Any, where: str, problems: list[str]) -> tuple[str, str | None, str | None]:
-    if not isinstance(raw, dict) or set(raw) - _TIME_KEYS or raw.get("kind") not in TIME_KINDS:
-        problems.append(f"{where}: time must be {{\"kind\": one of {', '.join(TIME_KINDS)}, "
-                        "optional \"zone\" and \"origin\"}")
-        return "relative", None, None
-    zone, origin = raw.get("zone"), raw.get("origin")
-    if zone is not None and raw["kind"] != "clock":
-        problems.append(f"{where}: time.zone applies to clock times only (unix and relative "
-                        "seconds carry no zone)")
-    if origin is not None and not re.search(r"([+-]\d\d:?\d\d|Z)$", str(origin)):
-        problems.append(f"{where}: time.origin {origin!r} must be an instant with its UTC offset "
-                        "(2017-10-01 00:00:00-07:00)")
-    return raw["kind"], zone, origin
+    return parse_time(raw, where, problems, TIME_KINDS)
 
 
 def _columns(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
@@ -276,16 +276,10 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
     """The job tables a source folder declares in its ``jobs.json`` (none without one)."""
     folder = Path(folder)
     path = folder / MAPPING_FILE
-    if not path.is_file():
+    raw = read_tables(path)
+    if raw is None:
         return ()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as error:
-        raise RegistryError(f"cannot read {path}: {error}") from error
-    if not isinstance(raw, dict) or set(raw) - {"$comment", "tables"} or not isinstance(
-            raw.get("tables"), list):
-        raise RegistryError(f"{path}: expected {{\"tables\": [...]}} (see mltraces.jobmap)")
-    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw["tables"])
+    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw)
     seen: set[str] = set()
     for entry in tables:
         if entry.table in seen:
@@ -297,18 +291,7 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
 @cache
 def job_tables() -> dict[str, JobTable]:
     """Every mapped job table of every source folder, by table name (scanned, cached)."""
-    from mltraces.registry import source_folders
-
-    found: dict[str, JobTable] = {}
-    traces: dict[str, str] = {}
-    for folder in source_folders():
-        for entry in load_mapping(folder):
-            if entry.trace in traces:
-                raise RegistryError(f"{entry.path}: trace {entry.trace} is also the name of "
-                                    f"{traces[entry.trace]}; trace names must be unique")
-            traces[entry.trace] = entry.table
-            found[entry.table] = entry
-    return found
+    return scan(load_mapping)
 
 
 def job_table(table: str) -> JobTable:
@@ -336,43 +319,9 @@ def rule_names() -> list[str]:
 # --------------------------------------------------------------------------- SQL
 
 
-def _expression(value: str, names: Iterable[str]) -> str:
-    """A column name of the table is that column (quoted); anything else is SQL as written
-    (checked first by :func:`checked_columns`)."""
-    return quote_ident(value) if value in set(names) else f"({value})"
-
-
-def shipped(entry: JobTable) -> bool:
-    """True for a mapping of the package's own sources (``mltraces/sources``): code of the
-    installed package, held to :func:`checked_columns`'s rule by the test suite, so a query
-    does not pay DuckDB's parser for it (about 1.5 ms an expression)."""
-    from mltraces.registry import SOURCES_DIR
-
-    return entry.path is not None and entry.path.parent.parent == SOURCES_DIR
-
-
-def checked_columns(entry: JobTable, names: Iterable[str], *, always: bool = False) -> None:
-    """Every ``columns`` expression of ``entry`` is a scalar expression over ``names`` (its
-    table's columns), checked by DuckDB's parser before any of it is used
-    (:mod:`mltraces.exprcheck`); the error names the file, the table and the key. A shipped
-    mapping is checked by the tests (or with ``always``), a user's before each use."""
-    from mltraces.exprcheck import UnsafeExpression, check_expression, check_expressions
-
-    if shipped(entry) and not always:
-        return
-    names = list(names)
-    written = {key: value for key, value in entry.columns.items() if value not in names}
-    try:
-        check_expressions(written.values(), names)  # one parse for the table's mapping
-        return
-    except UnsafeExpression:
-        pass
-    for key, value in written.items():  # which one, named
-        try:
-            check_expression(value, names)
-        except UnsafeExpression as error:
-            raise RegistryError(f"{entry.path or entry.source}: {entry.table}, columns.{key}: "
-                                f"the expression {_shown(value)} {error}") from None
+#: a column name of the table is that column (quoted); anything else is SQL as written
+#: (checked first by :func:`mltraces.mapping.checked_columns`)
+_expression = expression
 
 
 def capacity_sql(entry: JobTable) -> tuple[str, str, str | None]:
@@ -393,82 +342,25 @@ def capacity_sql(entry: JobTable) -> tuple[str, str, str | None]:
         if not shipped(entry):
             check_expression(capacity.gpus, names, aggregate=True)
     except UnsafeExpression as error:
-        raise RegistryError(f"{where}, capacity.gpus: the expression {_shown(capacity.gpus)} "
-                            f"{error}") from None
+        raise RegistryError(f"{where}, capacity.gpus: the expression "
+                            f"{shown_expression(capacity.gpus)} {error}") from None
     if capacity.cluster is not None and capacity.cluster not in names:
-        raise RegistryError(f"{where}, capacity.cluster: {_shown(str(capacity.cluster))} is not "
-                            f"a column of {capacity.table}")
+        raise RegistryError(f"{where}, capacity.cluster: "
+                            f"{shown_expression(str(capacity.cluster))} is not a column of "
+                            f"{capacity.table}")
     cluster = None if capacity.cluster is None else quote_ident(capacity.cluster)
     return schema.qualified, f"({capacity.gpus})", cluster
 
 
-def _shown(value: str) -> str:
-    return repr(value if len(value) <= 60 else value[:57] + "...")
-
-
 def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
     """The columns of the table (``names``) that the mapping's expressions read."""
-    names = set(names)
-    used: set[str] = set()
-    for value in entry.columns.values():
-        if value in names:
-            used.add(value)
-        else:
-            used.update(w for w in _WORD.findall(re.sub(r"'(?:[^']|'')*'", "", value))
-                        if w in names)
-    return used
+    return _referenced(entry.columns.values(), names)
 
 
-#: Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC: the instants the view holds
-_EARLIEST, _LATEST = -62_135_596_800, 253_402_300_799
-
-
-class _Times:
-    """SQL for one table's times: instants and seconds from its origin, by time kind."""
-
-    def __init__(self, entry: JobTable, expr: Mapping[str, str], relation: str) -> None:
-        self.entry, self.expr, self.relation = entry, expr, relation
-
-    def instant(self, key: str) -> str:
-        value = self.expr.get(key)
-        if value is None:
-            return "NULL"
-        kind, entry = self.entry.kind, self.entry
-        if kind == "clock":
-            return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
-                    if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
-        seconds = f"CAST({value} AS DOUBLE)"
-        # a number no instant has (1e17 s) is NULL here, not an error that fails every query
-        # over the view; a source's reader refuses such values, naming the row
-        if kind == "unix":
-            return (f"CASE WHEN {seconds} BETWEEN {_EARLIEST} AND {_LATEST} "
-                    f"THEN to_timestamp({seconds}) END")
-        if entry.origin is None:
-            return "NULL"
-        return (f"CASE WHEN abs({seconds}) <= {_LATEST - _EARLIEST} THEN "
-                f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST("
-                f"round({seconds} * 1e6) AS BIGINT))) END")
-
-    def _number(self, key: str) -> str:
-        """The time as a number of seconds on the trace's own scale (before the origin)."""
-        value = self.expr[key]
-        if self.entry.kind == "clock":
-            return f"epoch({self.instant(key)})"
-        return f"CAST({value} AS DOUBLE)"
-
-    def origin(self) -> str:
-        """Second 0 on the scale of :meth:`_number`."""
-        entry = self.entry
-        if entry.origin is not None and entry.kind != "relative":
-            return f"epoch(TIMESTAMPTZ {sql_literal(entry.origin)})"
-        if entry.kind == "relative":
-            return "0"
-        return f"(SELECT min({self._number('submit')}) FROM {self.relation})"
-
-    def seconds(self, key: str, origin: str) -> str:
-        if key not in self.expr:
-            return "NULL"
-        return self._number(key) if origin == "0" else f"({self._number(key)} - {origin})"
+def _Times(entry: JobTable, expr: Mapping[str, str], relation: str) -> Times:
+    """SQL for one table's times (:class:`mltraces.mapping.Times`), second 0 its first
+    submission unless an origin is declared."""
+    return Times(entry, expr, relation, "submit")
 
 
 def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:

@@ -56,9 +56,10 @@ _FOUNDATION = ("mltraces._moved", "mltraces.errors", "mltraces.logs", "mltraces.
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", _FOUNDATION,
           "errors, settings, logging, atomic writes, worker pools, safe unpickling"),
-    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.jobmap",
-                    "mltraces.exprcheck"),
-          "what the data is, read from JSON: source cards, table schemas, job mappings",
+    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.mapping", "mltraces.jobmap",
+                    "mltraces.requestmap", "mltraces.exprcheck"),
+          "what the data is, read from JSON: source cards, table schemas, job and request "
+          "mappings",
           ("foundation",)),
     Layer("download", ("mltraces.download",),
           "pooch engine: pinned files fetched, verified, cached, archives unpacked safely",

@@ -14,7 +14,8 @@ a name that is a SQL identifier (not ``mltraces``, the catalog's own schema); a
 BibTeX entry with a key, title and year in ``citation.bib``; a licence from
 :data:`SPDX_LICENSES` (or ``NOASSERTION`` with a ``license_note`` saying what the
 publisher states); every remote file pinned by a hash and by a URL that carries a
-commit of ``pins`` (or, where the host has no commits, by its sha256).
+commit of ``pins`` (or, where the host has no commits, by its sha256), or, where the
+publisher gives no hash at all, by its first download (``"pin": "first-use"``).
 
 A user's own trace is a source too: a folder with the same files under
 ``$MLTRACES_SOURCES`` (else ``<the platform's user config dir>/mltraces/sources``),
@@ -84,6 +85,12 @@ class RemoteFile:
     (``path``: beside its source's ``source.json``, a file or a folder) may have
     neither: it is then served as ``unverified``.
 
+    A download whose publisher gives no hash at all (Azure's 2024 week-long traces, the
+    BurstGPT release assets) says ``"pin": "first-use"`` (``first_use``): the first
+    download that passes every other check records its size, sha256 and git blob id in
+    the cache (:mod:`mltraces.download.firstuse`), and every later download or change of
+    the bytes is held to that record.
+
     An archive (``kind`` ``tar.gz`` or ``zip``) is unpacked into the cache after
     verification, unless ``unpack`` is false: then the tables that need it read
     one member at a time as a stream (Philly's 1 GB tarball unpacks to 6.6 GB).
@@ -102,6 +109,7 @@ class RemoteFile:
     members: tuple[Member, ...] = ()
     unpack: bool = True  # an archive: unpacked after verification, else read member by member
     path: Path | None = None  # a local file or folder of a user's source (no download)
+    first_use: bool = False  # no hash is published: the first verified download pins it
 
     def __post_init__(self) -> None:
         # (name, size) pairs are members with a size only
@@ -110,8 +118,9 @@ class RemoteFile:
         if self.path is not None:
             if self.url or self.mirrors or self.kind != "file":
                 problems.append("a local path has no url, mirrors or kind")
-        elif not self.sha256 and not self.git_blob:
-            problems.append("needs sha256 or git_blob")
+        elif not self.sha256 and not self.git_blob and not self.first_use:
+            problems.append("needs sha256 or git_blob (or \"pin\": \"first-use\" when the "
+                            "publisher gives no hash)")
         if self.sha256 and not _SHA256.match(self.sha256):
             problems.append(f"sha256 {self.sha256!r} is not 64 lower-case hex digits")
         if self.git_blob and not _SHA1.match(self.git_blob):
@@ -170,8 +179,11 @@ class RemoteFile:
 
     @property
     def hash_kind(self) -> str:
-        """The hash used to verify: ``sha256`` when known, else ``git-blob-sha1``."""
-        return "sha256" if self.sha256 else "git-blob-sha1"
+        """The hash used to verify: ``sha256`` when known, else ``git-blob-sha1``; a first-use
+        file before its first download: ``first-use``."""
+        if self.sha256:
+            return "sha256"
+        return "git-blob-sha1" if self.git_blob else "first-use"
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -248,7 +260,9 @@ class Source:
 # --------------------------------------------------------------------------- source folders
 
 _FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
-              "members", "unpack", "path"}
+              "members", "unpack", "path", "pin"}
+#: the one value of a file's ``pin``: no hash is published, the first verified download pins it
+FIRST_USE = "first-use"
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "license_note", "pins",
                 "files", "anomalies", "expected_rows", "published"}
 
@@ -263,6 +277,7 @@ def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> Remote
         raise RegistryError(f"{where}: file {entry.get('url') or entry['path']!r} has unknown "
                             f"keys {sorted(unknown)}")
     members = entry.get("members", {})
+    entry = _first_use(entry, where)
     if not isinstance(members, dict):
         raise RegistryError(f"{where}: file {entry.get('url')!r}: members must map name to size")
     if "path" in entry:
@@ -278,6 +293,24 @@ def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> Remote
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
                       members=tuple(_member(n, v, where) for n, v in sorted(members.items())),
                       **{"description": "", **fields})
+
+
+def _first_use(entry: dict, where: str) -> dict:
+    """``"pin": "first-use"`` as ``first_use=True``: only for a download with no hash."""
+    if "pin" not in entry:
+        return entry
+    entry = dict(entry)
+    pin = entry.pop("pin")
+    shown = entry.get("url") or entry.get("path")
+    if pin != FIRST_USE:
+        raise RegistryError(f"{where}: file {shown!r}: pin {pin!r} is not {FIRST_USE!r} (the "
+                            "only pin a file names; hashes go in sha256 / git_blob)")
+    if "path" in entry or entry.get("sha256") or entry.get("git_blob"):
+        raise RegistryError(f"{where}: file {shown!r}: \"pin\": \"{FIRST_USE}\" is for a "
+                            "download whose publisher gives no hash; a hash or a local path "
+                            "pins the file already")
+    entry["first_use"] = True
+    return entry
 
 
 def _member(name: str, value: Any, where: str) -> Member:
@@ -317,7 +350,8 @@ def _pin_problems(pins: Any, files: tuple[RemoteFile, ...]) -> list[str]:
     commits = {m.group(1) for v in pins.values() if (m := _COMMIT.search(v))}
     return [f"file {f.id}: its URL carries none of the pinned commits {sorted(commits)} and "
             "it has no sha256 to pin its bytes; pin the URL to a commit or add the sha256"
-            for f in remote if not commits & set(urlsplit(f.url).path.split("/")) and not f.sha256]
+            for f in remote if not commits & set(urlsplit(f.url).path.split("/")) and not f.sha256
+            and not f.first_use]
 
 
 def load_source(folder: str | Path) -> Source:

@@ -127,17 +127,22 @@ def write_tables(folder: str | Path, tables: Iterable[str], seed: int = 0,
     """Synthetic inputs of ``tables`` as ``{table: path}`` for ``connect(local=...)``.
 
     A table read from one file gets that file; a table read from several gets a
-    folder holding them under their published names. ``rows`` is one size for
-    every file, or sizes by file id (others: each writer's own).
+    folder holding them under their published names (so does a file whose published
+    name another file took already: BurstGPT publishes ``BurstGPT_1.csv`` three times).
+    ``rows`` is one size for every file, or sizes by file id (others: each writer's own).
     """
+    from mltraces.registry import get_file
     from mltraces.schema import get_schema
 
     folder = Path(folder)
     written: dict[str, Path] = {}
     out: dict[str, Path] = {}
+    names: dict[str, str] = {}  # published name -> the file id written under it in ``folder``
     for table in tables:
         files = get_schema(table).file_ids
-        target = folder if len(files) == 1 else folder / table
+        name = get_file(files[0]).filename
+        shared = len(files) == 1 and names.setdefault(name, files[0]) == files[0]
+        target = folder if shared else folder / table
         for file_id in files:
             if file_id not in written or written[file_id].parent != target:
                 size = rows.get(file_id) if isinstance(rows, Mapping) else rows

@@ -131,7 +131,8 @@ def broken_rows() -> list[TableStatus]:
 
 
 def _warn_partial(statuses: list[TableStatus]) -> None:
-    """Warn when a view (``mltraces.jobs``) lacks some of the tables it unites.
+    """Warn when a view (``mltraces.jobs``, ``mltraces.requests``) lacks some of the tables
+    it unites.
 
     A Python query filtered to a missing trace would otherwise return nothing and
     say nothing: the warning names each missing trace with the ``mltraces fetch``
@@ -144,6 +145,8 @@ def _warn_partial(statuses: list[TableStatus]) -> None:
             from mltraces.catalog.jobs import FILTER_MACRO
             from mltraces.errors import PartialViewWarning
 
+            if status.table != "mltraces.jobs":  # another union view: its own filter macro
+                from mltraces.catalog.requests import FILTER_MACRO
             macro = f"{status.table.split('.')[0]}.{FILTER_MACRO}('TRACE')"
             warnings.warn(f"{status.table} is partial: {status.reason}; "
                           f"FROM {macro} raises for a trace it lacks", PartialViewWarning,

@@ -103,13 +103,21 @@ def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, P
 
 def _not_fetched(schema: TableSchema, missing: list[Any]) -> NotFetchedError:
     ids = " ".join(f.id for f in missing)
+    first = [f.id for f in missing if f.first_use]
+    unpinned = (f"; {', '.join(first)}: unverified (first use): no hash is published, the "
+                "first download is recorded and pins every later one") if first else ""
     return NotFetchedError(
         f"{schema.name}: not fetched — run `mltraces fetch {ids}` (tables named in "
-        "connect(tables=...) or in a query are fetched on first use)")
+        f"connect(tables=...) or in a query are fetched on first use){unpinned}")
 
 
 def _pin(file: Any) -> str:
-    """The hash the registry pins ``file`` to: what every verified copy of it hashes to."""
+    """The hash the registry pins ``file`` to: what every verified copy of it hashes to (a
+    first-use file: the hash its first download recorded)."""
+    if file.first_use:
+        from mltraces.download.firstuse import effective
+
+        file = effective(file)
     return f"sha256:{file.sha256}" if file.sha256 else f"git-blob:{file.git_blob}"
 
 
@@ -130,7 +138,9 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
-    return Plan(keys, sorted(files), verified=True, origin="upstream",
+    first = any(f.first_use for f in files.values())
+    return Plan(keys, sorted(files), verified=True,
+                origin="upstream, first-use pinned" if first else "upstream",
                 load=_loader(schema, files))
 
 
@@ -233,7 +243,7 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
         filename = _registry_file(schema, spec.file).filename
         # a streamed member may be there unpacked (cluster_job_log), or its whole archive
         candidates = [Path(spec.member).name] if spec.member else []
-        candidates += [filename, filename.removesuffix(".xz")]
+        candidates += [filename, filename.removesuffix(".xz"), filename.removesuffix(".gz")]
         found = next((names[c] for c in candidates if c in names), None)
         if found is None:
             missing.append(DriftProblem("missing file", str(folder),

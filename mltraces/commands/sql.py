@@ -133,28 +133,42 @@ def _missing_data(con, named: list[str] | None) -> str | None:
 
 
 def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> None:
-    """Say which traces ``mltraces.jobs`` lacks; refuse a query that names one of them.
+    """Say which traces ``mltraces.jobs`` or ``mltraces.requests`` lacks; refuse a query
+    that names one of them.
 
     A query filtered to a trace that is not fetched would print an empty result.
     """
     from mltraces.jobmap import JOBS_TABLE
+    from mltraces.requestmap import REQUESTS_TABLE
 
-    if JOBS_TABLE not in (named or []):
+    views = [t for t in (JOBS_TABLE, REQUESTS_TABLE) if t in (named or [])]
+    if not views:
         return
     from mltraces.catalog import read_status
-    from mltraces.catalog.jobs import coverage, missing_notice
+    from mltraces.catalog.sqlnames import string_literals
     from mltraces.errors import MltracesError
 
-    missing = coverage(read_status(con) or {}).missing
-    from mltraces.catalog.sqlnames import string_literals
-
+    statuses = read_status(con) or {}
     literals = string_literals(query)
-    asked = [(t, reason) for t, reason in missing if t.trace in literals]
-    if asked:
-        raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
-                            + missing_notice(asked))
-    if missing and not quiet:
-        print(f"note: {missing_notice(missing)}", file=sys.stderr)
+    for table in views:
+        missing, notice = _coverage(table, statuses)
+        asked = [(t, reason) for t, reason in missing if t.trace in literals]
+        if asked:
+            raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
+                                + notice(asked))
+        if missing and not quiet:
+            print(f"note: {notice(missing)}", file=sys.stderr)
+
+
+def _coverage(table: str, statuses: dict) -> tuple[list, object]:
+    """(missing traces with reasons, the notice naming them) of one union view."""
+    from mltraces.catalog import unions
+    from mltraces.catalog.jobs import VIEW as JOBS
+    from mltraces.catalog.requests import VIEW as REQUESTS
+
+    view = JOBS if table == JOBS.table else REQUESTS
+    return (unions.coverage(view, statuses).missing,
+            lambda missing: unions.missing_notice(view, missing))
 
 
 def _query_error(error: Exception) -> str:
