@@ -21,7 +21,9 @@ file; no Python changes. The format::
                    "FAILED": "FAILED", "RUNNING": "RUNNING"},
         "replay": ["kalos"],                      # trace ids for `mltraces schedule`
         "capacity": {"gpus": 2416, "gpus_per_node": 8, "note": "..."},
-        "warnings": {"end_not_before_start": "why the trace is known to break it"}
+        "warnings": {"end_not_before_start": "why the trace is known to break it"},
+        "utilization": ["acme.gpu_metrics", "acme.util_cdf"],  # optional
+        "copy_of": "itp/raw"                      # optional: these are another trace's jobs
     }]}
 
 - ``columns`` values are SQL expressions over the table's typed view (its
@@ -56,6 +58,14 @@ file; no Python changes. The format::
   The replay runs on ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node``.
 - ``warnings``: common rules the published trace is known to break, each with
   the reason; ``validate`` reports them as warnings instead of errors.
+- ``utilization``: tables of the same source that hold this trace's resource use
+  (GPU utilization, power, sensors), joined by machine or job; the documentation's
+  "what it can answer" matrix reads it.
+- ``copy_of``: the trace whose jobs these rows are, again (ElasticFlow's annotated
+  ITP jobs are ``itp/raw``'s jobs): a copy is kept out of ``mltraces.jobs``, so a
+  plain ``count(*)`` counts every job once, and served by name through
+  ``mltraces.jobs_of('itp/elasticflow')`` (and its source, ``jobs_of('itp')``), whose
+  ``copy_of`` column names the original.
 
 >>> sorted(t.trace for t in job_tables().values())[:2]
 ['acme/kalos', 'acme/seren']
@@ -90,7 +100,7 @@ COLUMN_KEYS = ("cluster", "job_id", "user", "vc", "submit", "start", "end", "dur
 REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
-               "replay", "capacity", "warnings"}
+               "replay", "capacity", "warnings", "utilization", "copy_of"}
 _TIME_KEYS = {"kind", "zone", "origin"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
 _TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
@@ -127,6 +137,8 @@ class JobTable:
     warnings: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     path: Path | None = None
+    utilization: tuple[str, ...] = ()
+    copy_of: str | None = None
 
     @property
     def source(self) -> str:
@@ -258,12 +270,23 @@ def parse_table(raw: Any, source: str, where: str) -> JobTable:
                         f"{', '.join(rule_names())}")
     replay = _replay(raw.get("replay"), where, problems)
     capacity = _capacity(raw.get("capacity"), where, source, problems)
+    utilization = raw.get("utilization", [])
+    if not isinstance(utilization, list) or not all(
+            isinstance(t, str) and t.startswith(source + ".") for t in utilization):
+        problems.append(f"{where}: utilization must list tables of this source, "
+                        f"['{source}.TABLE', ...]")
+        utilization = []
+    copy_of = raw.get("copy_of")
+    if copy_of is not None and (not isinstance(copy_of, str) or not _TRACE.match(copy_of)
+                                or copy_of == trace):
+        problems.append(f"{where}: copy_of must name another trace, 'SOURCE/NAME'")
     if problems:
         raise RegistryError("invalid jobs mapping:\n  " + "\n  ".join(problems))
     return JobTable(table=table, trace=trace, kind=kind, columns=columns, zone=zone,
                     origin=origin, states=states, synthetic=raw.get("synthetic", False),
                     replay=replay, capacity=capacity, warnings=dict(warnings),
-                    description=str(raw.get("description", "")))
+                    description=str(raw.get("description", "")),
+                    utilization=tuple(utilization), copy_of=copy_of)
 
 
 def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
@@ -437,6 +460,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
                                                    "iterations")),
         typed("deadline_s", times.seconds("deadline", origin)),
         typed("synthetic", "true" if entry.synthetic else "false"),
+        typed("copy_of", sql_literal(entry.copy_of) if entry.copy_of else "NULL"),
         *(quote_ident(c) for c in extra),
     ]
     run = ("end_s - start_s" if "start" in entry.columns and "end" in entry.columns

@@ -88,7 +88,7 @@ def test_a_users_folder_is_a_source_with_views_rules_and_replays(user_root: Path
         ("1", "COMPLETED", 600.0, 3600.0, 14400.0), ("2", "FAILED", 0.0, 1800.0, 14400.0),
         ("3", "COMPLETED", 60.0, 60.0, 0.0)]
     assert main(["validate", "mycluster.jobs"]) == 0
-    assert "3 rows, 24 rules, 0 with findings" in capsys.readouterr().out
+    assert "3 rows, 25 rules, 0 with findings" in capsys.readouterr().out
     assert main(["schedule", "--trace", "mycluster/all", "--policy", "fifo", "--summary",
                  "--format", "json"]) == 0
     [summary] = json.loads(capsys.readouterr().out)

@@ -19,6 +19,12 @@ A trace that is not fetched is never silently absent:
   ``FROM mltraces.jobs_of('acme/kalos')`` (a trace, or a source: ``'helios'``)
   is the view filtered to it that raises the fetch command instead of returning
   no rows, in any client.
+
+A trace whose mapping says it is a ``copy_of`` another (ElasticFlow's annotated ITP
+jobs are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
+counts each job once; ``mltraces.jobs_of('itp/elasticflow')`` (or its source,
+``jobs_of('itp')``) serves it when asked for by name, its ``copy_of`` column naming
+the original.
 """
 
 from __future__ import annotations
@@ -102,10 +108,12 @@ def coverage(statuses: dict[str, TableStatus]) -> Coverage:
 
 
 def view_sql(schema: TableSchema, present: list[JobTable]) -> str:
-    """``CREATE VIEW mltraces.jobs`` uniting the present tables (their rows, in trace order)."""
+    """``CREATE VIEW mltraces.jobs`` uniting the present tables (their rows, in trace order),
+    copies of another trace left out (:func:`filter_macro_sql` serves them by name)."""
     from mltraces.jobmap import empty_sql, table_select_sql
 
-    body = " UNION ALL ".join(f"({table_select_sql(t)})" for t in present) or empty_sql()
+    body = " UNION ALL ".join(f"({table_select_sql(t)})" for t in present
+                              if t.copy_of is None) or empty_sql()
     return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
 
 
@@ -118,18 +126,22 @@ def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
     the check runs before any plan exists: a filter DuckDB proves empty (every
     branch of the view has a constant ``trace``) cannot skip it.
     """
+    from mltraces.jobmap import table_select_sql
     from mltraces.schema import sql_literal
 
     lacking: dict[str, list[tuple[JobTable, str]]] = {}
     for table, reason in found.missing:
         for name in (table.trace, table.source):
             lacking.setdefault(name, []).append((table, reason))
-    queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
-    queries.update({t.source: f"starts_with(trace, {sql_literal(t.source + '/')})"  # not LIKE: _
-                    for t in found.present})
+    queries: dict[str, list[str]] = {}
+    for t in found.present:  # a copy is read from its table: the view leaves it out
+        one = (f"SELECT * FROM {schema.qualified} WHERE trace = {sql_literal(t.trace)}"
+               if t.copy_of is None else f"SELECT * FROM ({table_select_sql(t)})")
+        queries[t.trace] = [one]
+        queries.setdefault(t.source, []).append(one)
     answers = {name: f"error({sql_literal(missing_notice(m))})" for name, m in lacking.items()}
-    answers.update({name: sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
-                    for name, where in queries.items() if name not in lacking})
+    answers.update({name: sql_literal(" UNION ALL ".join(f"({q})" for q in parts))
+                    for name, parts in queries.items() if name not in lacking})
     macro = f"{schema.schema_name}.{FILTER_MACRO}"
     text = "CAST(name AS VARCHAR)"  # jobs_of(42) is an unknown name too, not a cast error
     known = ", ".join(sorted(answers)) or "none"
@@ -167,8 +179,10 @@ def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path
 
 
 def _status(schema: TableSchema, found: Coverage) -> TableStatus:
-    traces = ", ".join(t.trace for t in found.present)
-    origin = f"mapped job tables: {traces}"
+    traces = ", ".join(t.trace for t in found.present if t.copy_of is None)
+    copies = ", ".join(f"{t.trace} (of {t.copy_of})" for t in found.present if t.copy_of)
+    origin = f"mapped job tables: {traces or 'none'}" + (
+        f"; copies, by name through mltraces.jobs_of(): {copies}" if copies else "")
     if found.missing:
         return TableStatus(schema.name, PARTIAL, origin, None, found.notice())
     if found.unverified:

@@ -137,7 +137,7 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
 
     A query filtered to a trace that is not fetched would print an empty result.
     """
-    from mltraces.jobmap import JOBS_TABLE
+    from mltraces.jobmap import JOBS_TABLE, job_tables
 
     if JOBS_TABLE not in (named or []):
         return
@@ -149,6 +149,12 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
     from mltraces.catalog.sqlnames import string_literals
 
     literals = string_literals(query)
+    copies = [t for t in job_tables().values() if t.copy_of and t.trace in literals]
+    if copies:
+        names = ", ".join(f"{t.trace} (a copy of {t.copy_of})" for t in copies)
+        raise MltracesError(f"the query names {names}: a copy is left out of mltraces.jobs so "
+                            f"that counts are not doubled; read it by name with FROM "
+                            f"mltraces.jobs_of('{copies[0].trace}')")
     asked = [(t, reason) for t, reason in missing if t.trace in literals]
     if asked:
         raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
