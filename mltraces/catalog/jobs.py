@@ -63,10 +63,10 @@ class Coverage(NamedTuple):
     unverified: bool
 
     def notice(self) -> str | None:
-        """One sentence naming every missing trace and the command that fetches them."""
-        if not self.missing:
-            return None
-        return missing_notice(self.missing)
+        """One sentence naming every missing trace of the view (copies of another trace are
+        not in it) and the command that fetches them."""
+        lacking = [(t, reason) for t, reason in self.missing if t.copy_of is None]
+        return missing_notice(lacking) if lacking else None
 
 
 def missing_notice(missing: list[tuple[JobTable, str]]) -> str:
@@ -183,7 +183,7 @@ def _status(schema: TableSchema, found: Coverage) -> TableStatus:
     copies = ", ".join(f"{t.trace} (of {t.copy_of})" for t in found.present if t.copy_of)
     origin = f"mapped job tables: {traces or 'none'}" + (
         f"; copies, by name through mltraces.jobs_of(): {copies}" if copies else "")
-    if found.missing:
+    if found.notice():
         return TableStatus(schema.name, PARTIAL, origin, None, found.notice())
     if found.unverified:
         return TableStatus(schema.name, UNVERIFIED, origin, None,

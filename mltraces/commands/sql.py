@@ -145,7 +145,8 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
     from mltraces.catalog.jobs import coverage, missing_notice
     from mltraces.errors import MltracesError
 
-    missing = coverage(read_status(con) or {}).missing
+    found = coverage(read_status(con) or {})
+    missing = found.missing
     from mltraces.catalog.sqlnames import string_literals
 
     literals = string_literals(query)
@@ -159,8 +160,8 @@ def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> No
     if asked:
         raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
                             + missing_notice(asked))
-    if missing and not quiet:
-        print(f"note: {missing_notice(missing)}", file=sys.stderr)
+    if found.notice() and not quiet:
+        print(f"note: {found.notice()}", file=sys.stderr)
 
 
 def _query_error(error: Exception) -> str:

@@ -49,7 +49,7 @@ def _traces() -> str:
 def _papers() -> str:
     from mltraces.docs.papers import papers_index
 
-    return papers_index().split("\n", 2)[2]  # the table without its page heading
+    return papers_index("papers/").split("\n", 2)[2]  # the table without its page heading
 
 
 def _settings() -> str:
@@ -77,10 +77,17 @@ def _statuses() -> str:
     return md.table(["status", "meaning"], FIGURE_STATUSES.items())
 
 
+def _quickstart() -> str:
+    """The README's three commands (its first bash block), so they are written once."""
+    text = (CLONE / "README.md").read_text(encoding="utf-8")
+    start = text.index("```bash\npython3 -m venv")
+    return text[start:text.index("```\n", start + 8) + 4]
+
+
 #: generated text a hand-written page may ask for with ``<!-- mltraces: NAME -->``
 PLACEHOLDERS: dict[str, Callable[[], str]] = {
     "traces": _traces, "papers": _papers, "settings": _settings, "benchmarks": _benchmarks,
-    "tests": _tests, "figure-statuses": _statuses,
+    "tests": _tests, "figure-statuses": _statuses, "quickstart": _quickstart,
 }
 
 

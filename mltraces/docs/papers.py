@@ -108,14 +108,14 @@ def paper_page(name: str, figures_folder: Path | None) -> str:
     return "\n".join(parts)
 
 
-def papers_index() -> str:
-    """The table of papers, each with its figures by status."""
+def papers_index(base: str = "") -> str:
+    """The table of papers, each with its figures by status (links relative to ``base``)."""
     from mltraces.papers import all_papers
 
     rows = []
     for name, paper in all_papers().items():
         counts = ", ".join(f"{n} {s}" for s, n in status_counts(name).items())
-        rows.append([f"[{paper.title}]({name}.md)", paper.venue, counts or "—"])
+        rows.append([f"[{paper.title}]({base}{name}.md)", paper.venue, counts or "—"])
     return ("# Papers\n\nEach paper's figures, redrawn from the public data where it allows, "
             "with the published numbers beside ours and the status of every figure.\n\n"
             + md.table(["paper", "venue", "figures"], rows))
