@@ -96,7 +96,7 @@ def run(block: Block, env: dict[str, str], folder: Path) -> Ran:
     if block.language == "json":
         try:
             _check_json(block.body)
-        except Exception as error:  # noqa: BLE001 - reported as the block's failure
+        except Exception as error:  # reported as the block's failure
             return Ran(block, 1, "", f"{type(error).__name__}: {error}")
         return Ran(block, 0, "", "")
     command = (["bash", "-e", "-o", "pipefail", "-c", block.body] if block.language == "bash"

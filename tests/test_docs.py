@@ -103,7 +103,7 @@ def test_every_marker_a_page_uses_is_known_and_an_unknown_one_is_refused() -> No
     for page in (ROOT / "docs").rglob("*.md"):
         for name in docs.MARKER.findall(page.read_text(encoding="utf-8")):
             assert name in docs.PLACEHOLDERS, (page, name)
-    with pytest.raises(KeyError, match="unknown marker .* known: benchmarks"):
+    with pytest.raises(KeyError, match=r"unknown marker .* known: benchmarks"):
         docs.fill("<!-- mltraces: nothing -->", "p.md")
 
 
