@@ -523,8 +523,8 @@ def test_cli_draws_a_source_into_the_output_folder(
 
     out = tmp_path / "figs"
     assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png",
-                                                     "renders.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.csv", "itp_clusters.pdf",
+                                                     "itp_clusters.png", "renders.json"]
     assert "1 figures written" in capsys.readouterr().out
 
 
@@ -538,6 +538,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert main([*args, "--output", str(tmp_path / "a")]) == 0
     assert "wrote " in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.svg"]
     assert main([*args, "--output", str(tmp_path / "b")]) == 0

@@ -50,8 +50,14 @@ def _view_status(schema: TableSchema, local: Path | None = None) -> str:
         status = reader_for(schema).status(schema)  # type: ignore[union-attr]
         if not status.usable:
             return f"unavailable: {status.reason}"
-    con = connect(tables=[schema.name], local={schema.name: local} if local else None,
-                  strict=True)
+    import warnings
+
+    from mltraces.errors import PartialViewWarning
+
+    with warnings.catch_warnings():  # the status line below says what a partial view lacks
+        warnings.simplefilter("ignore", PartialViewWarning)
+        con = connect(tables=[schema.name], local={schema.name: local} if local else None,
+                      strict=True)
     try:
         rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
         state, origin, reason = con.execute(

@@ -71,13 +71,17 @@ class Coverage(NamedTuple):
 
 def missing_notice(missing: list[tuple[JobTable, str]]) -> str:
     """``mltraces.jobs lacks 2 traces: acme/kalos, acme/seren are not fetched (run ...)``."""
-    not_fetched = [t for t, reason in missing if "not fetched" in reason]
+    here = [t for t, reason in missing if "unavailable here" in reason]
+    not_fetched = [t for t, reason in missing if "not fetched" in reason and t not in here]
     broken = [(t, reason) for t, reason in missing if "not fetched" not in reason]
     parts = []
     if not_fetched:
         sources = " ".join(dict.fromkeys(t.source for t in not_fetched))
         parts.append(f"{', '.join(t.trace for t in not_fetched)} not fetched (run `mltraces "
                      f"fetch {sources}`)")
+    if here:  # the last fetch could not obtain them: fetching again is no advice
+        parts.append(f"{', '.join(t.trace for t in here)} unavailable here (give local copies: "
+                     "--local TABLE=PATH or MLTRACES_LOCAL, or a mirror that holds them)")
     parts += [f"{t.trace} unavailable: {reason.splitlines()[0]}" for t, reason in broken]
     count = len(missing)
     return f"mltraces.jobs lacks {count} trace{'s' * (count > 1)}: " + "; ".join(parts)

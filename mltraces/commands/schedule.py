@@ -318,7 +318,19 @@ def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
     columns, rows = frame_rows(_without_deadlines(_with_published(result.summary), result))
     if args.format == "table" and not args.summary:
         return _readable(columns, rows)
+    if args.format == "table":  # every column, each with its unit (csv and json keep the names)
+        return (render_rows([f"{c} ({SUMMARY_UNITS[c]})" if c in SUMMARY_UNITS else c
+                             for c in columns], rows, args.format) + SUMMARY_NOTE)
     return render_rows(columns, rows, args.format)
+
+
+#: the units of the summary's columns (``--summary``): times in the trace's seconds
+SUMMARY_UNITS = {"mean_jct": "s", "median_jct": "s", "mean_queueing_delay": "s",
+                 "makespan": "s", "gpu_seconds": "GPU s", "mean_utilisation": "share of GPUs",
+                 "seconds": "s, wall", "cpu_seconds": "s, CPU"}
+SUMMARY_NOTE = ("times in seconds of the trace's clock (mean JCT, queueing, makespan), the "
+                "replay's own cost in wall and CPU seconds; ratio: deadlines met / jobs with "
+                "one; csv and json carry the same columns, named without units\n")
 
 
 def _with_published(summary: Any) -> Any:
