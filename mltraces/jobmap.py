@@ -561,16 +561,50 @@ def _template(name: str) -> re.Pattern[str]:
                                     re.escape(p) for p in parts) + "$")
 
 
-def replay_names() -> dict[str, JobTable]:
-    """Every declared replay name as ``source/name`` (templates unexpanded) -> its table."""
-    return {f"{e.source}/{name}": e for e in job_tables().values() for name in e.replay}
+def canonical_names(entry: JobTable) -> tuple[str, ...]:
+    """The entry's replay names in the one naming scheme every command shares: its trace as
+    ``mltraces.jobs`` names it (``philly/jobs``), one cluster of it (``itp/elasticflow/
+    cluster10``) or one VC (``philly/jobs/vc/6214e9``), templates unexpanded. The names its
+    ``jobs.json`` declares (``itp/cluster10``, ``philly/all``) still resolve, as aliases."""
+    names = [f"{entry.trace}/{{cluster}}" if "{cluster}" in declared else
+             f"{entry.trace}/vc/{{vc}}" if "{vc}" in declared else entry.trace
+             for declared in entry.replay]
+    return tuple(dict.fromkeys(names))
+
+
+def replay_names(*, aliases: bool = True) -> dict[str, JobTable]:
+    """Every replay name (templates unexpanded) -> its table: the canonical ones
+    (:func:`canonical_names`), then, with ``aliases``, the names ``jobs.json`` declares."""
+    names = {name: e for e in job_tables().values() for name in canonical_names(e)}
+    if aliases:
+        for e in job_tables().values():
+            for name in e.replay:
+                names.setdefault(f"{e.source}/{name}", e)
+    return names
+
+
+def canonical_id(trace_id: str) -> str:
+    """``trace_id`` in the one naming scheme (``itp/cluster10`` -> ``itp/elasticflow/cluster10``)."""
+    replay = resolve_replay(trace_id)
+    entry, where = replay.entry, replay.where
+    if "cluster" in where:
+        return f"{entry.trace}/{where['cluster']}"
+    if "vc" in where:
+        return f"{entry.trace}/vc/{where['vc']}"
+    return entry.trace if entry.trace in canonical_names(entry) else replay.trace_id
 
 
 def resolve_replay(trace_id: str) -> Replay:
-    """The table (and slice) behind a trace id; literal names before ``{cluster}`` ones."""
+    """The table (and slice) behind a trace id: canonical names first (:func:`canonical_names`),
+    then the declared ones, literal names before ``{cluster}`` ones."""
     trace_id = canonical(trace_id)
     source, _, name = trace_id.partition("/")
     entries = [e for e in job_tables().values() if e.source == source]
+    for entry in entries:
+        for template in canonical_names(entry):
+            found = _template(template).match(trace_id) if "{" in template else None
+            if template == trace_id or found:
+                return Replay(trace_id, entry, found.groupdict() if found else {})
     for entry in entries:
         if name in entry.replay:
             return Replay(trace_id, entry)
@@ -579,7 +613,7 @@ def resolve_replay(trace_id: str) -> Replay:
             found = _template(template).match(name) if "{" in template else None
             if found:
                 return Replay(trace_id, entry, found.groupdict())
-    known = ", ".join(sorted(replay_names()))
+    known = ", ".join(sorted(replay_names(aliases=False)))
     raise KeyError(f"unknown trace {trace_id!r}; traces are SOURCE/NAME: {known} ({{cluster}}: "
                    "one per cluster; `mltraces schedule --list-traces` expands them)")
 
@@ -590,7 +624,7 @@ def expand_replays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, JobTable]]
     import duckdb
 
     ids: list[tuple[str, JobTable]] = []
-    for key, entry in replay_names().items():
+    for key, entry in replay_names(aliases=False).items():
         if "{" not in key:
             ids.append((key, entry))
             continue

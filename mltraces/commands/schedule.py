@@ -225,8 +225,11 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS
 
+    from mltraces.workloads.cluster import canonical_id
+
     if spec.strip() == "all":
-        return list(FIG8B_TRACE_IDS), list(FIG8B_TRACE_IDS.values())
+        traces = list(FIG8B_TRACE_IDS.values())
+        return [canonical_id(t) for t in traces], traces
     from mltraces.names import canonical
 
     traces = [canonical(t.strip()) for t in spec.split(",") if t.strip()]
@@ -234,7 +237,7 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
         from mltraces.scheduling.errors import SchedulingError
 
         raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
-    return traces, traces
+    return [canonical_id(t) for t in traces], traces  # printed as the jobs view names them
 
 
 def _cluster(trace: str, asked: str | None) -> str | None:
@@ -252,7 +255,7 @@ def _cluster(trace: str, asked: str | None) -> str | None:
             ClusterSpec.from_name(asked)  # a size past the limits fails before any download
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
-        if trace_id == trace:
+        if inputs.canonical_id(trace_id) == inputs.canonical_id(trace):
             return FIG8B_CLUSTERS[label]
     if replay.entry.capacity is None:
         raise SchedulingError(f"{trace} declares no capacity and is not a Fig. 8(b) trace, so "
@@ -343,7 +346,9 @@ def _with_published(summary: Any) -> Any:
     )
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
 
-    label = {trace_id: label for label, trace_id in FIG8B_TRACE_IDS.items()}
+    from mltraces.workloads.cluster import canonical_id
+
+    label = {canonical_id(trace_id): label for label, trace_id in FIG8B_TRACE_IDS.items()}
 
     def published_for(trace: str, cluster: str, policy: str) -> float | None:
         if (trace, cluster) == (FIG8A_TRACE, FIG8A_CLUSTER):
