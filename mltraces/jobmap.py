@@ -584,7 +584,7 @@ def replay_names(*, aliases: bool = True) -> dict[str, JobTable]:
 
 
 def canonical_id(trace_id: str) -> str:
-    """``trace_id`` in the one naming scheme (``itp/cluster10`` -> ``itp/elasticflow/cluster10``)."""
+    """``trace_id`` in the one naming scheme (``itp/cluster10``: ``itp/elasticflow/cluster10``)."""
     replay = resolve_replay(trace_id)
     entry, where = replay.entry, replay.where
     if "cluster" in where:

@@ -224,7 +224,6 @@ def _require(con: Any, tables: list[str]) -> None:
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS
-
     from mltraces.workloads.cluster import canonical_id
 
     if spec.strip() == "all":
@@ -345,7 +344,6 @@ def _with_published(summary: Any) -> Any:
         PUBLISHED_FIG8A,
     )
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
-
     from mltraces.workloads.cluster import canonical_id
 
     label = {canonical_id(trace_id): label for label, trace_id in FIG8B_TRACE_IDS.items()}
