@@ -72,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     verb = _verb_in(argv)
-    parser = build_parser(verb, alone=_leads_with(argv, verb))
+    try:  # a verb's options may name sources: a broken source folder is one line here too
+        parser = build_parser(verb, alone=_leads_with(argv, verb))
+    except MltracesError as error:
+        print(f"mltraces{' ' + verb if verb else ''}: error: {error}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()

@@ -57,9 +57,9 @@ SETTINGS: tuple[Setting, ...] = (
             "only display them)"),
     Setting("MLTRACES_SOURCES", "folders (`:`-separated) holding your own source folders; "
             "unset: `<user config dir>/mltraces/sources` when it exists; empty: none"),
-    Setting("MLTRACES_INTERPRETED", "`1`: run the scheduling cores as the Python they are "
-            "written in, even where they were compiled (about 100 times slower; the tests "
-            "compare both)"),
+    Setting("MLTRACES_INTERPRETED", "`1`: run the compiled cores (scheduling, prefix cache) "
+            "as the Python they are written in, even where they were compiled (about 100 times "
+            "slower; the tests compare both)"),
     Setting("MLTRACES_DOWNLOAD_TIMEOUT", "seconds one file may take, every URL and retry "
             "included (default `3600`); the partial download is kept and the next run resumes "
             "it"),
@@ -83,6 +83,8 @@ SETTINGS: tuple[Setting, ...] = (
             "jobs, Gandiva's per-node sets; default `4G`); checked before they are allocated"),
     Setting("MLTRACES_MAX_SEEDS", "most seeds one simulation sweep may ask for (default "
             "`100000`); `--seeds` and `simulate(seeds=...)` are counted before they are built"),
+    Setting("MLTRACES_MAX_GENERATED_JOBS", "most jobs one generated trace may have "
+            "(`--generate num_jobs=`; default `1000000`)"),
 )
 
 APP_NAME = "mltraces"
@@ -146,7 +148,7 @@ def offline() -> bool:
 
 
 def interpreted() -> bool:
-    """True when the compiled scheduling cores must not be used (``MLTRACES_INTERPRETED``)."""
+    """True when the compiled cores must not be used (``MLTRACES_INTERPRETED``)."""
     return os.environ.get("MLTRACES_INTERPRETED", "").strip().lower() in _ON
 
 
@@ -290,6 +292,11 @@ def max_seeds() -> int:
     return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))
 
 
+def max_generated_jobs() -> int:
+    """Most jobs one generated trace may have (``MLTRACES_MAX_GENERATED_JOBS``)."""
+    return int(_setting("MLTRACES_MAX_GENERATED_JOBS", "1000000", unit="jobs"))
+
+
 def check_settings() -> None:
     """Read every limit setting now, so a bad one is reported before any work.
 
@@ -306,3 +313,4 @@ def check_settings() -> None:
     max_gpus()
     max_replay_memory()
     max_seeds()
+    max_generated_jobs()

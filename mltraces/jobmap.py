@@ -38,7 +38,8 @@ file; no Python changes. The format::
   view's instants are NULL unless ``time.origin`` names the instant of second 0).
   ``time.origin`` (an ISO instant with offset) is second 0 of ``submit_s``; by
   default the trace's first submission (clock, unix) or its own zero (relative).
-  ``deadline`` is in the same kind as ``submit``; ``duration`` (seconds) serves
+  ``deadline`` is in the same kind as ``submit``; ``best_effort`` (true, 1) marks a job
+  that asks for no guarantee (its ``deadline`` is the one it lists); ``duration`` (seconds) serves
   traces that publish a run time but no start and end (the run time is never
   copied when start and end exist: it is recomputed).
 - ``states`` maps every raw state to one of :data:`STATES`; a raw value missing
@@ -96,7 +97,8 @@ STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "RUNNING",
 #: mapping keys -> the common column each one feeds (times feed an instant and seconds)
 COLUMN_KEYS = ("cluster", "job_id", "user", "vc", "submit", "start", "end", "duration",
                "num_gpu", "num_cpu", "num_nodes", "mem_gb", "gpu_type", "num_attempts",
-               "state", "workload_type", "model", "batch_size", "iterations", "deadline")
+               "state", "workload_type", "model", "batch_size", "iterations", "deadline",
+               "best_effort")
 REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
@@ -174,7 +176,11 @@ def _capacity(raw: Any, where: str, source: str, problems: list[str]) -> Capacit
         problems.append(f"{where}: capacity.table must be a table of {source!r} and "
                         "capacity.gpus an aggregate over it, e.g. \"sum(num_gpus)\"")
         return None
-    return Capacity(per_node, gpus, table, raw.get("cluster"), str(raw.get("note", "")))
+    cluster = raw.get("cluster")
+    if cluster is not None and not (isinstance(cluster, str) and table is not None):
+        problems.append(f"{where}: capacity.cluster must name a column of capacity.table")
+        return None
+    return Capacity(per_node, gpus, table, cluster, str(raw.get("note", "")))
 
 
 def _time(raw: Any, where: str, problems: list[str]) -> tuple[str, str | None, str | None]:
@@ -297,7 +303,7 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
         return ()
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise RegistryError(f"cannot read {path}: {error}") from error
     if not isinstance(raw, dict) or set(raw) - {"$comment", "tables"} or not isinstance(
             raw.get("tables"), list):
@@ -354,8 +360,73 @@ def rule_names() -> list[str]:
 
 
 def _expression(value: str, names: Iterable[str]) -> str:
-    """A column name of the table is that column (quoted); anything else is SQL as written."""
+    """A column name of the table is that column (quoted); anything else is SQL as written
+    (checked first by :func:`checked_columns`)."""
     return quote_ident(value) if value in set(names) else f"({value})"
+
+
+def shipped(entry: JobTable) -> bool:
+    """True for a mapping of the package's own sources (``mltraces/sources``): code of the
+    installed package, held to :func:`checked_columns`'s rule by the test suite, so a query
+    does not pay DuckDB's parser for it (about 1.5 ms an expression)."""
+    from mltraces.registry import SOURCES_DIR
+
+    return entry.path is not None and entry.path.parent.parent == SOURCES_DIR
+
+
+def checked_columns(entry: JobTable, names: Iterable[str], *, always: bool = False) -> None:
+    """Every ``columns`` expression of ``entry`` is a scalar expression over ``names`` (its
+    table's columns), checked by DuckDB's parser before any of it is used
+    (:mod:`mltraces.exprcheck`); the error names the file, the table and the key. A shipped
+    mapping is checked by the tests (or with ``always``), a user's before each use."""
+    from mltraces.exprcheck import UnsafeExpression, check_expression, check_expressions
+
+    if shipped(entry) and not always:
+        return
+    names = list(names)
+    written = {key: value for key, value in entry.columns.items() if value not in names}
+    try:
+        check_expressions(written.values(), names)  # one parse for the table's mapping
+        return
+    except UnsafeExpression:
+        pass
+    for key, value in written.items():  # which one, named
+        try:
+            check_expression(value, names)
+        except UnsafeExpression as error:
+            raise RegistryError(f"{entry.path or entry.source}: {entry.table}, columns.{key}: "
+                                f"the expression {_shown(value)} {error}") from None
+
+
+def capacity_sql(entry: JobTable) -> tuple[str, str, str | None]:
+    """``capacity.table``, ``capacity.gpus`` (an aggregate over it) and ``capacity.cluster`` (a
+    column of it) as SQL, each checked against that table's columns first."""
+    from mltraces.exprcheck import UnsafeExpression, check_expression
+
+    capacity = entry.capacity
+    assert capacity is not None and capacity.table is not None and isinstance(capacity.gpus, str)
+    where = f"{entry.path or entry.source}: {entry.table}"
+    try:
+        schema = get_schema(capacity.table)
+    except KeyError:
+        raise RegistryError(f"{where}, capacity.table: {capacity.table} is not a table of "
+                            f"{entry.source}") from None
+    names = [*schema.field_names, *(d.name for d in schema.derived)]
+    try:
+        if not shipped(entry):
+            check_expression(capacity.gpus, names, aggregate=True)
+    except UnsafeExpression as error:
+        raise RegistryError(f"{where}, capacity.gpus: the expression {_shown(capacity.gpus)} "
+                            f"{error}") from None
+    if capacity.cluster is not None and capacity.cluster not in names:
+        raise RegistryError(f"{where}, capacity.cluster: {_shown(str(capacity.cluster))} is not "
+                            f"a column of {capacity.table}")
+    cluster = None if capacity.cluster is None else quote_ident(capacity.cluster)
+    return schema.qualified, f"({capacity.gpus})", cluster
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 60 else value[:57] + "...")
 
 
 def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
@@ -369,6 +440,10 @@ def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
             used.update(w for w in _WORD.findall(re.sub(r"'(?:[^']|'')*'", "", value))
                         if w in names)
     return used
+
+
+#: Unix seconds of 0001-01-01 and 9999-12-31 23:59:59 UTC: the instants the view holds
+_EARLIEST, _LATEST = -62_135_596_800, 253_402_300_799
 
 
 class _Times:
@@ -385,12 +460,17 @@ class _Times:
         if kind == "clock":
             return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
                     if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
+        seconds = f"CAST({value} AS DOUBLE)"
+        # a number no instant has (1e17 s) is NULL here, not an error that fails every query
+        # over the view; a source's reader refuses such values, naming the row
         if kind == "unix":
-            return f"to_timestamp(CAST({value} AS DOUBLE))"
+            return (f"CASE WHEN {seconds} BETWEEN {_EARLIEST} AND {_LATEST} "
+                    f"THEN to_timestamp({seconds}) END")
         if entry.origin is None:
             return "NULL"
-        return f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST(" \
-               f"round(CAST({value} AS DOUBLE) * 1e6) AS BIGINT)))"
+        return (f"CASE WHEN abs({seconds}) <= {_LATEST - _EARLIEST} THEN "
+                f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST("
+                f"round({seconds} * 1e6) AS BIGINT))) END")
 
     def _number(self, key: str) -> str:
         """The time as a number of seconds on the trace's own scale (before the origin)."""
@@ -438,6 +518,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
+    checked_columns(entry, names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
     times = _Times(entry, expr, relation)
     origin = "0" if absolute else times.origin()
@@ -459,6 +540,8 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
         *(typed(k, expr.get(k, "NULL")) for k in ("workload_type", "model", "batch_size",
                                                    "iterations")),
         typed("deadline_s", times.seconds("deadline", origin)),
+        typed("best_effort", f"coalesce(CAST({expr['best_effort']} AS BOOLEAN), false)"
+              if "best_effort" in expr else "false"),
         typed("synthetic", "true" if entry.synthetic else "false"),
         typed("copy_of", sql_literal(entry.copy_of) if entry.copy_of else "NULL"),
         *(quote_ident(c) for c in extra),

@@ -50,13 +50,14 @@ class Layer:
 _FOUNDATION = ("mltraces._moved", "mltraces.errors", "mltraces.logs", "mltraces.names",
                "mltraces.hashing", "mltraces.atomic", "mltraces.containment", "mltraces.config",
                "mltraces.local_paths", "mltraces.outputs", "mltraces.workers",
-               "mltraces.safepickle", "mltraces.layers")
+               "mltraces.safepickle", "mltraces.layers", "mltraces.compiled", "mltraces.cyshim")
 
 #: the parts from the ground up; a part may import the parts its row names, and itself
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", _FOUNDATION,
           "errors, settings, logging, atomic writes, worker pools, safe unpickling"),
-    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.jobmap"),
+    Layer("model", ("mltraces.registry", "mltraces.schema", "mltraces.jobmap",
+                    "mltraces.exprcheck"),
           "what the data is, read from JSON: source cards, table schemas, job mappings",
           ("foundation",)),
     Layer("download", ("mltraces.download",),
@@ -76,6 +77,9 @@ LAYERS: tuple[Layer, ...] = (
           ("foundation", "model")),
     Layer("simulation", ("mltraces.simulation",),
           "engine: the Zeus recurring-job replay", ("foundation", "model")),
+    Layer("prefixcache", ("mltraces.prefixcache",),
+          "engine: prefix KV-cache replay of request traces (LRU, LFU, FIFO, Belady)",
+          ("foundation",)),
     Layer("workloads", ("mltraces.workloads",),
           "an engine's inputs read from the catalog (job traces, clusters, profiles, traces)",
           ("foundation", "model", "catalog", "scheduling", "simulation")),

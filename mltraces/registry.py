@@ -179,6 +179,15 @@ class RemoteFile:
         return (self.url, *self.mirrors) if self.path is None else ()
 
 
+#: Most rows a table may be promised (``expected_rows``): DuckDB counts in 64-bit integers.
+MAX_ROWS = 2**63 - 1
+
+
+def _is_count(value: Any) -> bool:
+    """A row count: a whole number (not a boolean, not a float) a table can hold."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ROWS
+
+
 @dataclass(frozen=True)
 class Source:
     """One public trace release: its files, license and citation."""
@@ -221,9 +230,10 @@ class Source:
         if len(ids) != len(set(ids)):
             problems.append("duplicate file ids")
         for table, rows in self.expected_rows.items():
-            if not table.startswith(self.name + ".") or not isinstance(rows, int):
-                problems.append(f"expected_rows entry {table!r}: {rows!r} is not "
-                                f"'{self.name}.TABLE': integer")
+            if not table.startswith(self.name + ".") or not _is_count(rows):
+                shown = repr(rows) if len(repr(rows)) <= 40 else f"{repr(rows)[:37]}..."
+                problems.append(f"expected_rows entry {table!r}: {shown} is not "
+                                f"'{self.name}.TABLE': a whole number from 0 to {MAX_ROWS:,}")
         if problems:
             raise ValueError(f"source {self.name!r}: " + "; ".join(problems))
 
@@ -317,7 +327,7 @@ def load_source(folder: str | Path) -> Source:
     try:
         raw = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
         citation = (folder / CITATION_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise RegistryError(f"cannot read source folder {folder}: {error}") from error
     if not isinstance(raw, dict):
         raise RegistryError(f"{where}: expected a JSON object")
@@ -428,11 +438,17 @@ def _missing_parts(folder: Path) -> str | None:
             + "); see the README's 'Your own cluster's trace, as a source'")
 
 
+#: The only Python files of a user's source folder that ever run (README, "Trust").
+USER_MODULES = ("readers", "synthetic")
+
+
 def source_module(name: str, module: str) -> Any | None:
     """A source folder's own module (``readers``, ``synthetic``) or None when it has none.
 
     Shipped sources import as ``mltraces.sources.<name>.<module>``; a user's folder
-    is read from its file (as ``mltraces_user_sources.<name>.<module>``).
+    is read from its file (as ``mltraces_user_sources.<name>.<module>``), and only
+    for the modules of :data:`USER_MODULES`: any other file there (a ``cli.py``) is
+    never run.
     """
     import importlib
     import importlib.util
@@ -448,7 +464,7 @@ def source_module(name: str, module: str) -> Any | None:
                 return None
             raise
     folder = user
-    if not (folder / f"{module}.py").is_file():
+    if module not in USER_MODULES or not (folder / f"{module}.py").is_file():
         return None
     qualified = f"mltraces_user_sources.{name}.{module}"
     if qualified not in sys.modules:

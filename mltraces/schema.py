@@ -454,7 +454,7 @@ def load_schema(path: str | Path) -> TableSchema:
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise SchemaError(f"cannot read schema {path}: {error}") from error
     schema = parse_schema(raw, path)
     source = path.parent.parent.name if path.parent.name == "schemas" else path.parent.name

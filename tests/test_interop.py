@@ -416,7 +416,7 @@ def test_a_bad_output_fails_before_any_work(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr("mltraces.interop.exporting.connect_for", boom)
     with pytest.raises(OutputError, match="does not exist"):
         export("itp/raw/cluster10", "tiresias", tmp_path / "missing" / "x.csv")
-    with pytest.raises(OutputError, match="a pipe or device cannot have"):
+    with pytest.raises(OutputError, match="a pipe, a device or a descriptor cannot have"):
         export("itp/raw/cluster10", "tiresias", "/dev/null")
     with pytest.raises(MltracesError, match="unknown trace 'nosuch/trace'"):
         export("nosuch/trace", "tiresias", tmp_path / "x.csv")

@@ -81,7 +81,8 @@ def test_a_mapping_that_names_no_column_of_its_table_fails_to_bind(tmp_path: Pat
     folder = _mapping(tmp_path, columns={"job_id": "job_id", "submit": "submitted",
                                          "num_gpu": "num_gpu"})
     [entry] = jobmap.load_mapping(folder)
-    with pytest.raises(RegistryError, match=r"does not bind to its columns.*submitted"):
+    with pytest.raises(RegistryError, match=r"columns.submit: the expression 'submitted' reads "
+                                            "'submitted', which is not a column of the table"):
         jobmap.check_binds(entry)
 
 

@@ -17,7 +17,7 @@ from mltraces import layers
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mltraces"
-ENGINES = ("mltraces.scheduling", "mltraces.simulation")
+ENGINES = ("mltraces.scheduling", "mltraces.simulation", "mltraces.prefixcache")
 #: what a source folder may never import, and what an engine may never import
 NOT_FOR_SOURCES = ("scheduling", "simulation", "workloads", "interop", "figures", "papers",
                    "commands")
@@ -48,7 +48,7 @@ def test_a_row_allows_only_parts_below_it() -> None:
 def test_sources_and_engines_rows_keep_them_out_of_the_upper_floors() -> None:
     rows = {layer.name: set(layer.may_import) for layer in layers.LAYERS}
     assert not rows["sources"] & set(NOT_FOR_SOURCES)
-    for engine in ("scheduling", "simulation"):
+    for engine in ("scheduling", "simulation", "prefixcache"):
         assert not rows[engine] & set(NOT_FOR_ENGINES), engine
 
 

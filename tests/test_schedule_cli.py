@@ -160,29 +160,35 @@ def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
 
 def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> None:
     """A core whose extension was not built runs about 100 times slower: the CLI says so in
-    one line, naming why, and says nothing when the cores run compiled."""
+    one line, naming why, once per process, and says nothing when the cores run compiled."""
     from mltraces.commands.schedule import _announce_interpreted
     from mltraces.scheduling import EDF, Chronus, EDFElastic, ElasticFlow, Gandiva
     from mltraces.scheduling.cores import native
 
-    monkeypatch.setattr(native, "build", lambda: native.Build(True))
+    def fresh(compiled: bool) -> None:
+        monkeypatch.setattr(native.SET, "_build", native.Build(compiled, "no C compiler"))
+        monkeypatch.setattr(native.SET, "_said", False)
+
+    fresh(True)
     _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(native, "build", lambda: native.Build(False, "no C compiler"))
+    fresh(False)
     _announce_interpreted([EDF()], quiet=False)
     assert capsys.readouterr().err == ""  # no policy on a core
     _announce_interpreted([ElasticFlow()], quiet=True)
+    _announce_interpreted([ElasticFlow()], quiet=False)  # -q counted as said
     assert capsys.readouterr().err == ""
+    fresh(False)
     _announce_interpreted([EDFElastic()], quiet=False)  # ElasticFlow's planner too
-    assert capsys.readouterr().err.startswith("ElasticFlow's planner runs as plain Python")
-    _announce_interpreted([Gandiva(), ElasticFlow()], quiet=False)
-    said = capsys.readouterr().err.splitlines()
-    assert said == [
-        "ElasticFlow's planner runs as plain Python, about 100 times slower: no C compiler",
-        "Gandiva's rounds runs as plain Python, about 100 times slower: no C compiler",
-    ]
-    _announce_interpreted([Chronus()], quiet=False)
-    assert capsys.readouterr().err.startswith("Chronus's lease packing runs as plain Python")
+    assert capsys.readouterr().err.startswith(
+        "mltraces: ElasticFlow's planner runs as plain Python")
+    fresh(False)
+    _announce_interpreted([Gandiva(), ElasticFlow(), Chronus()], quiet=False)
+    _announce_interpreted([Chronus()], quiet=False)  # said already in this process
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(
+        "mltraces: ElasticFlow's planner, Gandiva's rounds and Chronus's lease packing run as "
+        "plain Python, about 100 times slower: no C compiler (process ")
 
 
 @pytest.mark.upstream

@@ -114,8 +114,11 @@ def coverage(statuses: dict[str, TableStatus]) -> Coverage:
 def view_sql(schema: TableSchema, present: list[JobTable]) -> str:
     """``CREATE VIEW mltraces.jobs`` uniting the present tables (their rows, in trace order),
     copies of another trace left out (:func:`filter_macro_sql` serves them by name)."""
-    from mltraces.jobmap import empty_sql, table_select_sql
+    from mltraces.exprcheck import parse_ahead
+    from mltraces.jobmap import empty_sql, shipped, table_select_sql
 
+    # one parse for every user mapping (each table then checks its own: table_select_sql)
+    parse_ahead(v for t in present if not shipped(t) for v in t.columns.values())
     body = " UNION ALL ".join(f"({table_select_sql(t)})" for t in present
                               if t.copy_of is None) or empty_sql()
     return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"

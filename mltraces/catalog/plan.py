@@ -164,8 +164,9 @@ def _registry_inputs(schema: TableSchema, spec: SourceSpec, files: Mapping[str, 
         picked = _pick_members(schema, spec, fetch_members(remote), remote.filename)
         return [i._replace(header=header) for i in picked]
     if spec.member:
+        limits = member_limits(remote) if remote.pinned else _text_limits(schema)
         return [InputFile(spec.member, fetch_file(remote), dict(spec.columns), spec.member,
-                          member_limits(remote), header)]
+                          limits, header)]
     return [InputFile(remote.filename, fetch_file(remote), dict(spec.columns), header=header)]
 
 
@@ -245,7 +246,7 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
             missing.append(DriftProblem("missing file", str(folder),
                                         f"no file named {' or '.join(dict.fromkeys(candidates))}"))
         elif spec.member and found.name == filename:
-            inputs.append(_local_member(spec, found, _local_header(schema, spec, folder)))
+            inputs.append(_local_member(schema, spec, found, _local_header(schema, spec, folder)))
         else:
             inputs.append(InputFile(found.name, found, dict(spec.columns),
                                     header=_local_header(schema, spec, folder)))
@@ -254,12 +255,24 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
     return inputs
 
 
-def _local_member(spec: SourceSpec, archive: Path, header: Path | None) -> InputFile:
+def _local_member(schema: TableSchema, spec: SourceSpec, archive: Path, header: Path | None
+                  ) -> InputFile:
     """One member of a user's own copy of an archive, held to the local-archive limits."""
+    return InputFile(spec.member or "", archive, dict(spec.columns), spec.member,
+                     _text_limits(schema), header)
+
+
+def _text_limits(schema: TableSchema) -> Any:
+    """The local-archive limits; for a table read as lines of text (its reader counts rows by
+    line: CSV), no line may be longer than a row can be, checked as members are read or
+    unpacked, so an archive of zeros writes nothing past the first such line."""
+    from mltraces.catalog.readers import FileReader, reader_for
+    from mltraces.catalog.text import MAX_LINE_BYTES
     from mltraces.download.archives import Limits
 
-    return InputFile(spec.member or "", archive, dict(spec.columns), spec.member, Limits.local(),
-                     header)
+    reader = reader_for(schema)
+    text = isinstance(reader, FileReader) and reader.row_label == "line"
+    return Limits.local(max_line=MAX_LINE_BYTES if text else None)
 
 
 def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[InputFile]]:
@@ -272,7 +285,7 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
         )
     spec = schema.sources[0]
     if spec.member and _is_archive(path):  # the archive itself: one stream per spec
-        return lambda: [_local_member(s, path, _local_header(schema, s, path.parent))
+        return lambda: [_local_member(schema, s, path, _local_header(schema, s, path.parent))
                         for s in schema.sources]
     if len(schema.sources) != 1:
         raise SchemaError(f"{schema.name} reads {len(schema.sources)} members of "
@@ -286,7 +299,8 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
 
             digest = hashlib.sha256(_stat_key(path).encode()).hexdigest()[:16]
             target = config.cache_dir() / LOCAL_EXTRACTED / f"{path.name}-{digest}"
-            return _pick_members(schema, spec, extract_verified(path, target), path.name)
+            members = extract_verified(path, target, _text_limits(schema))
+            return _pick_members(schema, spec, members, path.name)
         return load
     columns = _expand_columns(spec, path.name) if spec.members else dict(spec.columns)
     return lambda: [InputFile(path.name, path, columns,

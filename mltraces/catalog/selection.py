@@ -66,15 +66,19 @@ def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> 
 
     Paths are taken literally: ``trace[12].csv`` is that one file, never a pattern.
     """
+    from mltraces.local_paths import check_local_path
+
     overrides = {canonical(k): v for k, v in config.local_tables().items()}
-    overrides.update({canonical(k): Path(v).expanduser() for k, v in (local or {}).items()})
+    overrides.update({canonical(k): Path(os.fsdecode(v)).expanduser()
+                      for k, v in (local or {}).items()})
     known = schema_files()
-    for name in overrides:
+    for name, path in overrides.items():
         if name not in known:
             raise KeyError(
                 f"unknown table {name!r} in local overrides; "
                 f"known tables: {', '.join(sorted(known))}"
             )
+        check_local_path(name, path)  # before any of it is used: UTF-8, no pipe, no device
     return overrides
 
 

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from mltraces.docs import markdown as md
 
 #: the packages the API reference documents in full, one page each
-API_PACKAGES = ("mltraces.simulation", "mltraces.scheduling", "mltraces.interop")
+API_PACKAGES = ("mltraces.simulation", "mltraces.scheduling", "mltraces.prefixcache",
+                "mltraces.interop")
 
 
 @contextmanager

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -84,15 +85,65 @@ def provenance_path(path: str | Path) -> Path:
     return Path(f"{path}{SIDECAR}")
 
 
-def _outputs(path: str | Path) -> tuple[Output, Output]:
+def _outputs(path: str | Path, inputs: list[Path]) -> tuple[Output, Output]:
+    """The file and its provenance record, both checked before any work: a file in a
+    folder (not a pipe, a device or a descriptor such as ``/dev/stdout``, which has no
+    folder to hold the record), and none of the files the trace is read from."""
     from mltraces.outputs import prepare
 
     out = prepare(path)
-    if out.stream:
+    if out.stream or _no_folder_of_files(Path(path)):
         raise OutputError(f"cannot write {path}: an export's provenance goes beside it "
-                          f"({provenance_path(path).name}), which a pipe or device cannot have; "
-                          "write to a file")
-    return out, prepare(provenance_path(path))
+                          f"({provenance_path(path).name}), which a pipe, a device or a "
+                          "descriptor cannot have; write to a file")
+    side = prepare(provenance_path(path))
+    for written in (out.final, side.final):
+        clash = next((i for i in inputs if _same_or_inside(written, i)), None)
+        if clash is not None:
+            raise OutputError(f"cannot write {written}: the trace is read from "
+                              f"{clash}{' (a folder holding it)' if clash.is_dir() else ''}, "
+                              "which the export would overwrite; write elsewhere")
+    return out, side
+
+
+def _no_folder_of_files(path: Path) -> bool:
+    """True for a path under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``):
+    even when it ends at a regular file, the record cannot go beside it there."""
+    places = (os.path.realpath(path.parent), os.path.realpath(path))
+    return any(p in ("/dev", "/proc") or p.startswith(("/dev/", "/proc/")) for p in places)
+
+
+def _same_or_inside(path: Path, source: Path) -> bool:
+    """True when writing ``path`` would replace ``source`` or a file of the folder ``source``."""
+    real, origin = os.path.realpath(path), os.path.realpath(source)
+    if real == origin or (os.path.isdir(origin) and real.startswith(origin.rstrip("/") + "/")):
+        return True
+    try:
+        return os.path.samefile(path, source)  # a hard link
+    except OSError:
+        return False
+
+
+def trace_inputs(trace: str, local: dict | None = None) -> list[Path]:
+    """The files (or folders) the trace's tables are read from here: given local copies, a
+    user source's own files, downloaded files in the cache."""
+    from mltraces.catalog.selection import resolve_local
+    from mltraces.download import cached_path
+    from mltraces.registry import get_file
+    from mltraces.schema import get_schema
+
+    entry, _ = resolve_trace(trace)
+    overrides = resolve_local(local)
+    found: list[Path] = []
+    for table in entry.tables:
+        if table in overrides:
+            found.append(Path(overrides[table]))
+            continue
+        for file_id in get_schema(table).file_ids:
+            path = cached_path(get_file(file_id))
+            if path is not None:
+                found.append(path)
+    return found
 
 
 def _drop(jobs: pd.DataFrame, keep: pd.Series, dropped: dict[str, int], reason: str
@@ -224,7 +275,7 @@ def _gavel_profiles(fmt: Format, gavel_throughputs: Any) -> Any:
                                 f"most {MAX_PROFILE_BYTES >> 20} MiB (Gavel's is 1.2 MB)")
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             raise MltracesError(f"cannot read the Gavel throughputs {path}: {error}") from None
         return annotate.gavel_profiles(raw)
     return None
@@ -445,7 +496,7 @@ def _export(trace: str, to: str, output: str | Path, options: ExportOptions,
         raise MltracesError(f"--seed must be >= 0 (got {seed})")
     resolve_trace(trace)  # an unknown trace fails before anything is written or fetched
     profiles = _gavel_profiles(fmt, gavel_throughputs)
-    out, side = _outputs(output)
+    out, side = _outputs(output, trace_inputs(trace, local))
     own = con is None
     con = con or connect_for(trace, fmt, local, chosen)
     try:

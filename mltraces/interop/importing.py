@@ -114,7 +114,7 @@ def _provenance(path: Path) -> dict | None:
         return None
     try:
         found = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise MltracesError(f"cannot read {sidecar}: {error}") from None
     return found if isinstance(found, dict) else None
 

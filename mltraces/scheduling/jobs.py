@@ -415,10 +415,13 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
     entry = job_table(table) if table is not None else _mapping_for(list(frame.columns))
     con = _mapping_connection()
     try:
+        raw = BEST_EFFORT in frame and BEST_EFFORT not in entry.columns
+        if raw:  # passed through as it is, beside the mapping (checked by _flags)
+            frame = frame.rename(columns={BEST_EFFORT: _RAW_FLAGS})
         con.register("_frame", frame)
-        extra = [BEST_EFFORT] if BEST_EFFORT in frame else []
-        query = select_sql(entry, "_frame", list(frame.columns), extra=extra, absolute=True)
-        columns = ", ".join([*COMMON, *extra])
+        query = select_sql(entry, "_frame", list(frame.columns), absolute=True,
+                           extra=[_RAW_FLAGS] if raw else [])
+        columns = ", ".join([*COMMON, f"{_RAW_FLAGS} AS {BEST_EFFORT}" if raw else BEST_EFFORT])
         found = con.sql(f"SELECT {columns} FROM ({query})").to_arrow_table().to_pandas()
     except duckdb.Error as error:
         raise SchedulingError(f"cannot read the jobs as {entry.table} (its mapping, "
@@ -429,6 +432,8 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
 
 
 _MAPPING = threading.local()
+#: a frame's own best_effort column while its mapping is applied (the view has one too)
+_RAW_FLAGS = "_best_effort_as_given"
 
 
 def _mapping_connection() -> Any:

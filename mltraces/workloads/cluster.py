@@ -90,7 +90,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     are left out; see :func:`~mltraces.scheduling.jobs.from_common`.
     """
     from mltraces.jobmap import table_select_sql
-    from mltraces.scheduling.jobs import COMMON, from_common
+    from mltraces.scheduling.jobs import BEST_EFFORT, COMMON, from_common
     from mltraces.schema import quote_ident
 
     replay = resolve(trace_id)
@@ -98,7 +98,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     query = f"SELECT * FROM ({table_select_sql(replay.entry, absolute=not relative)})"
     if replay.where:
         query += " WHERE " + " AND ".join(f"{quote_ident(c)} = ?" for c in replay.where)
-    columns = ", ".join(quote_ident(c) for c in COMMON)
+    columns = ", ".join(quote_ident(c) for c in (*COMMON, BEST_EFFORT))
     # through Arrow: DuckDB's own DataFrame export of time zones trips a pandas 3 deprecation
     frame = con.sql(f"SELECT {columns} FROM ({query})", params=list(replay.where.values())
                     ).to_arrow_table().to_pandas()
@@ -115,8 +115,7 @@ def default_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> str:
     ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node`` GPUs (``n286g8``); an
     error when the mapping declares no capacity.
     """
-    from mltraces.jobmap import table_select_sql
-    from mltraces.schema import quote_ident
+    from mltraces.jobmap import capacity_sql, table_select_sql
 
     replay = resolve(trace_id)
     capacity = replay.entry.capacity
@@ -125,16 +124,17 @@ def default_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> str:
                               "jobs.json): give the cluster, e.g. n16g8")
     if isinstance(capacity.gpus, int):
         gpus: float = capacity.gpus
-    elif capacity.cluster is None:
-        gpus = con.execute(f"SELECT {capacity.gpus} FROM {capacity.table}").fetchall()[0][0]
     else:
-        clusters = replay.where.get("cluster")
-        chosen = [clusters] if clusters else [c for (c,) in con.execute(
-            f"SELECT DISTINCT cluster FROM ({table_select_sql(replay.entry)})").fetchall()]
-        column = quote_ident(capacity.cluster)
-        per_cluster = dict(con.execute(f"SELECT {column}, {capacity.gpus} FROM "
-                                       f"{capacity.table} GROUP BY 1").fetchall())
-        gpus = sum(per_cluster.get(c) or 0 for c in chosen)
+        table, aggregate, column = capacity_sql(replay.entry)  # checked before it is used
+        if column is None:
+            gpus = con.execute(f"SELECT {aggregate} FROM {table}").fetchall()[0][0]
+        else:
+            clusters = replay.where.get("cluster")
+            chosen = [clusters] if clusters else [c for (c,) in con.execute(
+                f"SELECT DISTINCT cluster FROM ({table_select_sql(replay.entry)})").fetchall()]
+            per_cluster = dict(con.execute(f"SELECT {column}, {aggregate} FROM {table} "
+                                           "GROUP BY 1").fetchall())
+            gpus = sum(per_cluster.get(c) or 0 for c in chosen)
     if not gpus or gpus < 1:
         raise SchedulingError(f"{trace_id}: its capacity ({capacity.table}: {capacity.gpus}) "
                               "gives no GPUs; give a cluster with --cluster")
