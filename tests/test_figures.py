@@ -550,6 +550,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert "Normalized energy usage" in svg and "Zeus Fig. 1 (V100)" not in svg
     assert main(["figures", "zeus", "--only", "zeus_fig1", "--output", str(tmp_path / "c")]) == 0
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.png"]
 

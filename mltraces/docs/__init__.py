@@ -30,13 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mltraces.docs.site import CLONE, SITE_URL
+
 if TYPE_CHECKING:
     import duckdb
 
-#: the clone's root (the site's sources, ``mkdocs.yml``, ``figures/``, ``benchmarks/``)
-CLONE = Path(__file__).resolve().parents[2]
-#: where the site is published; the README links into it
-SITE_URL = "https://mltraces.github.io/mltraces/"
+__all__ = ["CLONE", "PLACEHOLDERS", "SITE_URL", "build", "expand_nav", "fill", "generated_pages"]
+
 MARKER = re.compile(r"^<!-- mltraces: ([a-z-]+) -->$", re.M)
 
 

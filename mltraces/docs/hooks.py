@@ -39,7 +39,8 @@ def _catalog() -> Any:
 def on_files(files: Any, config: Any) -> Any:
     from mkdocs.structure.files import File
 
-    from mltraces.docs import CLONE, generated_pages
+    from mltraces.docs import generated_pages
+    from mltraces.docs.site import CLONE
 
     figures = CLONE / "figures"
     con = _state["con"] = _catalog()

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mltraces.docs import CLONE
 from mltraces.docs import markdown as md
+from mltraces.docs.site import CLONE
 
 RESULTS = CLONE / "benchmarks" / "results.json"
 TEST_RUNS = CLONE / "benchmarks" / "test_runs.json"

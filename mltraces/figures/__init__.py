@@ -335,6 +335,7 @@ def write_data(name: str, table: pd.DataFrame, output_dir: str | os.PathLike[str
     from mltraces.outputs import replace_file
 
     path = Path(output_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
     text = table.to_csv(index=False, lineterminator="\n")
     try:
         if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
