@@ -748,7 +748,7 @@ def test_rendering_reproduces_the_committed_files_byte_for_byte(
     name: str, real_con, tmp_path: Path
 ) -> None:
     figures.render_all(real_con, output_dir=tmp_path, names=[name], processes=1)
-    for suffix in (".png", ".pdf"):
+    for suffix in (".png", ".pdf", ".csv"):  # the figure's data beside it, byte-stable too
         ours = (tmp_path / name).with_suffix(suffix).read_bytes()
         committed = (COMMITTED / name).with_suffix(suffix).read_bytes()
         assert ours == committed, f"{name}{suffix} differs from figures/: re-render it"
