@@ -24,7 +24,9 @@ file; no Python changes. The format::
                    "FAILED": "FAILED", "RUNNING": "RUNNING"},
         "replay": ["kalos"],                      # trace ids for `mltraces schedule`
         "capacity": {"gpus": 2416, "gpus_per_node": 8, "note": "..."},
-        "warnings": {"end_not_before_start": "why the trace is known to break it"}
+        "warnings": {"end_not_before_start": "why the trace is known to break it"},
+        "utilization": ["acme.gpu_metrics", "acme.util_cdf"],  # optional
+        "copy_of": "itp/raw"                      # optional: these are another trace's jobs
     }]}
 
 - ``columns`` values are SQL expressions over the table's typed view (its
@@ -60,6 +62,14 @@ file; no Python changes. The format::
   The replay runs on ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node``.
 - ``warnings``: common rules the published trace is known to break, each with
   the reason; ``validate`` reports them as warnings instead of errors.
+- ``utilization``: tables of the same source that hold this trace's resource use
+  (GPU utilization, power, sensors), joined by machine or job; the documentation's
+  "what it can answer" matrix reads it.
+- ``copy_of``: the trace whose jobs these rows are, again (ElasticFlow's annotated
+  ITP jobs are ``itp/raw``'s jobs): a copy is kept out of ``mltraces.jobs``, so a
+  plain ``count(*)`` counts every job once, and served by name through
+  ``mltraces.jobs_of('itp/elasticflow')`` (and its source, ``jobs_of('itp')``), whose
+  ``copy_of`` column names the original.
 
 >>> sorted(t.trace for t in job_tables().values())[:2]
 ['acme/kalos', 'acme/seren']
@@ -105,7 +115,7 @@ COLUMN_KEYS = ("cluster", "job_id", "user", "vc", "submit", "start", "end", "dur
 REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
-               "replay", "capacity", "warnings"}
+               "replay", "capacity", "warnings", "utilization", "copy_of"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
 _TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
@@ -140,6 +150,8 @@ class JobTable:
     warnings: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     path: Path | None = None
+    utilization: tuple[str, ...] = ()
+    copy_of: str | None = None
 
     @property
     def source(self) -> str:
@@ -264,12 +276,23 @@ def parse_table(raw: Any, source: str, where: str) -> JobTable:
                         f"{', '.join(rule_names())}")
     replay = _replay(raw.get("replay"), where, problems)
     capacity = _capacity(raw.get("capacity"), where, source, problems)
+    utilization = raw.get("utilization", [])
+    if not isinstance(utilization, list) or not all(
+            isinstance(t, str) and t.startswith(source + ".") for t in utilization):
+        problems.append(f"{where}: utilization must list tables of this source, "
+                        f"['{source}.TABLE', ...]")
+        utilization = []
+    copy_of = raw.get("copy_of")
+    if copy_of is not None and (not isinstance(copy_of, str) or not _TRACE.match(copy_of)
+                                or copy_of == trace):
+        problems.append(f"{where}: copy_of must name another trace, 'SOURCE/NAME'")
     if problems:
         raise RegistryError("invalid jobs mapping:\n  " + "\n  ".join(problems))
     return JobTable(table=table, trace=trace, kind=kind, columns=columns, zone=zone,
                     origin=origin, states=states, synthetic=raw.get("synthetic", False),
                     replay=replay, capacity=capacity, warnings=dict(warnings),
-                    description=str(raw.get("description", "")))
+                    description=str(raw.get("description", "")),
+                    utilization=tuple(utilization), copy_of=copy_of)
 
 
 def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
@@ -412,6 +435,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
         typed("best_effort", f"coalesce(CAST({expr['best_effort']} AS BOOLEAN), false)"
               if "best_effort" in expr else "false"),
         typed("synthetic", "true" if entry.synthetic else "false"),
+        typed("copy_of", sql_literal(entry.copy_of) if entry.copy_of else "NULL"),
         *(quote_ident(c) for c in extra),
     ]
     run = ("end_s - start_s" if "start" in entry.columns and "end" in entry.columns
@@ -512,16 +536,50 @@ def _template(name: str) -> re.Pattern[str]:
                                     re.escape(p) for p in parts) + "$")
 
 
-def replay_names() -> dict[str, JobTable]:
-    """Every declared replay name as ``source/name`` (templates unexpanded) -> its table."""
-    return {f"{e.source}/{name}": e for e in job_tables().values() for name in e.replay}
+def canonical_names(entry: JobTable) -> tuple[str, ...]:
+    """The entry's replay names in the one naming scheme every command shares: its trace as
+    ``mltraces.jobs`` names it (``philly/jobs``), one cluster of it (``itp/elasticflow/
+    cluster10``) or one VC (``philly/jobs/vc/6214e9``), templates unexpanded. The names its
+    ``jobs.json`` declares (``itp/cluster10``, ``philly/all``) still resolve, as aliases."""
+    names = [f"{entry.trace}/{{cluster}}" if "{cluster}" in declared else
+             f"{entry.trace}/vc/{{vc}}" if "{vc}" in declared else entry.trace
+             for declared in entry.replay]
+    return tuple(dict.fromkeys(names))
+
+
+def replay_names(*, aliases: bool = True) -> dict[str, JobTable]:
+    """Every replay name (templates unexpanded) -> its table: the canonical ones
+    (:func:`canonical_names`), then, with ``aliases``, the names ``jobs.json`` declares."""
+    names = {name: e for e in job_tables().values() for name in canonical_names(e)}
+    if aliases:
+        for e in job_tables().values():
+            for name in e.replay:
+                names.setdefault(f"{e.source}/{name}", e)
+    return names
+
+
+def canonical_id(trace_id: str) -> str:
+    """``trace_id`` in the one naming scheme (``itp/cluster10``: ``itp/elasticflow/cluster10``)."""
+    replay = resolve_replay(trace_id)
+    entry, where = replay.entry, replay.where
+    if "cluster" in where:
+        return f"{entry.trace}/{where['cluster']}"
+    if "vc" in where:
+        return f"{entry.trace}/vc/{where['vc']}"
+    return entry.trace if entry.trace in canonical_names(entry) else replay.trace_id
 
 
 def resolve_replay(trace_id: str) -> Replay:
-    """The table (and slice) behind a trace id; literal names before ``{cluster}`` ones."""
+    """The table (and slice) behind a trace id: canonical names first (:func:`canonical_names`),
+    then the declared ones, literal names before ``{cluster}`` ones."""
     trace_id = canonical(trace_id)
     source, _, name = trace_id.partition("/")
     entries = [e for e in job_tables().values() if e.source == source]
+    for entry in entries:
+        for template in canonical_names(entry):
+            found = _template(template).match(trace_id) if "{" in template else None
+            if template == trace_id or found:
+                return Replay(trace_id, entry, found.groupdict() if found else {})
     for entry in entries:
         if name in entry.replay:
             return Replay(trace_id, entry)
@@ -530,7 +588,7 @@ def resolve_replay(trace_id: str) -> Replay:
             found = _template(template).match(name) if "{" in template else None
             if found:
                 return Replay(trace_id, entry, found.groupdict())
-    known = ", ".join(sorted(replay_names()))
+    known = ", ".join(sorted(replay_names(aliases=False)))
     raise KeyError(f"unknown trace {trace_id!r}; traces are SOURCE/NAME: {known} ({{cluster}}: "
                    "one per cluster; `mltraces schedule --list-traces` expands them)")
 
@@ -541,7 +599,7 @@ def expand_replays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, JobTable]]
     import duckdb
 
     ids: list[tuple[str, JobTable]] = []
-    for key, entry in replay_names().items():
+    for key, entry in replay_names(aliases=False).items():
         if "{" not in key:
             ids.append((key, entry))
             continue

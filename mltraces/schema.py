@@ -515,6 +515,28 @@ def get_schema(name: str) -> TableSchema:
     return _loaded(name)
 
 
+def constraint_text(constraints: Mapping[str, Any], enum_width: int | None = 60) -> str:
+    """A field's constraints in words (``required; >= 0; one of {a, b}``); an enum longer
+    than ``enum_width`` characters is cut with ``...`` (None: shown whole)."""
+    parts = []
+    if constraints.get("required"):
+        parts.append("required")
+    if constraints.get("unique"):
+        parts.append("unique")
+    if "minimum" in constraints:
+        parts.append(f">= {constraints['minimum']}")
+    if "maximum" in constraints:
+        parts.append(f"<= {constraints['maximum']}")
+    if "enum" in constraints:
+        shown = ", ".join(str(v) for v in constraints["enum"])
+        if enum_width is not None and len(shown) > enum_width:
+            shown = shown[:enum_width - 4].rsplit(", ", 1)[0] + ", ..."
+        parts.append(f"one of {{{shown}}}")
+    if "pattern" in constraints:
+        parts.append(f"matches {constraints['pattern']}")
+    return "; ".join(parts)
+
+
 # --------------------------------------------------------------------------- constraints -> SQL
 
 

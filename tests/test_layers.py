@@ -110,10 +110,13 @@ def test_engines_name_no_paper_no_source_and_no_published_number() -> None:
     assert not found, "\n".join(found)
 
 
-def test_the_readme_architecture_block_is_drawn_from_the_code() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert layers.refresh(readme) == readme, "stale: run `python -m mltraces.layers`"
-    assert "flowchart BT" in readme and "| **sources** |" in readme
+def test_the_architecture_page_block_is_drawn_from_the_code() -> None:
+    """The documentation's architecture page holds the block; the README links to it."""
+    page = layers.PAGE.read_text(encoding="utf-8")
+    assert layers.PAGE == ROOT / "docs" / "architecture.md"
+    assert layers.refresh(page) == page, "stale: run `python -m mltraces.layers`"
+    assert "flowchart BT" in page and "| **sources** |" in page and "| **docs** |" in page
+    assert "architecture/" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_the_page_lists_every_part_and_each_measured_arrow() -> None:

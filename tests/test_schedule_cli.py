@@ -33,8 +33,25 @@ def test_every_declared_trace_names_a_table_of_its_source() -> None:
 
 def test_unknown_trace_lists_the_known_ones() -> None:
     with pytest.raises(SchedulingError,
-                       match=r"unknown trace 'itp'.*elasticflow/philly.*itp/\{cluster\}"):
+                       match=r"unknown trace 'itp'.*elasticflow/philly.*itp/elasticflow/"
+                             r"\{cluster\}"):
         inputs.resolve("itp")
+
+
+def test_every_replay_answers_to_the_jobs_views_name_and_the_old_names_still_work() -> None:
+    """One trace had three names (itp/elasticflow in the view, itp/cluster10 for --trace,
+    cluster01 in the full run); the view's name, sliced by cluster or VC, is now the one."""
+    assert inputs.canonical_id("itp/cluster10") == "itp/elasticflow/cluster10"
+    assert inputs.canonical_id("itp/elasticflow/cluster10") == "itp/elasticflow/cluster10"
+    assert inputs.resolve("itp/elasticflow/cluster10").where == {"cluster": "cluster10"}
+    assert inputs.canonical_id("philly/all") == "philly/jobs"
+    assert inputs.canonical_id("philly/vc/6214e9") == "philly/jobs/vc/6214e9"
+    assert inputs.canonical_id("helios/venus") == "helios/jobs/venus"
+    from mltraces.jobmap import job_tables, replay_names
+
+    traces = {e.trace for e in job_tables().values()}
+    for name in replay_names(aliases=False):
+        assert name.split("/{")[0].removesuffix("/vc") in traces, name
 
 
 @pytest.mark.upstream
@@ -66,7 +83,7 @@ def test_cli_prints_ours_beside_the_published_value(http_mirror, capsys) -> None
     assert lines[0].split()[:8] == ["trace", "cluster", "policy", "jobs", "admitted", "met",
                                     "ratio", "published"]
     edf = lines[1].split()
-    assert edf[:3] == ["itp/cluster10", "n32g8", "edf"]
+    assert edf[:3] == ["itp/elasticflow/cluster10", "n32g8", "edf"]  # the view's name
     assert (edf[6], float(edf[7])) == ("0.7769", PUBLISHED_FIG8B["edf"]["cluster10"])
 
 

@@ -19,6 +19,12 @@ A trace that is not fetched is never silently absent:
   ``FROM mltraces.jobs_of('acme/kalos')`` (a trace, or a source: ``'helios'``)
   is the view filtered to it that raises the fetch command instead of returning
   no rows, in any client.
+
+A trace whose mapping says it is a ``copy_of`` another (ElasticFlow's annotated ITP
+jobs are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
+counts each job once; ``mltraces.jobs_of('itp/elasticflow')`` (or its source,
+``jobs_of('itp')``) serves it when asked for by name, its ``copy_of`` column naming
+the original.
 """
 
 from __future__ import annotations

@@ -103,6 +103,13 @@ def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, P
 
 def _not_fetched(schema: TableSchema, missing: list[Any]) -> NotFetchedError:
     ids = " ".join(f.id for f in missing)
+    from mltraces.download import unavailable
+
+    failed = [why for f in missing if (why := unavailable.reasons().get(f.id))]
+    if failed:  # fetching again would fail the same way: say what works instead
+        return NotFetchedError(
+            f"{schema.name}: not fetched, and unavailable here ({failed[0]}); "
+            + unavailable.ADVICE.replace("TABLE", schema.name))
     first = [f.id for f in missing if f.first_use]
     unpinned = (f"; {', '.join(first)}: unverified (first use): no hash is published, the "
                 "first download is recorded and pins every later one") if first else ""

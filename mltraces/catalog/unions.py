@@ -13,7 +13,10 @@ and this module does the rest, as ``mltraces.jobs`` does for job tables
   command; with nothing to read the view raises that reason;
 - ``FROM mltraces.<macro>('SOURCE/NAME')`` (a trace, or a whole source) is the view
   filtered to it, raising the fetch command for a trace that is not fetched and
-  listing the known names for one that does not exist.
+  listing the known names for one that does not exist;
+- a mapped table that is a ``copy_of`` another trace (ElasticFlow's annotated ITP jobs
+  are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
+  counts each row once, and served by name through the macro.
 """
 
 from __future__ import annotations
@@ -59,16 +62,37 @@ class Coverage(NamedTuple):
     missing: list[tuple[Any, str]]  # (mapped table, reason)
     unverified: bool
 
+    @property
+    def lacking(self) -> list[tuple[Any, str]]:
+        """The missing traces the view itself would hold (copies of another are not in it)."""
+        return [(t, reason) for t, reason in self.missing if copy_of(t) is None]
+
+    @property
+    def united(self) -> list[Any]:
+        """The present traces the view unites (copies are served by name only)."""
+        return [t for t in self.present if copy_of(t) is None]
+
+
+def copy_of(entry: Any) -> str | None:
+    """The trace ``entry`` copies (its mapping's ``copy_of``), or None."""
+    return getattr(entry, "copy_of", None)
+
 
 def missing_notice(view: UnionView, missing: list[tuple[Any, str]]) -> str:
-    """``mltraces.requests lacks 2 traces: a/b, a/c not fetched (run `mltraces fetch a`)``."""
-    not_fetched = [t for t, reason in missing if "not fetched" in reason]
+    """``mltraces.requests lacks 2 traces: a/b, a/c not fetched (run `mltraces fetch a`)``;
+    traces the last fetch could not obtain are said to be unavailable here, with what works
+    instead (local copies, a mirror), since fetching again is no advice."""
+    here = [t for t, reason in missing if "unavailable here" in reason]
+    not_fetched = [t for t, reason in missing if "not fetched" in reason and t not in here]
     broken = [(t, reason) for t, reason in missing if "not fetched" not in reason]
     parts = []
     if not_fetched:
         sources = " ".join(dict.fromkeys(t.source for t in not_fetched))
         parts.append(f"{', '.join(t.trace for t in not_fetched)} not fetched (run `mltraces "
                      f"fetch {sources}`)")
+    if here:
+        parts.append(f"{', '.join(t.trace for t in here)} unavailable here (give local copies: "
+                     "--local TABLE=PATH or MLTRACES_LOCAL, or a mirror that holds them)")
     parts += [f"{t.trace} unavailable: {reason.splitlines()[0]}" for t, reason in broken]
     count = len(missing)
     return f"{view.table} lacks {count} trace{'s' * (count > 1)}: " + "; ".join(parts)
@@ -90,13 +114,15 @@ def coverage(view: UnionView, statuses: dict[str, TableStatus]) -> Coverage:
 
 
 def view_sql(view: UnionView, schema: TableSchema, present: list[Any]) -> str:
-    """``CREATE VIEW`` uniting the present tables (their rows, in trace order)."""
+    """``CREATE VIEW`` uniting the present tables (their rows, in trace order), copies of
+    another trace left out (:func:`filter_macro_sql` serves them by name)."""
     from mltraces.exprcheck import parse_ahead
     from mltraces.mapping import shipped
 
     # one parse for every user mapping (each table then checks its own in its select)
     parse_ahead(v for t in present if not shipped(t) for v in t.columns.values())
-    body = " UNION ALL ".join(f"({view.select(t)})" for t in present) or view.empty()
+    body = " UNION ALL ".join(f"({view.select(t)})" for t in present
+                              if copy_of(t) is None) or view.empty()
     return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
 
 
@@ -119,13 +145,16 @@ def filter_macro_sql(view: UnionView, schema: TableSchema, found: Coverage) -> s
     for table, reason in found.missing:
         for name in (table.trace, table.source):
             lacking.setdefault(name, []).append((table, reason))
-    queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
-    queries.update({t.source: f"starts_with(trace, {sql_literal(t.source + '/')})"
-                    for t in found.present})
+    queries: dict[str, list[str]] = {}
+    for t in found.present:  # a copy is read from its own table: the view leaves it out
+        one = (f"SELECT * FROM {schema.qualified} WHERE trace = {sql_literal(t.trace)}"
+               if copy_of(t) is None else f"SELECT * FROM ({view.select(t)})")
+        queries[t.trace] = [one]
+        queries.setdefault(t.source, []).append(one)
     answers = {name: f"error({sql_literal(missing_notice(view, m))})"
                for name, m in lacking.items()}
-    answers.update({name: sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
-                    for name, where in queries.items() if name not in lacking})
+    answers.update({name: sql_literal(" UNION ALL ".join(f"({q})" for q in parts))
+                    for name, parts in queries.items() if name not in lacking})
     macro = f"{schema.schema_name}.{view.macro}"
     text = "CAST(name AS VARCHAR)"
     known = ", ".join(sorted(answers)) or "none"
@@ -139,10 +168,14 @@ def filter_macro_sql(view: UnionView, schema: TableSchema, found: Coverage) -> s
 
 
 def _status(view: UnionView, schema: TableSchema, found: Coverage) -> TableStatus:
-    traces = ", ".join(t.trace for t in found.present)
-    origin = f"mapped {view.what} tables: {traces}"
-    if found.missing:
-        return TableStatus(schema.name, PARTIAL, origin, None, missing_notice(view, found.missing))
+    traces = ", ".join(t.trace for t in found.united)
+    copies = ", ".join(f"{t.trace} (of {copy_of(t)})" for t in found.present if copy_of(t))
+    origin = f"mapped {view.what} tables: {traces or 'none'}" + (
+        f"; copies, by name through {schema.schema_name}.{view.macro}(): {copies}"
+        if copies else "")
+    if found.lacking:
+        return TableStatus(schema.name, PARTIAL, origin, None,
+                           missing_notice(view, found.lacking))
     if found.unverified:
         return TableStatus(schema.name, UNVERIFIED, origin, None,
                            "some of its tables are built from local files (see their rows)")
@@ -160,8 +193,8 @@ def _attach(view: UnionView) -> Callable[[Any, TableSchema, Path | None], TableS
                                 "instead")
         found = coverage(view, read_status(con) or {})
         macro = filter_macro_sql(view, schema, found)
-        if not found.present:
-            reason = (missing_notice(view, found.missing) if found.missing
+        if not found.united:
+            reason = (missing_notice(view, found.lacking) if found.lacking
                       else f"no source maps a {view.what} table")
             con.execute(unavailable_sql(schema, reason) + ";" + macro)
             return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
@@ -191,9 +224,9 @@ def _cached_status(view: UnionView) -> Callable[[TableSchema], TableStatus]:
             else:
                 statuses[name] = member_reader.status(member)
         found = coverage(view, statuses)
-        if not found.present:
+        if not found.united:
             return TableStatus(schema.name, UNAVAILABLE, "upstream", None,
-                               missing_notice(view, found.missing) if found.missing else None)
+                               missing_notice(view, found.lacking) if found.lacking else None)
         return _status(view, schema, found)
 
     return status

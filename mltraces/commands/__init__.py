@@ -21,6 +21,7 @@ VERBS: dict[str, str] = {
     "export": "mltraces.commands.export",
     "import": "mltraces.commands.import_workload",
     "completion": "mltraces.commands.completion",
+    "docs": "mltraces.docs.command",  # the documentation site: a part above the commands
 }
 
 # One-line help per verb, kept here so the top-level --help imports no verb module.
@@ -41,4 +42,5 @@ SUMMARIES: dict[str, str] = {
               "Gavel, Philly JSON)",
     "import": "make another simulator's workload file a source (mltraces.jobs, replays)",
     "completion": "print a shell completion script (bash, zsh, tcsh)",
+    "docs": "build the documentation site into a folder (needs the docs extra)",
 }

@@ -226,9 +226,11 @@ def _require(con: Any, tables: list[str]) -> None:
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS
+    from mltraces.workloads.cluster import canonical_id
 
     if spec.strip() == "all":
-        return list(FIG8B_TRACE_IDS), list(FIG8B_TRACE_IDS.values())
+        traces = list(FIG8B_TRACE_IDS.values())
+        return [canonical_id(t) for t in traces], traces
     from mltraces.names import canonical
 
     traces = [canonical(t.strip()) for t in spec.split(",") if t.strip()]
@@ -236,7 +238,7 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
         from mltraces.scheduling.errors import SchedulingError
 
         raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
-    return traces, traces
+    return [canonical_id(t) for t in traces], traces  # printed as the jobs view names them
 
 
 def _cluster(trace: str, asked: str | None) -> str | None:
@@ -254,7 +256,7 @@ def _cluster(trace: str, asked: str | None) -> str | None:
             ClusterSpec.from_name(asked)  # a size past the limits fails before any download
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
-        if trace_id == trace:
+        if inputs.canonical_id(trace_id) == inputs.canonical_id(trace):
             return FIG8B_CLUSTERS[label]
     if replay.entry.capacity is None:
         raise SchedulingError(f"{trace} declares no capacity and is not a Fig. 8(b) trace, so "
@@ -320,7 +322,19 @@ def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
     columns, rows = frame_rows(_without_deadlines(_with_published(result.summary), result))
     if args.format == "table" and not args.summary:
         return _readable(columns, rows)
+    if args.format == "table":  # every column, each with its unit (csv and json keep the names)
+        return (render_rows([f"{c} ({SUMMARY_UNITS[c]})" if c in SUMMARY_UNITS else c
+                             for c in columns], rows, args.format) + SUMMARY_NOTE)
     return render_rows(columns, rows, args.format)
+
+
+#: the units of the summary's columns (``--summary``): times in the trace's seconds
+SUMMARY_UNITS = {"mean_jct": "s", "median_jct": "s", "mean_queueing_delay": "s",
+                 "makespan": "s", "gpu_seconds": "GPU s", "mean_utilisation": "share of GPUs",
+                 "seconds": "s, wall", "cpu_seconds": "s, CPU"}
+SUMMARY_NOTE = ("times in seconds of the trace's clock (mean JCT, queueing, makespan), the "
+                "replay's own cost in wall and CPU seconds; ratio: deadlines met / jobs with "
+                "one; csv and json carry the same columns, named without units\n")
 
 
 def _with_published(summary: Any) -> Any:
@@ -332,8 +346,9 @@ def _with_published(summary: Any) -> Any:
         PUBLISHED_FIG8A,
     )
     from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+    from mltraces.workloads.cluster import canonical_id
 
-    label = {trace_id: label for label, trace_id in FIG8B_TRACE_IDS.items()}
+    label = {canonical_id(trace_id): label for label, trace_id in FIG8B_TRACE_IDS.items()}
 
     def published_for(trace: str, cluster: str, policy: str) -> float | None:
         if (trace, cluster) == (FIG8A_TRACE, FIG8A_CLUSTER):

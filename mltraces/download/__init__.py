@@ -198,9 +198,11 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     file = _pinned(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
+        from mltraces.download import unavailable
         from mltraces.download.processors import VerifyPins
 
         _retrieve(file, VerifyPins(file), progress)
+        unavailable.clear(file.id)
     return path
 
 

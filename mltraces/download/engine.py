@@ -183,6 +183,9 @@ class PinnedDownloader:
                 f"{self.file.id}: {'; '.join(bad_bytes)}. The file was deleted and not used; "
                 + STALE_HINT
             )
+        from mltraces.download import unavailable
+
+        unavailable.note(self.file.id, "; ".join(failures))  # listings say so from now on
         if failures and self.down == len(failures):  # the message says what to do
             raise HostDownError(f"could not download {self.file.id}: " + "; ".join(failures))
         raise FetchError(

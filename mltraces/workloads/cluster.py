@@ -47,6 +47,17 @@ def resolve(trace_id: str) -> Replay:
         raise SchedulingError(error.args[0]) from None
 
 
+def canonical_id(trace_id: str) -> str:
+    """``trace_id`` as the jobs view names it (``itp/cluster10`` -> ``itp/elasticflow/cluster10``,
+    ``philly/all`` -> ``philly/jobs``); the error lists the known ids."""
+    from mltraces.jobmap import canonical_id as named
+
+    try:
+        return named(trace_id)
+    except KeyError as error:
+        raise SchedulingError(error.args[0]) from None
+
+
 def tables_for(trace_ids: Iterable[str], *, throughputs: bool | None = None,
                specs: bool = True) -> list[str]:
     """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``.
