@@ -83,7 +83,7 @@ LAYERS: tuple[Layer, ...] = (
           ("foundation",)),
     Layer("workloads", ("mltraces.workloads",),
           "an engine's inputs read from the catalog (job traces, clusters, profiles, traces)",
-          ("foundation", "model", "catalog", "scheduling", "simulation")),
+          ("foundation", "model", "catalog", "scheduling", "simulation", "prefixcache")),
     Layer("interop", ("mltraces.interop",),
           "other simulators' trace formats: export, import, round trips",
           ("foundation", "model", "download", "catalog", "synthetic", "scheduling",
@@ -98,7 +98,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("commands", ("mltraces.commands", "mltraces.cli", "mltraces.__main__"),
           "the mltraces verbs; a default that comes from a paper is asked of that paper",
           ("foundation", "model", "download", "catalog", "scheduling", "simulation",
-           "workloads", "interop", "figures", "papers")),
+           "prefixcache", "workloads", "interop", "figures", "papers")),
 )
 #: the package's own ``__init__``: lazy names only (strings), so it is ground floor
 ROOT = "mltraces"
