@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mltraces.prefixcache import Plan, PrefixCacheResult, RequestBlocks
     from mltraces.requestmap import RequestTable
 
-__all__ = ["TraceBlocks", "block_traces", "blocks_for_tokens", "read_blocks", "replay",
+__all__ = ["TraceBlocks", "block_traces", "blocks_for_tokens", "plan", "read_blocks", "replay",
            "replay_blocks",
            "request_trace", "tables_for"]
 
@@ -148,6 +148,14 @@ def read_blocks(con: duckdb.DuckDBPyConnection, trace: str, *,
     except ValueError as error:
         raise MltracesError(f"{entry.trace}: {error}") from None
     return TraceBlocks(entry.trace, entry.table, blocks, reordered)
+
+
+def plan(capacities: Any, policies: Any = "all", **options: Any) -> Plan:
+    """A checked :class:`~mltraces.prefixcache.Plan` (for callers above this layer, which
+    name no engine): capacities in blocks, policies, ``instances=``, ``routing=``."""
+    from mltraces.prefixcache import Plan
+
+    return Plan.checked(capacities, policies, **options)
 
 
 def replay_blocks(trace: TraceBlocks, plan: Plan) -> PrefixCacheResult:
