@@ -44,8 +44,7 @@ TABLE_VIEW = (("policy", "policy", None), ("capacity", "blocks", None),
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", help="a request trace with prefix blocks: SOURCE/NAME of "
-                        "mltraces.requests (mooncake/conversation, qwen_bailian/coder, ...; "
-                        "--list-traces names them)")
+                        "mltraces.requests (--list-traces names them)")
     parser.add_argument("--capacity", metavar="BLOCKS",
                         help="cache capacities in blocks per instance, comma-separated "
                         "(1000,8000,64k)")
