@@ -18,7 +18,7 @@ Capacities are in blocks of the trace's own size (Mooncake 512 tokens, Qwen/Bail
 tokens holds ``T // block_size`` blocks).
 
 >>> con = mltraces.connect(tables=tables_for("mooncake/conversation"))  # doctest: +SKIP
->>> replay(con, "mooncake/conversation", Plan.checked([1000, 8000], "lru,belady"))  # doctest: +SKIP
+>>> replay(con, "mooncake/conversation", plan([1000, 8000], "lru,belady"))  # doctest: +SKIP
 """
 
 from __future__ import annotations
