@@ -83,7 +83,7 @@ LAYERS: tuple[Layer, ...] = (
           ("foundation",)),
     Layer("workloads", ("mltraces.workloads",),
           "an engine's inputs read from the catalog (job traces, clusters, profiles, traces)",
-          ("foundation", "model", "catalog", "scheduling", "simulation")),
+          ("foundation", "model", "catalog", "scheduling", "simulation", "prefixcache")),
     Layer("interop", ("mltraces.interop",),
           "other simulators' trace formats: export, import, round trips",
           ("foundation", "model", "download", "catalog", "synthetic", "scheduling",
@@ -98,12 +98,13 @@ LAYERS: tuple[Layer, ...] = (
     Layer("commands", ("mltraces.commands", "mltraces.cli", "mltraces.__main__"),
           "the mltraces verbs; a default that comes from a paper is asked of that paper",
           ("foundation", "model", "download", "catalog", "scheduling", "simulation",
-           "workloads", "interop", "figures", "papers")),
+           "prefixcache", "workloads", "interop", "figures", "papers")),
     Layer("docs", ("mltraces.docs",),
           "the documentation site: pages drawn from source and paper folders, docstrings, "
           "the CLI parser and the measured results (its verb, `mltraces docs`, lives here)",
           ("foundation", "model", "download", "catalog", "synthetic", "sources", "scheduling",
-           "simulation", "workloads", "interop", "figures", "papers", "commands")),
+           "simulation", "prefixcache", "workloads", "interop", "figures", "papers",
+           "commands")),
 )
 #: the package's own ``__init__``: lazy names only (strings), so it is ground floor
 ROOT = "mltraces"

@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from serving_fixtures import SERVING_SOURCES, serving_con, serving_files  # noqa: F401
 from upstream_files import synthetic_tables
 
 import mltraces
@@ -451,9 +452,12 @@ SIMULATION_ARGS = {
 @pytest.mark.slow
 @pytest.mark.upstream
 @pytest.mark.parametrize("name", list(figures.registry()))
-def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> None:
+def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path,
+                            request: pytest.FixtureRequest) -> None:
     spec = figures.get(name)
     con = job_con if spec.any_of or "zeus.alibaba_groups" in spec.tables else real_con
+    if spec.source in SERVING_SOURCES:  # the request traces' catalog, built only for them
+        con = request.getfixturevalue("serving_con")
     data = spec.data(con, **SIMULATION_ARGS.get(name, {}))
     assert isinstance(data, duckdb.DuckDBPyRelation)  # pandas only at the edge
     frame = figures.as_frame(data)

@@ -106,6 +106,11 @@ def _outputs(path: str | Path, inputs: list[Path]) -> tuple[Output, Output]:
     return out, side
 
 
+def checked_outputs(path: str | Path, inputs: list[Path]) -> tuple[Output, Output]:
+    """The checks of every export (:func:`_outputs`), for the request exporter too."""
+    return _outputs(path, inputs)
+
+
 def _no_folder_of_files(path: Path) -> bool:
     """True for a path under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``):
     even when it ends at a regular file, the record cannot go beside it there."""
@@ -127,15 +132,20 @@ def _same_or_inside(path: Path, source: Path) -> bool:
 def trace_inputs(trace: str, local: dict | None = None) -> list[Path]:
     """The files (or folders) the trace's tables are read from here: given local copies, a
     user source's own files, downloaded files in the cache."""
+    entry, _ = resolve_trace(trace)
+    return table_inputs(entry.tables, local)
+
+
+def table_inputs(tables: Iterable[str], local: dict | None = None) -> list[Path]:
+    """The files (or folders) ``tables`` are read from here (see :func:`trace_inputs`)."""
     from mltraces.catalog.selection import resolve_local
     from mltraces.download import cached_path
     from mltraces.registry import get_file
     from mltraces.schema import get_schema
 
-    entry, _ = resolve_trace(trace)
     overrides = resolve_local(local)
     found: list[Path] = []
-    for table in entry.tables:
+    for table in tables:
         if table in overrides:
             found.append(Path(overrides[table]))
             continue
