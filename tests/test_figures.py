@@ -36,11 +36,11 @@ SEREN_ROWS, KALOS_ROWS = 6000, 2500
 
 @pytest.fixture(scope="module")
 def real_con(
-    upstream_server: str, tmp_path_factory: pytest.TempPathFactory
+    upstream_server: str, shared_real_cache: Path
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """One catalog over the real files (fetched from the loopback mirror into a temp cache)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLTRACES_CACHE", str(tmp_path_factory.mktemp("figures-cache")))
+        patch.setenv("MLTRACES_CACHE", str(shared_real_cache))
         patch.setenv("MLTRACES_MIRROR", upstream_server)
         patch.delenv("MLTRACES_LOCAL", raising=False)
         con = mltraces.connect(
