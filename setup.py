@@ -19,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore")
+CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", "mergesort")
 FOLDER = Path("mltraces") / "scheduling" / "cores"
 #: bounds are not checked (every index is in range by construction, as it was under
 #: numba); negative indices wrap and division keeps Python's semantics (floor, modulo of

@@ -53,11 +53,11 @@ except ImportError:  # installed without its compiled extensions: run as Python
 if cython.compiled:
     from cython.cimports.libc.math import ceil, trunc
     from cython.cimports.libc.string import memmove
-    from cython.cimports.mltraces.scheduling.cores import efcore
+    from cython.cimports.mltraces.scheduling.cores import efcore, mergesort
 else:
     from math import ceil, trunc
 
-    from mltraces.scheduling.cores import efcore
+    from mltraces.scheduling.cores import efcore, mergesort
 
 i64 = cython.typedef(cython.longlong)
 f64 = cython.typedef(cython.double)
@@ -502,61 +502,6 @@ def remove_from(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
     raise ValueError("list.remove(x): x not in list")
 
 
-@cython.cfunc
-@cython.exceptval(check=False)
-def before(a: f64, b: f64) -> cython.bint:
-    """Whether key ``a`` sorts strictly before ``b`` (NaN last, as numpy sorts)."""
-    return a < b or (a == a and b != b)
-
-
-@cython.cfunc
-def sort_by_key(items: i64[:], n: i64, key: f64[:], spare: i64[:]) -> cython.void:
-    """Sort ``items[:n]`` by ``key[item]`` in place, stably (what ``sorted(key=...)`` and
-    numpy's stable sort give); ``spare`` is scratch of the same size. A bottom-up merge
-    sort compiled; numpy's own stable sort as Python."""
-    if not cython.compiled:
-        head = items[:n]
-        items[:n] = head[np.argsort(key[head], kind="stable")]
-        return
-    width: i64 = 1
-    lo: i64
-    mid: i64
-    hi: i64
-    i: i64
-    j: i64
-    k: i64
-    src: i64[:] = items
-    dst: i64[:] = spare
-    in_spare: cython.bint = False
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if before(key[src[j]], key[src[i]]):
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-        src, dst = dst, src
-        in_spare = not in_spare
-        width *= 2
-    if in_spare:
-        for i in range(n):
-            items[i] = src[i]
-
-
 # -- placement -----------------------------------------------------------------------------
 # slots of PS: the next free node while none was released yet, groups made this round,
 # nodes, whether released nodes queue by number (fq), free nodes, nodes per switch
@@ -835,7 +780,7 @@ def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:]
         release_job(runnable[i], pl, PS)
     for i in range(n):  # largest first, stably, as Python's sort by -gpus
         keys[runnable[i]] = -float(gpus[runnable[i]])
-    sort_by_key(runnable, n, keys, spare)
+    mergesort.sort(runnable, n, spare, mergesort.ByKey(keys))
     pl.nfiles[:] = 0  # no groups yet: the groups are made afresh every round
     PS[GROUPS] = 0
     m: i64 = 0
@@ -1055,7 +1000,7 @@ def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.
     i: i64
     for i in range(n):
         buf.order[i] = jobs[i]
-    sort_by_key(buf.order, n, deadline, buf.spare)
+    mergesort.sort(buf.order, n, buf.spare, mergesort.ByKey(deadline))
 
 
 @cython.cfunc
@@ -1635,7 +1580,7 @@ class NoAdmit:
                 held[count] = j
                 count += 1
                 self.keys[j] = -INF if g >= self.per_node else -float(g)
-        sort_by_key(held, count, self.keys, self.buf.spare)
+        mergesort.sort(held, count, self.buf.spare, mergesort.ByKey(self.keys))
         self.pl.nfiles[:] = 0
         PS[GROUPS] = 0
         PS[NEXT_NODE] = 0

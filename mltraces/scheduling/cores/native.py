@@ -34,7 +34,7 @@ from pathlib import Path
 from mltraces import config
 
 #: the modules written for Cython (see ``setup.py``)
-CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore")
+CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore", "mergesort")
 PACKAGE = __name__.rpartition(".")[0]
 FOLDER = Path(__file__).parent
 
