@@ -308,6 +308,11 @@ def rank(pending: list, now: i64) -> cython.void:
                             + job.progress) * job.gpus
 
 
+#: the room :func:`queue` sorts in (a queue is sorted every 240-s step, ~20,000 times a
+#: replay, one at a time)
+QUEUED = mergesort.Positions()
+
+
 @cython.final
 @cython.cclass
 class Queue(mergesort.Ranking):
@@ -319,9 +324,7 @@ class Queue(mergesort.Ranking):
     jobs: list
     spare: cython.bint
 
-    def __init__(self, jobs: list, spare: cython.bint) -> None:
-        self.jobs, self.spare = jobs, spare
-
+    @cython.wraparound(False)  # no index is negative
     @cython.cfunc
     @cython.exceptval(check=False)
     def before(self, i: i64, k: i64) -> cython.bint:
@@ -345,9 +348,9 @@ def queue(pending: list, spare: cython.bint) -> list:
     equal keys keep their order."""
     n: i64 = len(pending)
     k: i64
-    positions = np.arange(n, dtype=np.int64)
-    mergesort.sort(positions, n, np.empty(n, np.int64), Queue(pending, spare))
-    ranked: i64[:] = positions
+    ranking: Queue = Queue.__new__(Queue)
+    ranking.jobs, ranking.spare = pending, spare
+    ranked: i64[:] = mergesort.positions(QUEUED, n, ranking)
     out: list = []
     for k in range(n):
         out.append(pending[ranked[k]])

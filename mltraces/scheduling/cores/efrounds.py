@@ -780,7 +780,7 @@ def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:]
         release_job(runnable[i], pl, PS)
     for i in range(n):  # largest first, stably, as Python's sort by -gpus
         keys[runnable[i]] = -float(gpus[runnable[i]])
-    mergesort.sort(runnable, n, spare, mergesort.ByKey(keys))
+    mergesort.sort(runnable, n, spare, mergesort.by_key(keys))
     pl.nfiles[:] = 0  # no groups yet: the groups are made afresh every round
     PS[GROUPS] = 0
     m: i64 = 0
@@ -1000,7 +1000,7 @@ def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.
     i: i64
     for i in range(n):
         buf.order[i] = jobs[i]
-    mergesort.sort(buf.order, n, buf.spare, mergesort.ByKey(deadline))
+    mergesort.sort(buf.order, n, buf.spare, mergesort.by_key(deadline))
 
 
 @cython.cfunc
@@ -1580,7 +1580,7 @@ class NoAdmit:
                 held[count] = j
                 count += 1
                 self.keys[j] = -INF if g >= self.per_node else -float(g)
-        mergesort.sort(held, count, self.buf.spare, mergesort.ByKey(self.keys))
+        mergesort.sort(held, count, self.buf.spare, mergesort.by_key(self.keys))
         self.pl.nfiles[:] = 0
         PS[GROUPS] = 0
         PS[NEXT_NODE] = 0

@@ -43,16 +43,16 @@ KEYS = {"packing": BY_PACKING, "slack": BY_SLACK}
 @cython.cclass
 class Packing(mergesort.Ranking):
     """Jobs by ``key``: ``BY_PACKING``, widest first, then least slack (``horizon -
-    need``), then latest horizon; ``BY_SLACK``: least slack first."""
+    need``), then latest horizon; ``BY_SLACK``: least slack first. Made by :func:`_order`
+    without a Python call (it runs by the hundred thousand; a typed memoryview passed to
+    ``__init__`` would be converted there and back)."""
 
     width: i64[:]
     need: i64[:]
     horizon: i64[:]
     key: i64
 
-    def __init__(self, width, need, horizon, key) -> None:
-        self.width, self.need, self.horizon, self.key = width, need, horizon, key
-
+    @cython.wraparound(False)  # no index is negative
     @cython.cfunc
     @cython.exceptval(check=False)
     def before(self, a: i64, b: i64) -> cython.bint:
@@ -82,9 +82,11 @@ def _order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:],
     """:func:`order`, merging through ``spare`` (as long as ``out``; overwritten)."""
     n: i64 = width.shape[0]
     k: i64
+    ranking: Packing = Packing.__new__(Packing)
+    ranking.width, ranking.need, ranking.horizon, ranking.key = width, need, horizon, key
     for k in range(n):
         out[k] = k
-    mergesort.sort(out, n, spare, Packing(width, need, horizon, key))
+    mergesort.sort(out, n, spare, ranking)
 
 
 # -- one job -------------------------------------------------------------------------------------

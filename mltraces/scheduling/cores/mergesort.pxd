@@ -8,4 +8,9 @@ cdef class Ranking:
 cdef class ByKey(Ranking):
     cdef double[:] key
 
+cdef class Positions:
+    cdef long long[:] items, spare
+
+cdef ByKey by_key(double[:] key)
 cpdef void sort(long long[:] items, long long n, long long[:] spare, Ranking ranking)
+cdef long long[:] positions(Positions room, long long n, Ranking ranking)

@@ -16,6 +16,8 @@ installed, the same file runs as Python otherwise.
 
 from __future__ import annotations
 
+import numpy as np
+
 try:
     import cython
 except ImportError:  # installed without its compiled extensions: run as Python
@@ -38,11 +40,13 @@ class Ranking:
 
 @cython.cclass
 class ByKey(Ranking):
-    """Items ascending by ``key[item]``, NaN last (as numpy sorts floats)."""
+    """Items ascending by ``key[item]``, NaN last (as numpy sorts floats); compiled
+    callers make it with :func:`by_key`."""
 
     def __init__(self, key) -> None:
         self.key = key
 
+    @cython.wraparound(False)  # no index is negative
     @cython.cfunc
     @cython.exceptval(check=False)
     def before(self, a: i64, b: i64) -> cython.bint:
@@ -51,13 +55,25 @@ class ByKey(Ranking):
         return x < y or (x == x and y != y)
 
 
+@cython.cfunc
+def by_key(key: f64[:]) -> ByKey:
+    """The order of :class:`ByKey` on ``key`` (made without a Python call: rounds sort
+    often, and a typed memoryview passed to ``__init__`` is converted there and back)."""
+    ranking: ByKey = ByKey.__new__(ByKey)
+    ranking.key = key
+    return ranking
+
+
+@cython.wraparound(False)  # no index is negative
 @cython.ccall
 def sort(items: i64[:], n: i64, spare: i64[:], ranking: Ranking) -> cython.void:
     """Sort ``items[:n]`` in place by ``ranking``, stably; ``spare`` is scratch as long.
 
-    Runs of 1, 2, 4 … items are merged pairwise, back and forth between ``items``
-    and ``spare``; an item of the right run goes first only if it sorts strictly
-    before the left run's.
+    Runs of 1, 2, 4 … items are merged pairwise, back and forth between ``items`` and
+    ``spare``: an item of the right run goes first only if it sorts strictly before the
+    left run's. Runs already in order (the right one's first item not before the left
+    one's last: lists sorted a round ago mostly are) are copied as they are, for one
+    comparison.
     """
     width: i64 = 1
     lo: i64
@@ -76,14 +92,19 @@ def sort(items: i64[:], n: i64, spare: i64[:], ranking: Ranking) -> cython.void:
             mid = min(lo + width, n)
             hi = min(lo + 2 * width, n)
             i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if ranking.before(src[j], src[i]):
+            if mid < hi and ranking.before(src[mid], src[mid - 1]):
+                if mid - 1 == lo:  # that was the merge's first comparison: not twice
                     dst[k] = src[j]
                     j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
+                    k += 1
+                while i < mid and j < hi:
+                    if ranking.before(src[j], src[i]):
+                        dst[k] = src[j]
+                        j += 1
+                    else:
+                        dst[k] = src[i]
+                        i += 1
+                    k += 1
             while i < mid:
                 dst[k] = src[i]
                 i += 1
@@ -101,3 +122,26 @@ def sort(items: i64[:], n: i64, spare: i64[:], ranking: Ranking) -> cython.void:
     if in_spare:
         for i in range(n):
             items[i] = src[i]
+
+
+@cython.cclass
+class Positions:
+    """Room, reused from sort to sort, to sort the positions ``0 … n-1`` of a list (see
+    :func:`positions`): fresh arrays each time cost more than sorting a short list."""
+
+    def __init__(self) -> None:
+        self.items, self.spare = np.empty(0, np.int64), np.empty(0, np.int64)
+
+
+@cython.wraparound(False)  # no index is negative
+@cython.cfunc
+def positions(room: Positions, n: i64, ranking: Ranking) -> i64[:]:
+    """The positions ``0 … n-1`` sorted by ``ranking`` (the first ``n`` of the array
+    returned, which is ``room``'s: valid until its next use)."""
+    k: i64
+    if room.items.shape[0] < n:
+        room.items, room.spare = np.empty(2 * n, np.int64), np.empty(2 * n, np.int64)
+    for k in range(n):
+        room.items[k] = k
+    sort(room.items, n, room.spare, ranking)
+    return room.items
