@@ -279,20 +279,20 @@ assert core.__file__.endswith(".py"), core.__file__
 seen = dict.fromkeys(("redealt", "shrunk", "held", "crowded", "waited"), 0)
 real_rebalance, real_seat, real_deal = core.rebalance, core.seat, core.deal
 
-def rebalance(*args):
-    nsets, state = args[2].copy(), args[7]
-    real_rebalance(*args)
-    seen["shrunk"] += int((args[2] < nsets).any())
-    seen["held"] += int(state[core.PHANTOM] > 0)
+def rebalance(sets):
+    nsets = sets.nsets.copy()
+    real_rebalance(sets)
+    seen["shrunk"] += int((sets.nsets < nsets).any())
+    seen["held"] += int(sets.state[core.PHANTOM] > 0)
 
 def deal(row, n, jobs, m, *rest):
     seen["redealt"] += int(m > 1)
     real_deal(row, n, jobs, m, *rest)
 
-def seat(j, k, order, nsets, span, capacity, *rest):
-    placed = real_seat(j, k, order, nsets, span, capacity, *rest)
-    count = rest[5]
-    seen["crowded"] += int(placed and (count[order[k, :nsets[k]]] > capacity[k]).any())
+def seat(j, k, sets):
+    placed = real_seat(j, k, sets)
+    order, count = sets.order, sets.links.count
+    seen["crowded"] += int(placed and (count[order[k, :sets.nsets[k]]] > sets.capacity[k]).any())
     seen["waited"] += int(not placed)
     return placed
 
