@@ -1015,9 +1015,9 @@ def test_a_job_past_its_deadline_takes_what_is_free_now() -> None:
     jobs = itp([("A", 0, 800, 0, 4), ("B", 0, 800, 10, 4)])
     setup = Case.build("t", jobs, "n1g8", profiles({1: 1.0, 2: 2.0, 4: 4.0})).setup()
     tables, _ = model_tables(setup)
-    planner = efcore.Planner(2, *tables.arrays())
-    efcore.estimate(100.0, 8, 60.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]),
-                    tables.model, False, planner)
+    planner = efcore.Planner(2, efcore.Tables(*tables.arrays()), 8, 60.0)
+    efcore.estimate(100.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]), tables.model, False,
+                    planner)
     ptr, _, ag, _, real_end, _, _ = planner.estimated(2)
     assert [ag[ptr[0]], ag[ptr[1]]] == [4, 4]
     assert real_end.tolist() == [300.0, 300.0]
