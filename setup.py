@@ -21,6 +21,8 @@ from setuptools.command.build_ext import build_ext
 
 CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", "mergesort")
 FOLDER = Path("mltraces") / "scheduling" / "cores"
+#: compiled cores outside the scheduling folder, by module name (the prefix-cache replay)
+MORE_CORES = ("mltraces.prefixcache.cachecore",)
 #: bounds are not checked (every index is in range by construction, as it was under
 #: numba); negative indices wrap and division keeps Python's semantics (floor, modulo of
 #: negatives, ZeroDivisionError), so compiled and interpreted runs agree bit for bit
@@ -60,7 +62,7 @@ class OptionalBuildExt(build_ext):
             notice(f"{ext.name} not compiled ({type(error).__name__}, is a C compiler "
                    "installed?); it runs as plain Python, about 100 times slower")
             return
-        source = FOLDER / f"{ext.name.rsplit('.', 1)[-1]}.py"
+        source = Path(*ext.name.split(".")).with_suffix(".py")
         digest = hashlib.sha256(source.read_bytes()).hexdigest()
         Path(stamp(self.get_ext_fullpath(ext.name))).write_text(digest + "\n")
 
@@ -70,7 +72,7 @@ class OptionalBuildExt(build_ext):
         for ext in self.extensions:
             filename = self.get_ext_filename(self.get_ext_fullname(ext.name))
             mapping[stamp(os.path.join(self.build_lib, filename))] = stamp(
-                str(FOLDER / os.path.basename(filename)))
+                str(Path(*ext.name.split(".")[:-1]) / os.path.basename(filename)))
         return mapping
 
     def copy_extensions_to_source(self) -> None:
@@ -101,6 +103,8 @@ def extensions() -> list[Extension]:
         return []
     modules = [Extension(f"mltraces.scheduling.cores.{name}", [str(FOLDER / f"{name}.py")])
                for name in CORES]
+    modules += [Extension(name, [str(Path(*name.split(".")).with_suffix(".py"))])
+                for name in MORE_CORES]
     try:
         built = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
     except Exception as error:  # a Cython that cannot translate them: run them as Python

@@ -55,7 +55,7 @@ MODULES: dict[str, str] = {
     "mltraces.scheduling.themis": "mltraces.scheduling.policies.themis",
     "mltraces.scheduling.tiresias": "mltraces.scheduling.policies.tiresias",
     "mltraces.scheduling.native": "mltraces.scheduling.cores.native",
-    "mltraces.scheduling.cyshim": "mltraces.scheduling.cores.cyshim",
+    "mltraces.scheduling.cyshim": "mltraces.cyshim",
     "mltraces.scheduling.efcore": "mltraces.scheduling.cores.efcore",
     "mltraces.scheduling.efrounds": "mltraces.scheduling.cores.efrounds",
     "mltraces.scheduling.gandivacore": "mltraces.scheduling.cores.gandivacore",

@@ -8,10 +8,14 @@ lists papers: every paper folder ``mltraces/papers/<paper>/`` may hold a
 - ``MODULES``: the paper's modules the setup cell imports, by the name the cells call
   them (``{"itp": "itp_figures", "elasticflow": "figures"}``);
 - ``INTRO``: the notebook's opening markdown;
-- ``CELLS``: (markdown, code) pairs, in order.
+- ``CELLS``: (markdown, code) pairs, in order;
+- ``ORDER`` (optional, default 0): where the paper's cells go when several papers name one
+  ``NOTEBOOK`` (a family of papers, such as the LLM-serving traces'): the papers follow
+  each other by ``ORDER`` (then name), the first one's ``INTRO`` opens the notebook and
+  each later one's ``INTRO`` opens its first cell.
 
 Each notebook starts with one generated setup cell that connects to the tables the
-figures of the paper's sources read (its ``paper.json``) and imports its modules.
+figures of its papers' sources read (their ``paper.json``) and imports their modules.
 The notebooks are generated so their setup cells, figure calls and wording stay
 consistent, and so the repository never carries rendered outputs. Each figure is
 one call to :func:`mltraces.figures.show`, which draws it (or says what to fetch)
@@ -49,25 +53,27 @@ class Story:
     modules: dict[str, str]
     intro: str
     cells: list[tuple[str, str]]
+    order: int = 0
 
 
 def stories() -> list[Story]:
-    """Every paper folder's ``notebook.py``, by notebook file."""
+    """Every paper folder's ``notebook.py``, by notebook file (then ``ORDER`` and name)."""
     found = []
     for name, paper in all_papers().items():
         if not (paper.folder / "notebook.py").is_file():
             continue
         module = importlib.import_module(f"mltraces.papers.{name}.notebook")
         found.append(Story(name, module.NOTEBOOK, paper.sources, dict(module.MODULES),
-                           module.INTRO, list(module.CELLS)))
-    return sorted(found, key=lambda s: s.notebook)
+                           module.INTRO, list(module.CELLS), getattr(module, "ORDER", 0)))
+    return sorted(found, key=lambda s: (s.notebook, s.order, s.paper))
 
 
-def setup_code(story: Story) -> str:
-    """The first code cell: inline figures, a connection, the paper's modules."""
+def setup_code(group: list[Story]) -> str:
+    """The first code cell: inline figures, a connection, the papers' modules."""
     imports = "".join(f"from mltraces.papers.{story.paper} import {module} as {name}\n"
-                      for name, module in story.modules.items())
-    names = ", ".join(f'"{s}"' for s in story.sources)
+                      for story in group for name, module in story.modules.items())
+    sources = dict.fromkeys(source for story in group for source in story.sources)
+    names = ", ".join(f'"{s}"' for s in sources)
     return (
         "%matplotlib inline\n"
         "import mltraces\n"
@@ -79,15 +85,25 @@ def setup_code(story: Story) -> str:
     )
 
 
-def cells_of(story: Story) -> list[tuple[str, str]]:
-    """A notebook's (markdown, code) pairs: intro + setup, then the story's cells."""
-    note = SETUP_NOTE.format(sources=" ".join(story.sources))
-    return [(f"{story.intro}\n\n{note}", setup_code(story)), *story.cells]
+def cells_of(group: list[Story]) -> list[tuple[str, str]]:
+    """A notebook's (markdown, code) pairs: the first paper's intro + setup, then each
+    paper's cells in order, a later paper's intro opening its first cell."""
+    first, *later = group
+    sources = dict.fromkeys(source for story in group for source in story.sources)
+    note = SETUP_NOTE.format(sources=" ".join(sources))
+    cells = [(f"{first.intro}\n\n{note}", setup_code(group)), *first.cells]
+    for story in later:
+        (markdown, code), *rest = story.cells
+        cells += [(f"{story.intro}\n\n{markdown}", code), *rest]
+    return cells
 
 
 def notebooks() -> dict[str, list[tuple[str, str]]]:
-    """Every notebook's cells by file name."""
-    return {story.notebook: cells_of(story) for story in stories()}
+    """Every notebook's cells by file name (papers that share one notebook, together)."""
+    groups: dict[str, list[Story]] = {}
+    for story in stories():
+        groups.setdefault(story.notebook, []).append(story)
+    return {name: cells_of(group) for name, group in groups.items()}
 
 
 def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:

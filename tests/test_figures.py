@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from serving_fixtures import SERVING_SOURCES, serving_con, serving_files  # noqa: F401
 from upstream_files import synthetic_tables
 
 import mltraces
@@ -451,9 +452,12 @@ SIMULATION_ARGS = {
 @pytest.mark.slow
 @pytest.mark.upstream
 @pytest.mark.parametrize("name", list(figures.registry()))
-def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> None:
+def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path,
+                            request: pytest.FixtureRequest) -> None:
     spec = figures.get(name)
     con = job_con if spec.any_of or "zeus.alibaba_groups" in spec.tables else real_con
+    if spec.source in SERVING_SOURCES:  # the request traces' catalog, built only for them
+        con = request.getfixturevalue("serving_con")
     data = spec.data(con, **SIMULATION_ARGS.get(name, {}))
     assert isinstance(data, duckdb.DuckDBPyRelation)  # pandas only at the edge
     frame = figures.as_frame(data)
@@ -523,8 +527,8 @@ def test_cli_draws_a_source_into_the_output_folder(
 
     out = tmp_path / "figs"
     assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png",
-                                                     "renders.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.csv", "itp_clusters.pdf",
+                                                     "itp_clusters.png", "renders.json"]
     assert "1 figures written" in capsys.readouterr().out
 
 
@@ -538,6 +542,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert main([*args, "--output", str(tmp_path / "a")]) == 0
     assert "wrote " in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.svg"]
     assert main([*args, "--output", str(tmp_path / "b")]) == 0
@@ -549,6 +554,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert "Normalized energy usage" in svg and "Zeus Fig. 1 (V100)" not in svg
     assert main(["figures", "zeus", "--only", "zeus_fig1", "--output", str(tmp_path / "c")]) == 0
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.png"]
 
@@ -746,7 +752,7 @@ def test_rendering_reproduces_the_committed_files_byte_for_byte(
     name: str, real_con, tmp_path: Path
 ) -> None:
     figures.render_all(real_con, output_dir=tmp_path, names=[name], processes=1)
-    for suffix in (".png", ".pdf"):
+    for suffix in (".png", ".pdf", ".csv"):  # the figure's data beside it, byte-stable too
         ours = (tmp_path / name).with_suffix(suffix).read_bytes()
         committed = (COMMITTED / name).with_suffix(suffix).read_bytes()
         assert ours == committed, f"{name}{suffix} differs from figures/: re-render it"

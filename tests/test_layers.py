@@ -17,7 +17,7 @@ from mltraces import layers
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mltraces"
-ENGINES = ("mltraces.scheduling", "mltraces.simulation")
+ENGINES = ("mltraces.scheduling", "mltraces.simulation", "mltraces.prefixcache")
 #: what a source folder may never import, and what an engine may never import
 NOT_FOR_SOURCES = ("scheduling", "simulation", "workloads", "interop", "figures", "papers",
                    "commands")
@@ -48,7 +48,7 @@ def test_a_row_allows_only_parts_below_it() -> None:
 def test_sources_and_engines_rows_keep_them_out_of_the_upper_floors() -> None:
     rows = {layer.name: set(layer.may_import) for layer in layers.LAYERS}
     assert not rows["sources"] & set(NOT_FOR_SOURCES)
-    for engine in ("scheduling", "simulation"):
+    for engine in ("scheduling", "simulation", "prefixcache"):
         assert not rows[engine] & set(NOT_FOR_ENGINES), engine
 
 
@@ -110,10 +110,13 @@ def test_engines_name_no_paper_no_source_and_no_published_number() -> None:
     assert not found, "\n".join(found)
 
 
-def test_the_readme_architecture_block_is_drawn_from_the_code() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert layers.refresh(readme) == readme, "stale: run `python -m mltraces.layers`"
-    assert "flowchart BT" in readme and "| **sources** |" in readme
+def test_the_architecture_page_block_is_drawn_from_the_code() -> None:
+    """The documentation's architecture page holds the block; the README links to it."""
+    page = layers.PAGE.read_text(encoding="utf-8")
+    assert layers.PAGE == ROOT / "docs" / "architecture.md"
+    assert layers.refresh(page) == page, "stale: run `python -m mltraces.layers`"
+    assert "flowchart BT" in page and "| **sources** |" in page and "| **docs** |" in page
+    assert "architecture/" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def test_the_page_lists_every_part_and_each_measured_arrow() -> None:

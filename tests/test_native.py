@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
 
+from mltraces.compiled import compiled_from_source
 from mltraces.scheduling.cores import native
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,11 +52,11 @@ def test_an_extension_counts_only_for_the_source_it_was_built_from(tmp_path) -> 
     source.write_text("x = 1\n")
     built = tmp_path / "core.cpython-311-x86_64-linux-gnu.so"
     built.write_bytes(b"\0")
-    assert not native._compiled_from_source(built, source)  # no stamp
+    assert not compiled_from_source(built, source)  # no stamp
     Path(f"{built}.sha256").write_text(hashlib.sha256(source.read_bytes()).hexdigest() + "\n")
-    assert native._compiled_from_source(built, source)
+    assert compiled_from_source(built, source)
     source.write_text("x = 2\n")  # edited after the build
-    assert not native._compiled_from_source(built, source)
+    assert not compiled_from_source(built, source)
 
 
 _WITHOUT_CYTHON = """
@@ -77,7 +78,7 @@ schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
 
 def test_the_cores_run_as_python_without_cython_and_give_the_same_jobs(tmp_path) -> None:
     """Where the extensions were not built (no compiler), Cython is not installed either
-    (it is a build requirement only): the cores run on :mod:`.cyshim`, job for job equal."""
+    (it is a build requirement only): the cores run on :mod:`mltraces.cyshim`, job for job equal."""
     script = _WITHOUT_CYTHON.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
@@ -98,15 +99,17 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     compiled, and leaves no extension (the package then runs the source). Only
     ``gandivacore`` is built here: translating the others too costs seconds, not coverage."""
     for name in ("mltraces/__init__.py", "mltraces/_moved.py", "mltraces/scheduling/__init__.py",
-                 "mltraces/scheduling/cores/__init__.py", "mltraces/scheduling/cores/cyshim.py",
+                 "mltraces/scheduling/cores/__init__.py", "mltraces/cyshim.py",
                  "mltraces/scheduling/cores/gandivacore.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
     cores = ('CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", '
              '"mergesort")')
-    assert cores in setup
-    (tmp_path / "setup.py").write_text(setup.replace(cores, 'CORES = ("gandivacore",)'))
+    more = 'MORE_CORES = ("mltraces.prefixcache.cachecore",)'
+    assert cores in setup and more in setup
+    (tmp_path / "setup.py").write_text(
+        setup.replace(cores, 'CORES = ("gandivacore",)').replace(more, "MORE_CORES = ()"))
     env = {**os.environ, "CC": "false", "LDSHARED": "false"}
     done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)  # fmt: skip

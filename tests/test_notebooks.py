@@ -117,9 +117,14 @@ def notebook_env(http_mirror: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     seren = synthetic.write_seren_trace(synthetic_dir / "trace_seren.csv", 3000, 1)
     kalos = synthetic.write_kalos_trace(synthetic_dir / "trace_kalos.csv", 1500, 2)
     groups = synthetic.write_alibaba_groups_xz(synthetic_dir / "alibaba_groups.csv.xz", 8, 3)
+    from mltraces.synthetic import write_tables  # the serving traces absent here
+
+    serving = write_tables(synthetic_dir / "serving", ["burstgpt.lfs_1", "mooncake.toolagent"],
+                           seed=1, rows=2000)
     monkeypatch.setenv(
         "MLTRACES_LOCAL",
-        f"acme.seren_jobs={seren},acme.kalos_jobs={kalos},zeus.alibaba_groups={groups}",
+        f"acme.seren_jobs={seren},acme.kalos_jobs={kalos},zeus.alibaba_groups={groups},"
+        + ",".join(f"{table}={path}" for table, path in serving.items()),
     )
     out = tmp_path / "figures"
     monkeypatch.setenv("MLTRACES_FIGURES_DIR", str(out))

@@ -60,6 +60,7 @@ def test_a_writer_for_a_file_its_source_does_not_register_is_refused(tmp_path, m
     kept = {k: v for k, v in raw.items() if k not in ("expected_rows", "job_traces")}
     (folder / "source.json").write_text(json.dumps({**kept, "name": "mine"}))
     (folder / "synthetic.py").write_text("WRITERS = {'mine/nope.csv': print}\n")
+    (folder / "schemas").mkdir()  # a user's folder needs its schemas folder to be a source
     monkeypatch.setenv("MLTRACES_SOURCES", str(folder.parent))
     synthetic.writers.cache_clear()
     try:

@@ -19,23 +19,22 @@ A trace that is not fetched is never silently absent:
   ``FROM mltraces.jobs_of('acme/kalos')`` (a trace, or a source: ``'helios'``)
   is the view filtered to it that raises the fetch command instead of returning
   no rows, in any client.
+
+A trace whose mapping says it is a ``copy_of`` another (ElasticFlow's annotated ITP
+jobs are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
+counts each job once; ``mltraces.jobs_of('itp/elasticflow')`` (or its source,
+``jobs_of('itp')``) serves it when asked for by name, its ``copy_of`` column naming
+the original.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from mltraces.catalog.protocol import ViewReader
-from mltraces.catalog.status import (
-    PARTIAL,
-    READY,
-    UNAVAILABLE,
-    UNVERIFIED,
-    TableStatus,
-    read_status,
-)
-from mltraces.errors import MltracesError
+from mltraces.catalog import unions
+from mltraces.catalog.status import PARTIAL, TableStatus
+from mltraces.catalog.unions import Coverage, UnionView
 
 if TYPE_CHECKING:
     import duckdb
@@ -49,158 +48,68 @@ __all__ = ["FILTER_MACRO", "PARTIAL", "Coverage", "attach_jobs", "coverage", "jo
 #: ``mltraces.jobs_of(name)``: the jobs view filtered to one trace or source, strictly
 FILTER_MACRO = "jobs_of"
 
-class Coverage(NamedTuple):
-    """Which mapped traces the view holds now, and which it lacks (with why)."""
 
-    present: list[JobTable]
-    missing: list[tuple[JobTable, str]]  # (trace, reason)
-    unverified: bool
+def _entries() -> dict:
+    from mltraces.jobmap import job_tables
 
-    def notice(self) -> str | None:
-        """One sentence naming every missing trace and the command that fetches them."""
-        if not self.missing:
-            return None
-        return missing_notice(self.missing)
+    return job_tables()
+
+
+def _select(entry: JobTable) -> str:
+    from mltraces.jobmap import table_select_sql
+
+    return table_select_sql(entry)
+
+
+def _empty() -> str:
+    from mltraces.jobmap import empty_sql
+
+    return empty_sql()
+
+
+#: the jobs view's parts, for :mod:`.unions` (which unites ``mltraces.requests`` the same way)
+VIEW = UnionView("mltraces.jobs", FILTER_MACRO, _entries, _select, _empty, "job")
 
 
 def missing_notice(missing: list[tuple[JobTable, str]]) -> str:
     """``mltraces.jobs lacks 2 traces: acme/kalos, acme/seren are not fetched (run ...)``."""
-    not_fetched = [t for t, reason in missing if "not fetched" in reason]
-    broken = [(t, reason) for t, reason in missing if "not fetched" not in reason]
-    parts = []
-    if not_fetched:
-        sources = " ".join(dict.fromkeys(t.source for t in not_fetched))
-        parts.append(f"{', '.join(t.trace for t in not_fetched)} not fetched (run `mltraces "
-                     f"fetch {sources}`)")
-    parts += [f"{t.trace} unavailable: {reason.splitlines()[0]}" for t, reason in broken]
-    count = len(missing)
-    return f"mltraces.jobs lacks {count} trace{'s' * (count > 1)}: " + "; ".join(parts)
+    return unions.missing_notice(VIEW, missing)
 
 
 def jobs_needs(schema: TableSchema) -> list[str]:
     """Every mapped job table: the view reads each one that is available."""
-    from mltraces.jobmap import job_tables
-
-    return sorted(job_tables())
+    return sorted(_entries())
 
 
 def coverage(statuses: dict[str, TableStatus]) -> Coverage:
     """What the view can hold, from the member tables' status rows."""
-    from mltraces.jobmap import job_tables
-
-    present: list[JobTable] = []
-    missing: list[tuple[JobTable, str]] = []
-    unverified = False
-    for name, entry in sorted(job_tables().items(), key=lambda item: item[1].trace):
-        status = statuses.get(name)
-        if status is None or not status.usable:
-            missing.append((entry, status.reason or "unavailable" if status else "not set up"))
-            continue
-        present.append(entry)
-        unverified = unverified or status.state == UNVERIFIED
-    return Coverage(present, missing, unverified)
+    return unions.coverage(VIEW, statuses)
 
 
 def view_sql(schema: TableSchema, present: list[JobTable]) -> str:
     """``CREATE VIEW mltraces.jobs`` uniting the present tables (their rows, in trace order)."""
-    from mltraces.jobmap import empty_sql, table_select_sql
-
-    body = " UNION ALL ".join(f"({table_select_sql(t)})" for t in present) or empty_sql()
-    return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
+    return unions.view_sql(VIEW, schema, present)
 
 
 def filter_macro_sql(schema: TableSchema, found: Coverage) -> str:
-    """``CREATE MACRO mltraces.jobs_of(name)``: the view's rows of one trace or source.
-
-    A name whose trace is not fetched raises the ``mltraces fetch`` command, and an
-    unknown name lists the known ones, where ``WHERE trace = name`` would return no
-    rows and say nothing. The name picks the query text (DuckDB's ``query()``), so
-    the check runs before any plan exists: a filter DuckDB proves empty (every
-    branch of the view has a constant ``trace``) cannot skip it.
-    """
-    from mltraces.schema import sql_literal
-
-    lacking: dict[str, list[tuple[JobTable, str]]] = {}
-    for table, reason in found.missing:
-        for name in (table.trace, table.source):
-            lacking.setdefault(name, []).append((table, reason))
-    queries = {t.trace: f"trace = {sql_literal(t.trace)}" for t in found.present}
-    queries.update({t.source: f"starts_with(trace, {sql_literal(t.source + '/')})"  # not LIKE: _
-                    for t in found.present})
-    answers = {name: f"error({sql_literal(missing_notice(m))})" for name, m in lacking.items()}
-    answers.update({name: sql_literal(f"SELECT * FROM {schema.qualified} WHERE {where}")
-                    for name, where in queries.items() if name not in lacking})
-    macro = f"{schema.schema_name}.{FILTER_MACRO}"
-    text = "CAST(name AS VARCHAR)"  # jobs_of(42) is an unknown name too, not a cast error
-    known = ", ".join(sorted(answers)) or "none"
-    unknown = (f"error('{macro}: no trace or source ' || {text} || "
-               f"{sql_literal('; known traces and sources: ' + known)})")
-    cases = " ".join(f"WHEN {sql_literal(spelling)} THEN {answer}"
-                     for name, answer in sorted(answers.items())
-                     for spelling in dict.fromkeys([name, _hyphenated(name)]))
-    choice = f"CASE {text} {cases} ELSE {unknown} END" if cases else unknown
-    return f"CREATE OR REPLACE MACRO {macro}(name) AS TABLE FROM query({choice})"
+    """``CREATE MACRO mltraces.jobs_of(name)``: the view's rows of one trace or source
+    (:func:`mltraces.catalog.unions.filter_macro_sql`)."""
+    return unions.filter_macro_sql(VIEW, schema, found)
 
 
-def _hyphenated(name: str) -> str:
-    """``alibaba-pai/jobs`` for ``alibaba_pai/jobs``: the spelling :mod:`mltraces.names` reads
-    back as the source (SQL has no hook to call it, so the macro lists both)."""
-    source, sep, rest = name.partition("/")
-    return source.replace("_", "-") + sep + rest
+_READER = unions.reader(VIEW)
 
 
 def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
                 ) -> TableStatus:
     """Create ``mltraces.jobs`` (and ``mltraces.jobs_of``) over the member tables on ``con``."""
-    from mltraces.catalog.views import unavailable_sql
-
-    if local is not None:
-        raise MltracesError(f"{schema.name} unites other tables and reads no file of its own: "
-                            "give local files for the job tables it unites instead")
-    found = coverage(read_status(con) or {})
-    if not found.present:
-        reason = found.notice() or "no source maps a job table"
-        con.execute(unavailable_sql(schema, reason) + ";" + filter_macro_sql(schema, found))
-        return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
-    con.execute(view_sql(schema, found.present) + ";" + filter_macro_sql(schema, found))
-    return _status(schema, found)
-
-
-def _status(schema: TableSchema, found: Coverage) -> TableStatus:
-    traces = ", ".join(t.trace for t in found.present)
-    origin = f"mapped job tables: {traces}"
-    if found.missing:
-        return TableStatus(schema.name, PARTIAL, origin, None, found.notice())
-    if found.unverified:
-        return TableStatus(schema.name, UNVERIFIED, origin, None,
-                           "some of its tables are built from local files (see their rows)")
-    return TableStatus(schema.name, READY, origin)
+    return _READER.attach(con, schema, local)
 
 
 def jobs_status(schema: TableSchema) -> TableStatus:
     """The same answer without a connection: which member tables' files are cached."""
-    from mltraces.catalog.readers import FileReader, reader_for
-    from mltraces.download import cached_path
-    from mltraces.jobmap import job_tables
-    from mltraces.registry import get_file
-    from mltraces.schema import get_schema
-
-    statuses: dict[str, TableStatus] = {}
-    for name in job_tables():
-        member = get_schema(name)
-        reader = reader_for(member)
-        if isinstance(reader, FileReader):
-            missing = [f for f in member.file_ids if cached_path(get_file(f)) is None]
-            statuses[name] = (TableStatus(name, READY, "upstream") if not missing else
-                              TableStatus(name, UNAVAILABLE, "upstream", None,
-                                          f"{name}: not fetched"))
-        else:
-            statuses[name] = reader.status(member)
-    found = coverage(statuses)
-    if not found.present:
-        return TableStatus(schema.name, UNAVAILABLE, "upstream", None, found.notice())
-    return _status(schema, found)
+    return _READER.status(schema)
 
 
 #: The built-in ``jobs`` reader (``mltraces.catalog.readers.BUILTIN``) that serves mltraces.jobs.
-READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs)
+READER = _READER._replace(needs=jobs_needs)

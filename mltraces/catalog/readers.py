@@ -90,7 +90,8 @@ class _BuiltinReaders(Mapping[str, "Reader"]):
     """
 
     CSV: ClassVar[FileReader] = FileReader("csv", _convert_csv, row_label="line")
-    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs"}
+    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs",
+                                         "requests": "mltraces.catalog.requests"}
 
     def __getitem__(self, name: str) -> Reader:
         if name == "csv":

@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["read_tables", "string_literals"]
+__all__ = ["names_word", "read_tables", "string_literals"]
 
 
 def read_tables(query: str) -> list[str]:
@@ -61,6 +61,21 @@ def _base_tables(node: Any) -> Iterator[str]:
             stack.extend(reversed(list(item.values())))
         elif isinstance(item, list):
             stack.extend(reversed(item))
+
+
+def names_word(query: str, word: str) -> bool:
+    """Whether the query names ``word`` as an identifier or keyword, outside literals and
+    comments (``SELECT comment FROM duckdb_columns()`` names ``comment``)."""
+    import duckdb
+
+    try:
+        marks = duckdb.tokenize(query)
+    except duckdb.Error:
+        return False
+    ends = [start for start, _ in marks[1:]] + [len(query)]
+    kinds = (duckdb.token_type.identifier, duckdb.token_type.keyword)
+    return any(kind in kinds and _unquote(query[start:end].strip()).lower() == word
+               for (start, kind), end in zip(marks, ends, strict=True))
 
 
 def _tokens(con: Any, query: str) -> list[str]:

@@ -18,7 +18,10 @@ Every mapped job table (:mod:`mltraces.jobmap`) is also held to the common rules
 of ``mltraces.jobs`` (``schemas/mltraces/jobs.json``: end >= start >= submit,
 num_gpu >= 0, known states, one row per job, ...), computed on its mapped rows
 and reported under the table as ``jobs: <rule>`` with the same examples (file,
-line, key); a rule its ``jobs.json`` lists under ``warnings`` is a warning. A
+line, key); a rule its ``jobs.json`` lists under ``warnings`` is a warning. Every
+mapped request table is held the same way to the rules of ``mltraces.requests``
+(``requests: ...``: tokens >= 0, prefix block counts, arrivals inside the trace's
+window, one row per request). A
 table built from its verified upstream files is held to the row count its
 source promises (``expected_rows`` in ``source.json``).
 
@@ -53,6 +56,7 @@ from mltraces.catalog import (
 from mltraces.catalog.views import typed_select_sql
 from mltraces.errors import FetchError, MltracesError
 from mltraces.jobmap import JOBS_TABLE
+from mltraces.requestmap import REQUESTS_TABLE
 from mltraces.schema import Rule, TableSchema, compile_rules, quote_ident, sql_path
 
 if TYPE_CHECKING:
@@ -153,16 +157,34 @@ def _job_rules(schema: TableSchema) -> list[Rule] | None:
 
 def _check_job_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, relation: str,
                      located: bool) -> list[dict]:
-    """The common job rules on the mapped rows of ``relation`` (the table's typed rows)."""
+    """The common rules of every view that maps the table (``mltraces.jobs``,
+    ``mltraces.requests``) on its mapped rows of ``relation`` (the table's typed rows)."""
     from mltraces.jobmap import common_schema, job_table, select_sql
 
-    rules = _job_rules(schema)
-    if rules is None:
-        return []
     names = [*schema.field_names, *(d.name for d in schema.derived)]
     extra = ["_source", "_row"] if located else []
+    report = _check_request_rules(con, schema, relation, (names, extra))
+    rules = _job_rules(schema)
+    if rules is None:
+        return report
     mapped = f"({select_sql(job_table(schema.name), relation, names, extra=extra)})"
-    return _check_rules(con, schema, mapped, located, rules, common_schema().primary_key)
+    return report + _check_rules(con, schema, mapped, bool(extra), rules,
+                                 common_schema().primary_key)
+
+
+def _check_request_rules(con: duckdb.DuckDBPyConnection, schema: TableSchema, relation: str,
+                         columns: tuple[list[str], list[str]]) -> list[dict]:
+    """The common request rules (tokens >= 0, prefix blocks, the trace's window, ...) on the
+    mapped rows of a request table, reported as ``requests: <rule>``."""
+    from mltraces.requestmap import common_schema, request_tables, rules, select_sql
+
+    entry = request_tables().get(schema.name)
+    if entry is None:
+        return []
+    names, extra = columns
+    mapped = f"({select_sql(entry, relation, names, extra=extra)})"
+    return _check_rules(con, schema, mapped, bool(extra), rules(entry),
+                        common_schema().primary_key)
 
 
 def _expected_rows(schema: TableSchema, rows: int) -> list[dict]:
@@ -194,10 +216,21 @@ def _validate_external(schema: TableSchema, local: str | os.PathLike[str] | None
         if status is not None and not status.usable:  # nothing to read: say why, check nothing
             return [_row(schema.name, "view", "skipped", None, None, [str(status.reason)],
                          "it has nothing to read yet")]
-        return (_check_rules(con, schema, schema.qualified, located=False)
+        return (_check_rules(con, schema, schema.qualified, located=False,
+                             rules=_view_rules(schema))
                 + _check_job_rules(con, schema, schema.qualified, located=False))
     finally:
         con.close()
+
+
+def _view_rules(schema: TableSchema) -> list[Rule]:
+    """A table's own rules; ``mltraces.requests`` adds each trace's window rule."""
+    from mltraces.requestmap import REQUESTS_TABLE, request_tables, window_rule
+
+    own = compile_rules(schema)
+    if schema.name != REQUESTS_TABLE:
+        return own
+    return [*own, window_rule(request_tables().values(), schema.name)]
 
 
 def validate_table(schema: TableSchema | str, local: str | os.PathLike[str] | None = None,
@@ -269,7 +302,7 @@ def validate(
     explicit = tables is not None
     rows: list[dict] = []
     for schema in select_schemas(tables):
-        if not explicit and schema.name == JOBS_TABLE:
+        if not explicit and schema.name in (JOBS_TABLE, REQUESTS_TABLE):
             continue  # its rules were checked on each table it unites
         rows += validate_table(schema, overrides.get(schema.name), explicit=explicit)
     frame = pd.DataFrame(rows, columns=REPORT_COLUMNS)

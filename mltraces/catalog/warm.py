@@ -97,7 +97,7 @@ def recall(schema: TableSchema) -> store.Built | None:
         if not _in_tables_dir(record["built"]["parquet"]):
             return None
         return _built(schema, record["built"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
         return None
 
 

@@ -42,11 +42,13 @@ def local_overrides(args: argparse.Namespace) -> dict:
 
 
 def open_catalog(
-    args: argparse.Namespace, tables: list[str] | None = None, *, strict: bool = False
+    args: argparse.Namespace, tables: list[str] | None = None, *, strict: bool = False,
+    comments: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A catalog connection honouring the verb's ``--local`` options.
 
-    ``strict`` raises when a table cannot be built, instead of a view that raises when queried.
+    ``strict`` raises when a table cannot be built, instead of a view that raises when queried;
+    ``comments`` attaches every column's description as a DuckDB comment.
     """
     import warnings
 
@@ -55,4 +57,5 @@ def open_catalog(
 
     with warnings.catch_warnings():  # the verbs say what a partial view lacks themselves
         warnings.simplefilter("ignore", PartialViewWarning)
-        return connect(tables=tables, local=command_line_local(args), strict=strict)
+        return connect(tables=tables, local=command_line_local(args), strict=strict,
+                       comments=comments)

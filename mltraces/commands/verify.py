@@ -29,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
+    if not args.names:
+        from mltraces.commands.list_files import say_broken
+
+        say_broken()
     for extra in chosen if args.names else list(extras().values()):
         if extra.verify_cleanup is not None:
             for path in extra.verify_cleanup():

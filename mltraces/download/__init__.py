@@ -19,6 +19,7 @@ One module per concern:
 - :mod:`.hosts` remembered unreachable hosts
 - :mod:`.engine` the pooch objects, the downloader and the locked retrieve loop
 - :mod:`.processors` pooch processors: verify + stamp, safe untar
+- :mod:`.firstuse` files no publisher hash pins, pinned by their first download
 - :mod:`.cleanup` leftovers of killed runs
 
 Examples
@@ -129,7 +130,16 @@ def cached_path(file: RemoteFile) -> Path | None:
     path = local_path(file)
     if file.local:
         return path if path.exists() else None
-    return path if stamps.is_current(path, file) else None
+    return path if stamps.is_current(path, _pinned(file)) else None
+
+
+def _pinned(file: RemoteFile) -> RemoteFile:
+    """``file`` held to its recorded first download when it is a first-use file."""
+    if not file.first_use:
+        return file
+    from mltraces.download.firstuse import effective
+
+    return effective(file)
 
 
 def _local_file(file: RemoteFile) -> Path:
@@ -185,11 +195,14 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     file = _resolve(file)
     if file.local:
         return _local_file(file)
+    file = _pinned(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
+        from mltraces.download import unavailable
         from mltraces.download.processors import VerifyPins
 
         _retrieve(file, VerifyPins(file), progress)
+        unavailable.clear(file.id)
     return path
 
 
@@ -353,7 +366,9 @@ def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     problem = _recheck(path, file)
     if problem is not None:
         return [VerifyResult(file.id, path, "corrupt", problem)]
-    results = [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
+    kind = _pinned(file).hash_kind
+    detail = f"{kind} matches" + (" (first-use pinned)" if file.first_use else "")
+    results = [VerifyResult(file.id, path, "ok", detail)]
     if file.unpacked:
         target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
         problems = verify_members(target)

@@ -108,11 +108,15 @@ class Limits:
     max_bytes: int
     expected: Mapping[str, int | None] | None = field(default=None)  # name → size, when pinned
     hashes: Mapping[str, str] = field(default_factory=dict)  # name → sha256, when published
+    #: members are line-oriented text (CSV): no line may be longer, so bytes that are no
+    #: text (a member of zeros) stop at once rather than fill the scratch folder
+    max_line: int | None = None
 
     @classmethod
-    def local(cls) -> Limits:
+    def local(cls, max_line: int | None = None) -> Limits:
         """For archives the registry does not describe (``MLTRACES_MAX_*`` settings)."""
-        return cls(max_members=config.max_members(), max_bytes=config.max_unpacked())
+        return cls(max_members=config.max_members(), max_bytes=config.max_unpacked(),
+                   max_line=max_line)
 
     @classmethod
     def pinned(cls, members: Mapping[str, int] | Iterable[tuple[str, int | None, str | None]]
@@ -236,7 +240,7 @@ def _check_pinned(name: str, member: Entry, size: int, expected: Mapping[str, in
 def _read_manifest(target: Path) -> dict[str, dict] | None:
     try:
         manifest = json.loads((target / MANIFEST).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return manifest if isinstance(manifest, dict) else None
 
@@ -401,10 +405,46 @@ def _extract_tar(archive: Path, staging: Path, limits: Limits) -> dict[str, dict
     manifest = {}
     with _readable(archive, "tar"), tarfile.open(archive, mode="r:*") as tar:
         for member in _checked_members(tar, archive, limits):
-            if member.isfile():
+            if not member.isfile():
+                continue
+            if limits.max_line is None:
                 tar.extract(member, staging, filter="data")
-                manifest[str(PurePosixPath(member.name))] = _record(staging / member.name)
+            else:  # copied with its lines checked as they go
+                path = staging / member.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                assert source is not None  # a regular file
+                with source, path.open("wb") as sink:
+                    _copy_lines(source, sink, _Lines(archive, member.name, limits.max_line))
+            manifest[str(PurePosixPath(member.name))] = _record(staging / member.name)
     return manifest
+
+
+class _Lines:
+    """Counts the bytes since a member's last newline; a line longer than ``limit`` is no
+    line of text (an archive of zeros), refused as soon as it is seen."""
+
+    def __init__(self, archive: Path, name: str, limit: int) -> None:
+        self.archive, self.name, self.limit = archive, name, limit
+        self.since = 0
+        self.read = 0
+
+    def feed(self, data: bytes | memoryview) -> None:
+        data = bytes(data)
+        self.read += len(data)
+        last = data.rfind(b"\n")
+        self.since = len(data) - last - 1 if last >= 0 else self.since + len(data)
+        if self.since > self.limit:
+            raise UnsafeArchiveError(
+                f"{self.archive.name}: member {_shown(self.name)} holds a line longer than "
+                f"{self.limit:,} bytes (within its first {self.read:,}): not text in lines "
+                "such as CSV; refusing it before writing more")
+
+
+def _copy_lines(source: IO[bytes], sink: IO[bytes], lines: _Lines) -> None:
+    while chunk := source.read(1 << 20):
+        lines.feed(chunk)
+        sink.write(chunk)
 
 
 def _extract_zip(archive: Path, staging: Path, limits: Limits) -> dict[str, dict]:
@@ -422,7 +462,10 @@ def _extract_zip(archive: Path, staging: Path, limits: Limits) -> dict[str, dict
             path.parent.mkdir(parents=True, exist_ok=True)
             # zipfile stops at the declared size and checks the CRC at the end
             with zipped.open(info) as source, path.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
+                if limits.max_line is None:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+                else:
+                    _copy_lines(source, sink, _Lines(archive, name, limits.max_line))
             manifest[name] = _record(path)
     return manifest
 
@@ -469,11 +512,12 @@ class _CheckedStream(io.RawIOBase):
     """A member's bytes as they are read: counted, hashed, compared with the pins at the end."""
 
     def __init__(self, raw: IO[bytes], archive: Path, entry: Entry, kind: str,
-                 sha256: str | None) -> None:
+                 sha256: str | None, max_line: int | None = None) -> None:
         super().__init__()
         self._raw, self._archive, self._entry, self._kind = raw, archive, entry, kind
         self._pinned = sha256
         self._hash = hashlib.sha256() if sha256 else None
+        self._lines = None if max_line is None else _Lines(archive, entry.name, max_line)
         self.read_bytes = 0
         self.finished = False
 
@@ -486,6 +530,8 @@ class _CheckedStream(io.RawIOBase):
         if not data:
             self._finish()
             return 0
+        if self._lines is not None:
+            self._lines.feed(data)
         buffer[: len(data)] = data
         self.read_bytes += len(data)
         if self._hash is not None:
@@ -528,7 +574,8 @@ def open_member(archive: Path, name: str, limits: Limits | None = None) -> Itera
     wanted = str(PurePosixPath(name))
     opener = _zip_member if is_zip(archive) else _tar_member
     with opener(archive, wanted, limits) as (raw, entry, kind):
-        checked = _CheckedStream(raw, archive, entry, kind, limits.hashes.get(wanted))
+        checked = _CheckedStream(raw, archive, entry, kind, limits.hashes.get(wanted),
+                                 limits.max_line)
         yield io.BufferedReader(checked, 1 << 20)
         checked.drain()
 
@@ -556,11 +603,27 @@ def _tar_member(archive: Path, wanted: str, limits: Limits
                     raw = tar.extractfile(member)
                 if raw is not None:  # errors of the reader below pass through unchanged
                     yield raw, entry, "tar"
+                    if limits.expected is None:  # a local archive: which copy is meant?
+                        _rest_of(tar, archive, seen, limits)
                     return
             names.append(member.name)
     finally:
         tar.close()
     raise _missing(archive, wanted, names)
+
+
+def _rest_of(tar: tarfile.TarFile, archive: Path, seen: _Tally, limits: Limits) -> None:
+    """Read the headers after the member that was read, held to the same checks: a name
+    that comes again is refused (GNU tar and ``tarfile.getmember`` take its last copy, a
+    stream its first). A pinned archive lists its members, so only a local one needs this."""
+    while True:
+        with _readable(archive, "tar"):
+            member = tar.next()
+        if member is None:
+            return
+        entry = tar_entry(member)
+        check_entry(entry, archive)
+        _check_budget(entry, seen, limits, archive)
 
 
 @contextmanager

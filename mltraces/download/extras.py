@@ -41,12 +41,17 @@ class Extra(NamedTuple):
 
 @cache
 def extras() -> dict[str, Extra]:
-    """Every source's extra names, from the ``EXTRAS`` of each source folder's ``cli.py``."""
+    """Every shipped source's extra names, from the ``EXTRAS`` of its folder's ``cli.py``.
+
+    Only shipped sources have one: a user's source folder runs no ``cli.py`` (the only
+    Python files of such a folder that run are its ``readers.py`` and ``synthetic.py``,
+    when that source is used).
+    """
     from mltraces.errors import RegistryError
-    from mltraces.registry import source_folders, source_module
+    from mltraces.registry import SOURCE_FILE, SOURCES_DIR, source_module
 
     found: dict[str, Extra] = {}
-    for folder in source_folders():
+    for folder in sorted(p.parent for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}")):
         if not (folder / "cli.py").is_file():
             continue
         module = source_module(folder.name, "cli")

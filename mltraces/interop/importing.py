@@ -5,7 +5,7 @@ source folder (the mechanism of "Your own cluster's trace, as a source"): the
 file copied beside a ``source.json`` that pins it (size, sha256, git blob), the
 simulator's paper as its ``citation.bib``, a schema of the format's columns
 (``schemas/jobs.json``) and its mapping onto ``mltraces.jobs`` (``jobs.json``,
-trace ``NAME/jobs``; replay ``NAME/all`` when the format carries run times). A
+trace ``NAME/jobs``, which replays as ``NAME/jobs`` when the format carries run times). A
 ``<file>.provenance.json`` beside an exported file is copied too, and its clock
 (zone and origin) tells how to read a Philly job log written from a trace.
 The folder is built aside and renamed into place whole.
@@ -114,7 +114,7 @@ def _provenance(path: Path) -> dict | None:
         return None
     try:
         found = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise MltracesError(f"cannot read {sidecar}: {error}") from None
     return found if isinstance(found, dict) else None
 
@@ -178,7 +178,7 @@ def import_workload(path: str | Path, fmt: str | None = None, *, name: str | Non
     _forget_scans()
     mapping = template.mapping
     return ImportedSource(name, root / name, chosen.name, f"{name}/jobs",
-                          f"{name}/all" if "all" in mapping.get("replay", []) else None)
+                          f"{name}/jobs" if "all" in mapping.get("replay", []) else None)
 
 
 def _fill(folder: Path, name: str, fmt: Format, template: ImportTemplate, path: Path,

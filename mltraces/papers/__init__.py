@@ -10,6 +10,10 @@ scanning, so adding a paper is adding a folder:
 - ``figures.py``: a ``FIGURES`` tuple of :class:`~mltraces.figures.FigureSpec`, found by
   the figure registry (:mod:`mltraces.figures.specs`);
 - ``notebook.py``: the notebook's cells as plain data (``notebooks/make_notebooks.py``);
+- ``status.json``: every figure and table of the paper with its status here
+  (:data:`FIGURE_STATUSES`: reproduced, approximated, not public, ...), the figures of
+  ours that draw it and the ``published.json`` key of its numbers
+  (:func:`figure_statuses`; the documentation's paper pages are drawn from it);
 - its setups and analyses (replay cases, evaluation sweeps, reports), as modules.
 
 Papers sit above the engines, the catalog and the drawing kit, and below the
@@ -34,6 +38,20 @@ from mltraces.errors import RegistryError
 PAPERS_DIR = Path(__file__).resolve().parent
 CARD_FILE = "paper.json"
 PUBLISHED_FILE = "published.json"
+STATUS_FILE = "status.json"
+#: what a paper figure's status may be, and what each means
+FIGURE_STATUSES = {
+    "reproduced": "drawn here from the public data (or a replay on it), published numbers beside "
+                  "ours",
+    "approximated": "drawn here in the paper's form from what is public, where the paper "
+                    "measured something that is not (a testbed run replayed in simulation)",
+    "synthetic-tested": "drawn once its files are fetched (not obtainable here); the code runs "
+                        "in the tests on synthetic files in the exact upstream format",
+    "not drawn yet": "its data is public; no figure of ours draws it yet",
+    "not public": "its data is not released (testbed measurements, logs)",
+    "no data": "a diagram or an example: nothing to draw from data",
+    "our analysis": "not a paper figure: our own view of the paper's data",
+}
 _CARD_KEYS = {"name", "title", "venue", "sources", "cites", "notebook", "summary", "url"}
 
 
@@ -49,29 +67,82 @@ class Paper:
     notebook: str = ""
     summary: str = ""
     url: str = ""
-
-    @property
-    def folder(self) -> Path:
-        """The paper's folder in the package."""
-        return PAPERS_DIR / self.name
+    folder: Path = PAPERS_DIR
 
     def published(self) -> dict[str, Any]:
         """The paper's published numbers (``published.json``)."""
         return published(self.name)
 
 
+@dataclass(frozen=True)
+class FigureStatus:
+    """One figure or table of a paper: its status here and the figures of ours that draw it."""
+
+    figure: str  # the paper's label: "Fig. 1", "Table 2", "evaluation: cumulative regret"
+    status: str  # one of FIGURE_STATUSES
+    note: str = ""
+    drawn_by: tuple[str, ...] = ()  # figure names (mltraces figures --only NAME)
+    published: str = ""  # the key of its numbers in published.json
+
+
+def figure_statuses(paper: str) -> tuple[FigureStatus, ...]:
+    """The paper's figures with their status (``status.json``; none when the folder has none).
+
+    Every problem is named at once: an unknown status or key, a ``published`` key that
+    ``published.json`` lacks.
+    """
+    folder = _folder(paper)
+    path = (folder or PAPERS_DIR / paper) / STATUS_FILE
+    if not path.is_file():
+        return ()
+    raw = _json(path)
+    entries = raw.get("figures")
+    if set(raw) - {"$comment", "figures"} or not isinstance(entries, list):
+        raise RegistryError(f"{path}: expected {{\"figures\": [...]}}")
+    numbers = published(paper) if any(isinstance(e, dict) and e.get("published")
+                                       for e in entries) else {}
+    found, problems = [], []
+    for index, entry in enumerate(entries):
+        where = f"{path} figures[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("figure"), str):
+            problems.append(f"{where}: an object with a 'figure' label")
+            continue
+        unknown = set(entry) - {"figure", "status", "note", "drawn_by", "published"}
+        if unknown:
+            problems.append(f"{where}: unknown keys {sorted(unknown)}")
+        if entry.get("status") not in FIGURE_STATUSES:
+            problems.append(f"{where}: status {entry.get('status')!r} is not one of "
+                            f"{', '.join(FIGURE_STATUSES)}")
+        if entry.get("published") and entry["published"] not in numbers:
+            problems.append(f"{where}: published {entry['published']!r} is not a key of "
+                            f"{PUBLISHED_FILE}")
+        found.append(FigureStatus(entry["figure"], str(entry.get("status")),
+                                  str(entry.get("note", "")), tuple(entry.get("drawn_by", ())),
+                                  str(entry.get("published", ""))))
+    if problems:
+        raise RegistryError("; ".join(problems))
+    return tuple(found)
+
+
 def paper_folders() -> list[Path]:
-    """Every paper folder (one holding ``paper.json``), by name."""
-    return sorted(p.parent for p in PAPERS_DIR.glob(f"*/{CARD_FILE}"))
+    """Every paper folder (one holding ``paper.json``) on this package's path, by name."""
+    found = {p.parent.name: p.parent for root in map(Path, __path__)
+             for p in sorted(root.glob(f"*/{CARD_FILE}"))}
+    return [found[name] for name in sorted(found)]
+
+
+def _folder(name: str) -> Path | None:
+    return next((folder for folder in paper_folders() if folder.name == name), None)
 
 
 @cache
 def get_paper(name: str) -> Paper:
     """The card of paper ``name``; the error lists the known papers."""
-    path = PAPERS_DIR / name / CARD_FILE
-    if "/" in name or not path.is_file():
+    folder = _folder(name) if "/" not in name else None
+    if folder is None:
         known = ", ".join(p.name for p in paper_folders())
         raise KeyError(f"unknown paper {name!r}; known papers: {known}")
+    path = folder / CARD_FILE
     raw = _json(path)
     unknown = set(raw) - _CARD_KEYS
     missing = {"name", "title", "venue", "sources", "cites"} - set(raw)
@@ -81,7 +152,7 @@ def get_paper(name: str) -> Paper:
     return Paper(name=name, title=raw["title"], venue=raw["venue"],
                  sources=tuple(raw["sources"]), cites=raw["cites"],
                  notebook=raw.get("notebook", ""), summary=raw.get("summary", ""),
-                 url=raw.get("url", ""))
+                 url=raw.get("url", ""), folder=folder)
 
 
 def all_papers() -> dict[str, Paper]:
@@ -92,7 +163,8 @@ def all_papers() -> dict[str, Paper]:
 @cache
 def published(paper: str) -> dict[str, Any]:
     """Paper ``paper``'s published numbers, from its folder's ``published.json``."""
-    path = PAPERS_DIR / paper / PUBLISHED_FILE
+    folder = _folder(paper)
+    path = (folder or PAPERS_DIR / paper) / PUBLISHED_FILE
     if not path.is_file():
         raise KeyError(f"paper {paper!r} has no {PUBLISHED_FILE} ({path})")
     return _json(path)

@@ -140,9 +140,11 @@ def simulate(
     Args:
         traces: A :class:`TraceSet` (:func:`mltraces.simulate` also takes a catalog
             connection; a connection here still works, with a DeprecationWarning).
-        gpus, workloads, policies: Names, comma-separated names, or ``"all"``;
-            workloads and policies may also be :class:`Workload` / :class:`Policy`
-            objects (your own).
+        gpus: Names, comma-separated names, or ``"all"``.
+        workloads: Names, comma-separated names, ``"all"``, or :class:`Workload` objects
+            (your own).
+        policies: Names, comma-separated names, ``"all"``, or :class:`Policy` objects
+            (your own).
         seeds: One seed or several; each (job, policy, seed) is deterministic.
         recurrences: Recurrences per job; default 2·|B|·|P| of that job.
         eta: Weight of energy in the cost, η·ETA + (1−η)·MaxPower·TTA; one or several.

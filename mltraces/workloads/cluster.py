@@ -47,6 +47,17 @@ def resolve(trace_id: str) -> Replay:
         raise SchedulingError(error.args[0]) from None
 
 
+def canonical_id(trace_id: str) -> str:
+    """``trace_id`` as the jobs view names it (``itp/cluster10`` -> ``itp/elasticflow/cluster10``,
+    ``philly/all`` -> ``philly/jobs``); the error lists the known ids."""
+    from mltraces.jobmap import canonical_id as named
+
+    try:
+        return named(trace_id)
+    except KeyError as error:
+        raise SchedulingError(error.args[0]) from None
+
+
 def tables_for(trace_ids: Iterable[str], *, throughputs: bool | None = None,
                specs: bool = True) -> list[str]:
     """The catalog tables a run over ``trace_ids`` reads: what to pass to ``connect()``.
@@ -79,7 +90,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     are left out; see :func:`~mltraces.scheduling.jobs.from_common`.
     """
     from mltraces.jobmap import table_select_sql
-    from mltraces.scheduling.jobs import COMMON, from_common
+    from mltraces.scheduling.jobs import BEST_EFFORT, COMMON, from_common
     from mltraces.schema import quote_ident
 
     replay = resolve(trace_id)
@@ -87,7 +98,7 @@ def load_jobs(con: duckdb.DuckDBPyConnection, trace_id: str, **options: Any) -> 
     query = f"SELECT * FROM ({table_select_sql(replay.entry, absolute=not relative)})"
     if replay.where:
         query += " WHERE " + " AND ".join(f"{quote_ident(c)} = ?" for c in replay.where)
-    columns = ", ".join(quote_ident(c) for c in COMMON)
+    columns = ", ".join(quote_ident(c) for c in (*COMMON, BEST_EFFORT))
     # through Arrow: DuckDB's own DataFrame export of time zones trips a pandas 3 deprecation
     frame = con.sql(f"SELECT {columns} FROM ({query})", params=list(replay.where.values())
                     ).to_arrow_table().to_pandas()
@@ -104,8 +115,7 @@ def default_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> str:
     ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node`` GPUs (``n286g8``); an
     error when the mapping declares no capacity.
     """
-    from mltraces.jobmap import table_select_sql
-    from mltraces.schema import quote_ident
+    from mltraces.jobmap import capacity_sql, table_select_sql
 
     replay = resolve(trace_id)
     capacity = replay.entry.capacity
@@ -114,16 +124,17 @@ def default_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> str:
                               "jobs.json): give the cluster, e.g. n16g8")
     if isinstance(capacity.gpus, int):
         gpus: float = capacity.gpus
-    elif capacity.cluster is None:
-        gpus = con.execute(f"SELECT {capacity.gpus} FROM {capacity.table}").fetchall()[0][0]
     else:
-        clusters = replay.where.get("cluster")
-        chosen = [clusters] if clusters else [c for (c,) in con.execute(
-            f"SELECT DISTINCT cluster FROM ({table_select_sql(replay.entry)})").fetchall()]
-        column = quote_ident(capacity.cluster)
-        per_cluster = dict(con.execute(f"SELECT {column}, {capacity.gpus} FROM "
-                                       f"{capacity.table} GROUP BY 1").fetchall())
-        gpus = sum(per_cluster.get(c) or 0 for c in chosen)
+        table, aggregate, column = capacity_sql(replay.entry)  # checked before it is used
+        if column is None:
+            gpus = con.execute(f"SELECT {aggregate} FROM {table}").fetchall()[0][0]
+        else:
+            clusters = replay.where.get("cluster")
+            chosen = [clusters] if clusters else [c for (c,) in con.execute(
+                f"SELECT DISTINCT cluster FROM ({table_select_sql(replay.entry)})").fetchall()]
+            per_cluster = dict(con.execute(f"SELECT {column}, {aggregate} FROM {table} "
+                                           "GROUP BY 1").fetchall())
+            gpus = sum(per_cluster.get(c) or 0 for c in chosen)
     if not gpus or gpus < 1:
         raise SchedulingError(f"{trace_id}: its capacity ({capacity.table}: {capacity.gpus}) "
                               "gives no GPUs; give a cluster with --cluster")
@@ -174,9 +185,41 @@ def case(con: duckdb.DuckDBPyConnection, trace_id: str, cluster: str | ClusterSp
 
     jobs = load_jobs(con, trace_id)
     spec = cluster if isinstance(cluster, ClusterSpec) else load_cluster(con, cluster)
-    models = bool((jobs.frame["model"] != "").any())
-    return Case.build(label or trace_id, jobs, spec,
-                      load_profiles(con, gpu_type) if models else None, **options)
+    profiles = None
+    if (jobs.frame["model"] != "").any():
+        profiles = _profiles_if_any(con, gpu_type)
+        jobs, missing = jobs.by_duration_unless_profiled(set(profiles.curves) if profiles
+                                                         else set())
+        if missing:
+            _say_by_duration(trace_id, missing, gpu_type, profiles is not None)
+        if not (jobs.frame["model"] != "").any():
+            profiles = None
+    return Case.build(label or trace_id, jobs, spec, profiles, **options)
+
+
+def _profiles_if_any(con: duckdb.DuckDBPyConnection, gpu_type: str) -> Profiles | None:
+    """The ``gpu_type`` profiles, or None when the catalog cannot serve them (not fetched)."""
+    import duckdb
+
+    try:
+        return load_profiles(con, gpu_type)
+    except (duckdb.Error, SchedulingError):
+        return None
+
+
+def _say_by_duration(trace_id: str, models: tuple[str, ...], gpu_type: str,
+                     have_profiles: bool) -> None:
+    """Warn once that ``trace_id``'s jobs of ``models`` replay by their run time."""
+    import warnings
+
+    from mltraces.errors import ByDurationWarning
+
+    shown = ", ".join(models[:5]) + (f" and {len(models) - 5} more" if len(models) > 5 else "")
+    why = (f"{THROUGHPUT_TABLE} has no {gpu_type} profile for them" if have_profiles else
+           f"{THROUGHPUT_TABLE} is not available (`mltraces fetch elasticflow` brings it)")
+    warnings.warn(f"{trace_id}: the jobs of models {shown} replay by their run time: {why}; "
+                  "policies that scale jobs (edf, elasticflow) need a profile for every job",
+                  ByDurationWarning, stacklevel=3)
 
 
 def capacity_cluster(con: duckdb.DuckDBPyConnection, trace_id: str) -> ClusterSpec:

@@ -79,9 +79,15 @@ class TraceSpec:
     max_gpus: int = 16
 
     def __post_init__(self) -> None:
+        from mltraces.config import max_generated_jobs
+
         problems = []
         if self.num_jobs < 1:
             problems.append(f"num_jobs={self.num_jobs} (at least 1)")
+        cap = max_generated_jobs()
+        if self.num_jobs > cap:
+            problems.append(f"num_jobs={self.num_jobs:,} (at most {cap:,}: set "
+                            "MLTRACES_MAX_GENERATED_JOBS to allow more)")
         if not 0 <= self.lam < math.inf:
             problems.append(f"lam={self.lam} (a finite number of seconds >= 0)")
         if not 0 <= self.min_ddl <= self.max_ddl < math.inf:
@@ -187,11 +193,29 @@ def generate_trace(profiles: Profiles, spec: TraceSpec | None = None, /,
         iterations = duration * _speed(profiles, model, batch_size, gpus)
         if i and spec.lam > 0:
             arrival += -math.log(1.0 - gap_rng.random()) * spec.lam
-        deadline = arrival + int(deadline_rng.uniform(spec.min_ddl, spec.max_ddl) * duration)
+            _check_time(arrival, "arrival", i, spec)
+        slack = deadline_rng.uniform(spec.min_ddl, spec.max_ddl) * duration
+        _check_time(arrival + slack, "deadline", i, spec)
+        deadline = arrival + int(slack)
         best_effort = int(deadline_rng.uniform(0, 1) < spec.best_effort)
         rows.append((i, int(arrival), int(iterations), model, int(deadline), batch_size, gpus,
                      int(duration), best_effort))
     return pd.DataFrame(rows, columns=list(CSV_COLUMNS))
+
+
+#: the latest time a generated trace may hold: whole seconds a float keeps exactly (2**53)
+MAX_SECONDS = float(2**53)
+
+
+def _check_time(seconds: float, what: str, index: int, spec: TraceSpec) -> None:
+    """Refuse a time past :data:`MAX_SECONDS` (lam or max_ddl of 1e300 reach infinity)."""
+    if not seconds <= MAX_SECONDS:
+        setting = (f"lam={spec.lam:g}" if what == "arrival"
+                   else f"min_ddl={spec.min_ddl:g}, max_ddl={spec.max_ddl:g}")
+        raise SchedulingError(
+            f"--generate: job {index}'s {what} would be {seconds:.3g} s, past {MAX_SECONDS:.3g} "
+            f"s (about 285 million years: the latest time replays keep exactly); {setting} is "
+            "too large")
 
 
 def generate_from(profiles: Profiles, settings: TraceSpec | str | Mapping[str, Any]) -> Any:

@@ -50,7 +50,7 @@ import numpy as np
 try:
     import cython
 except ImportError:  # installed without its compiled extensions: run as Python
-    from mltraces.scheduling.cores import cyshim as cython
+    from mltraces import cyshim as cython
 
 if cython.compiled:
     from cython.cimports.libc.math import ceil, trunc

@@ -37,8 +37,14 @@ kept. Best-effort flags: the artifact's trace converter
 best-effort job is treated as one with its trace deadline, as there.
 
 The artifact solves the program with python-mip on Gurobi, with a 5 s limit;
-here an optimal plan comes from HiGHS (:func:`scipy.optimize.milp`) or from a
-packing that provably reaches the optimum (see :mod:`.leases`). Optimal plans
+here an optimal plan comes from HiGHS (:func:`scipy.optimize.milp`, with the same
+limit: :attr:`Chronus.time_limit`) or from a packing that provably reaches the
+optimum (see :mod:`.leases`). At the limit the artifact takes its solver's best
+plan, or, with none, its model raises and it packs the lease: so does this replay,
+and its outcome's ``notes`` say so. Two counts of met deadlines come out
+(:attr:`~.results.Outcome.ratio`, best-effort jobs on neither side, and
+:attr:`~.results.Outcome.listed_ratio`, every job against its listed deadline, the
+artifact's converter's count). Optimal plans
 are not unique, and which one a solver returns can change later decisions
 (``layout``, ``ties`` and ``plans="highs"`` pick others; the README gives how
 far that moved the ratios). When python-mip finds no Gurobi, its model raises,
@@ -69,7 +75,9 @@ from mltraces.scheduling.policies.leases import (
     LAYOUTS,
     Demand,
     Flat,
+    ProgramTimedOut,
     Spans,
+    TimeLimit,
     earliest_horizon,
     fits,
     pack_each,
@@ -95,6 +103,8 @@ NO_PROFILE = np.zeros(0, np.int64)
 
 #: how lease programs are answered (see :class:`Chronus`)
 PLANS = ("auto", "highs", "packing")
+#: seconds a lease program may take: the artifact's ``job_selection(..., max_seconds=5)``
+TIME_LIMIT = 5.0
 
 
 @dataclass(frozen=True)
@@ -117,12 +127,19 @@ class Chronus:
             seed shuffles that order, which picks other optima among ties.
         check: Seconds between steps (the artifact's ``--check_time_interval``);
             ``None`` takes the setup's slot (60 for Fig. 8, 240 for Fig. 10).
+        time_limit: Seconds HiGHS may spend on one lease program (the artifact gives
+            its solver 5; ``None``: no limit). Stopped there, as the artifact is, the
+            best plan found is used; with none, the coming lease is packed instead (the
+            artifact's fallback), or, at admission, the replay stops (where the artifact
+            stops). The outcome's ``notes`` say how often either happened: only then can
+            a replay's result depend on the machine's speed.
     """
 
     plans: str = "auto"
     layout: str = "latest"
     ties: int | None = None
     check: int | None = None
+    time_limit: float | None = TIME_LIMIT
     name: str = "chronus"
 
     def __post_init__(self) -> None:
@@ -132,6 +149,10 @@ class Chronus:
         if self.layout not in LAYOUTS:
             raise SchedulingError(f"Chronus layout must be one of {', '.join(LAYOUTS)}, "
                                   f"got {self.layout!r}")
+        if self.time_limit is not None and not (isinstance(self.time_limit, int | float)
+                                                and 0 < self.time_limit < math.inf):
+            raise SchedulingError(f"Chronus time_limit must be a positive number of seconds "
+                                  f"or None, got {self.time_limit!r}")
 
     def simulate(self, setup: Setup) -> Recorder:
         check = int(self.check if self.check is not None else setup.slot)
@@ -186,8 +207,11 @@ class _ChronusRun:
         self.plans = policy.plans
         self.layout = policy.layout
         self.shuffle = None if policy.ties is None else np.random.default_rng(policy.ties)
+        self.limit = None if policy.time_limit is None else TimeLimit(policy.time_limit)
+        self.packed_leases = 0  # leases packed because their program found no plan in time
         self.core = _core()
         self.jobs: list[Job] = []
+        _check_lease_terms(setup)
         for job in setup.jobs:
             if job.num_gpu > self.size:
                 self.rec.reject(job.index)  # would wait forever for GPUs
@@ -229,7 +253,24 @@ class _ChronusRun:
             now = after
         for job in self.jobs:
             self.rec.met[job.index] = job.end - job.submit <= job.deadline
+        # every job is judged against the deadline it lists, best-effort ones too (the
+        # artifact's converter writes them as deadline jobs): its count of met deadlines
+        self.rec.listed_met = list(self.rec.met)
+        self._note_time_limit()
         return self._from_phase(self.rec)
+
+    def _note_time_limit(self) -> None:
+        """Say in the outcome when the time limit decided a lease (then the result can
+        depend on the machine's speed, as the artifact's can)."""
+        limit = self.limit
+        if limit is None or not (limit.stopped or limit.unsolved):
+            return
+        self.rec.notes.append(
+            f"{limit.stopped + limit.unsolved} lease program(s) reached the {limit.seconds:g} s "
+            f"solver time limit (the artifact gives its solver {TIME_LIMIT:g} s): "
+            f"{limit.stopped} used the best plan found by then, {limit.unsolved} found none "
+            f"and {self.packed_leases} lease(s) were packed instead, as the artifact does; "
+            "such a result can depend on the machine's speed")
 
     def _from_phase(self, rec: Recorder) -> Recorder:
         """The recorded times back on the jobs' clock (less the lease phase)."""
@@ -295,7 +336,11 @@ class _ChronusRun:
                 raise SchedulingError(
                     f"job {planned[short].index} needs {need[short]} leases in "
                     f"{horizon[short]} at t={now}: the artifact stops here (its assertion)")
-            plan = self._solve(width, need, horizon, NO_PROFILE)
+            try:
+                plan = self._solve(width, need, horizon, NO_PROFILE)
+            except ProgramTimedOut:  # the artifact's solver raises then: it packs instead
+                self.packed_leases += 1
+                plan = None
             chosen = (self._fallback(now, index) if plan is None
                       else self.core.take_next_lease(planned, *plan))
         # on their lease; those that did not hold GPUs (re)start, the others keep running
@@ -363,7 +408,14 @@ class _ChronusRun:
 
     def _replan(self, jobs: list[Job], profile: np.ndarray, now: int, index: int) -> None:
         """New plans for the jobs without one, beside the planned ones (the program)."""
-        plan = self._solve(*self.core.columns(jobs, index, 0), profile)
+        try:
+            plan = self._solve(*self.core.columns(jobs, index, 0), profile)
+        except ProgramTimedOut:
+            assert self.limit is not None
+            raise SchedulingError(
+                f"t={now}: the lease program of the arrivals found no plan within the "
+                f"{self.limit.seconds:g} s solver time limit (the artifact's); the artifact "
+                "stops here (Chronus(time_limit=...) allows more)") from None
         if plan is None:
             raise SchedulingError(
                 f"t={now}: the planned jobs fit no lease plan (or, with plans='packing', "
@@ -402,11 +454,33 @@ class _ChronusRun:
             return None  # python-mip without Gurobi: every program raises
         if self.shuffle is None:
             return solve_spans(width, need, horizon, profile, self.size, self.objective,
-                               shortcut=self.plans == "auto", layout=self.layout)
+                               shortcut=self.plans == "auto", layout=self.layout,
+                               limit=self.limit)
         order = self.shuffle.permutation(len(width))
         plan = solve_spans(width[order], need[order], horizon[order], profile, self.size,
-                           self.objective, shortcut=self.plans == "auto", layout=self.layout)
+                           self.objective, shortcut=self.plans == "auto", layout=self.layout,
+                           limit=self.limit)
         return None if plan is None else plan.reordered(np.argsort(order))
+
+
+#: int64 arrays of one entry per lease term up to the furthest deadline, held at once
+_TERM_ARRAYS = 4
+
+
+def _check_lease_terms(setup: Setup) -> None:
+    """Refuse, before anything is built, deadlines so far off that the lease terms up to them
+    would not fit in ``MLTRACES_MAX_REPLAY_MEMORY`` (a plan holds a row per term: a deadline
+    a million years away is billions of terms, or an integer C cannot hold)."""
+    jobs = setup.jobs
+    deadline = np.where(jobs.best_effort, jobs.listed_deadline, jobs.deadline)
+    usable = (jobs.num_gpu <= setup.gpus) & np.isfinite(deadline) & np.isfinite(jobs.duration)
+    if not usable.any():
+        return
+    # the furthest deadline, and the longest job's leases past it (its admission search)
+    terms = (float(np.max(deadline[usable])) + 2 * float(np.max(jobs.duration[usable]))) / LEASE
+    setup.check_memory("Chronus", (terms + 2) * 8 * _TERM_ARRAYS,
+                       f"its lease plans hold a term per {LEASE} s up to the furthest deadline "
+                       f"and the longest job's leases, {terms:,.0f} terms")
 
 
 def _arrival_groups(jobs: list[Job]) -> list[tuple[int, list[Job]]]:

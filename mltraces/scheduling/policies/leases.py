@@ -37,6 +37,7 @@ thousands of terms each, in a few runs); :func:`pack`, :func:`pack_each` and
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -49,6 +50,8 @@ import numpy as np
 OBJECTIVES = ("minimize", "maximize")
 #: where a certified packing puts a job's later terms (a choice among optimal plans)
 LAYOUTS = ("latest", "earliest")
+#: :func:`scipy.optimize.milp`'s status when its iteration or time limit stopped it
+_STOPPED = 1
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,27 @@ class Demand:
 
 
 Plan = list[np.ndarray]  # per job, the terms it runs in, ascending (int64)
+
+
+@dataclass
+class TimeLimit:
+    """Seconds each integer program may take (the artifact gives python-mip 5), and what the
+    limit did: programs ``stopped`` there with a plan that is feasible but not proven
+    optimal (used, as the artifact uses its solver's incumbent), and programs ``unsolved``
+    there, with no plan at all (:class:`ProgramTimedOut`)."""
+
+    seconds: float
+    stopped: int = 0
+    unsolved: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.seconds < math.inf:
+            raise ValueError(f"a solver time limit is a positive number of seconds, "
+                             f"got {self.seconds!r}")
+
+
+class ProgramTimedOut(Exception):
+    """The integer program reached its :class:`TimeLimit` without any plan."""
 
 
 def room_of(profile: Sequence[int] | np.ndarray, size: int, terms: int) -> np.ndarray:
@@ -188,7 +212,8 @@ def pack_each(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, si
 
 def solve(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
           objective: str,
-          *, shortcut: bool = True, layout: str = "latest") -> Plan | None:
+          *, shortcut: bool = True, layout: str = "latest", limit: TimeLimit | None = None
+          ) -> Plan | None:
     """An optimal plan of the artifact's integer program, or None when none exists.
 
     Args:
@@ -201,15 +226,19 @@ def solve(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: 
         layout: Where that packing puts the terms after term 0: ``"latest"`` (as
             late as each job can, the artifact's own packing) or ``"earliest"``;
             both are optimal plans, so the choice is one among ties.
+        limit: Seconds HiGHS may take (None: no limit). Stopped there, it answers with
+            the best plan it found (counted in ``limit.stopped``), or raises
+            :class:`ProgramTimedOut` when it found none.
     """
     flat = solve_flat(*columns(demands), as_profile(profile), size, objective,
-                      shortcut=shortcut, layout=layout)
+                      shortcut=shortcut, layout=layout, limit=limit)
     return None if flat is None else flat.rows()
 
 
 def solve_flat(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile: np.ndarray,
                size: int, objective: str,
-               *, shortcut: bool = True, layout: str = "latest") -> Flat | None:
+               *, shortcut: bool = True, layout: str = "latest", limit: TimeLimit | None = None
+               ) -> Flat | None:
     """:func:`solve` for jobs given as int64 arrays, its plan written flat."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
@@ -224,13 +253,14 @@ def solve_flat(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile
             return Flat(*flat)
     demands = [Demand(w, q, h) for w, q, h in zip(width.tolist(), need.tolist(),
                                                   horizon.tolist(), strict=True)]
-    plan = _milp(demands, profile, size, objective)
+    plan = _milp(demands, profile, size, objective, limit)
     return None if plan is None else Flat.of(plan)
 
 
 def solve_spans(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profile: np.ndarray,
                 size: int, objective: str,
-                *, shortcut: bool = True, layout: str = "latest") -> Spans | None:
+                *, shortcut: bool = True, layout: str = "latest", limit: TimeLimit | None = None
+                ) -> Spans | None:
     """:func:`solve_flat`'s plan written as spans: the certified packing with the latest
     layout writes it so directly, at a cost per run of terms rather than per term."""
     if shortcut and layout == "latest" and objective in OBJECTIVES:
@@ -242,13 +272,14 @@ def solve_spans(width: np.ndarray, need: np.ndarray, horizon: np.ndarray, profil
             return Spans(*spans)
         shortcut = False  # the same packing as solve_flat's: it would fail there too
     flat = solve_flat(width, need, horizon, profile, size, objective, shortcut=shortcut,
-                      layout=layout)
+                      layout=layout, limit=limit)
     return None if flat is None else Spans.of(flat)
 
 
 def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: int,
-          objective: str) -> Plan | None:
-    """The integer program solved by HiGHS on the terms an optimal plan needs."""
+          objective: str, limit: TimeLimit | None = None) -> Plan | None:
+    """The integer program solved by HiGHS on the terms an optimal plan needs (within
+    ``limit``: see :func:`solve`)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
@@ -272,9 +303,16 @@ def _milp(demands: Sequence[Demand], profile: Sequence[int] | np.ndarray, size: 
     matrix = coo_matrix((values, (rows, cols)), shape=(len(demands) + terms, count)).tocsr()
     lower = np.concatenate([[d.need for d in demands], np.full(terms, -np.inf)])
     upper = np.concatenate([[d.need for d in demands], room])
+    options: dict[str, float] = {"mip_rel_gap": 0.0}
+    if limit is not None:
+        options["time_limit"] = limit.seconds
     result = milp(cost, constraints=LinearConstraint(matrix, lower, upper),
-                  integrality=np.ones(count), bounds=Bounds(0, 1),
-                  options={"mip_rel_gap": 0.0})
+                  integrality=np.ones(count), bounds=Bounds(0, 1), options=options)
+    if limit is not None and result.status == _STOPPED:
+        if result.x is None:
+            limit.unsolved += 1
+            raise ProgramTimedOut(f"no lease plan within {limit.seconds:g} s")
+        limit.stopped += 1
     if result.x is None:
         return None
     chosen = np.round(result.x) > 0

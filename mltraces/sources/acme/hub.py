@@ -353,7 +353,7 @@ def _get_json(url: str) -> tuple[object, str | None]:
             continue
         try:
             return json.loads(answer.body), _checked_next(answer.next_url)
-        except ValueError as error:
+        except (ValueError, RecursionError) as error:
             failures.append(f"not JSON ({error})")
     raise FetchError(f"could not read {source} ({len(failures)} attempts): " + "; ".join(failures))
 
@@ -363,7 +363,7 @@ def _read_json_file(path: Path) -> object:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise FetchError(f"{path} is larger than {MAX_JSON_BYTES:,} bytes; not reading it")
         return json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise FetchError(f"mirror directory has no usable {path}: {error}") from error
 
 
@@ -445,7 +445,7 @@ def _read_cached(path: Path) -> dict:
     """A cached JSON answer; an unreadable one is reported with the file to delete."""
     try:
         data = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise FetchError(f"cannot read {path} ({error}); delete it and run again") from error
     if not isinstance(data, dict):
         raise FetchError(f"{path} is not a JSON object; delete it and run again")
@@ -458,7 +458,7 @@ def cached_manifests(folder: str = UTIL_FOLDER) -> list[Manifest]:
     for path in sorted(_hub_cache().glob(f"tree/*/{folder.replace('/', '__')}.json")):
         try:
             found.append(Manifest.from_json(json.loads(path.read_text())))
-        except (OSError, ValueError, KeyError, TypeError, MltracesError) as error:
+        except (OSError, ValueError, RecursionError, KeyError, TypeError, MltracesError) as error:
             log.warning("ignoring unreadable file list %s (%s)", path, error)
     return found
 

@@ -77,6 +77,36 @@ def _parts(request: ReadRequest) -> dict[str, InputFile]:
     return found
 
 
+MAX_REPORTED = 200
+
+
+def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
+    """Times outside their schema's bounds (a second count on PAI's clock, 0 for unknown, up
+    to 2**32 - 1), each named with its file, line and column. Such a value is no instant of
+    the trace: kept, it would move the jobs view's origin for every job (-1e12) or fail every
+    query that reads its instant (1e17), so the table is refused instead."""
+    import duckdb
+
+    problems: list[DriftProblem] = []
+    con = duckdb.connect()
+    try:
+        for f in schema.fields:
+            low, high = f.constraints.get("minimum"), f.constraints.get("maximum")
+            if f.unit != "s" or low is None or high is None:
+                continue
+            q = quote_ident(f.name)
+            bad = con.execute(
+                f"SELECT _source, _row, {q} FROM read_parquet({sql_path(parquet)}) WHERE {q} IS "
+                f"NOT NULL AND (NOT isfinite({q}) OR {q} < {low} OR {q} > {high}) ORDER BY _row "
+                f"LIMIT {MAX_REPORTED}").fetchall()
+            problems += [DriftProblem("unparsable value", source, f"{value!r} s is no time of "
+                                      f"the trace (from {low} to {high:,} s; 0: unknown)",
+                                      f.name, int(row)) for source, row, value in bad]
+    finally:
+        con.close()
+    return problems
+
+
 def convert_jobs(request: ReadRequest) -> Conversion:
     """Read the job, task and group-tag CSVs with typed checks, then join them into one Parquet."""
     import duckdb
@@ -89,12 +119,14 @@ def convert_jobs(request: ReadRequest) -> Conversion:
         work = request.work / part
         work.mkdir()
         outputs[part] = request.work / f"{part}.parquet"
+        part_schema = _part_schema(schema, part)
         try:
-            done = convert_csv(ReadRequest(_part_schema(schema, part), [item], outputs[part], work))
+            done = convert_csv(ReadRequest(part_schema, [item], outputs[part], work))
         except SchemaDriftError as error:
             errors.extend(error.problems)
             continue
         warnings.extend(done.warnings)
+        errors.extend(_time_problems(part_schema, outputs[part]))
     if errors:
         raise SchemaDriftError(schema.name, errors)
     columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"

@@ -95,8 +95,7 @@ def convert_capacity(request: ReadRequest) -> Conversion:
             check_last_line(path, item.label)
             header, problems = _header(item, path)
         except SchemaDriftError as error:
-            errors.extend(DriftProblem(p.kind, p.source or item.label, p.message, p.column, p.line)
-                          for p in error.problems)
+            errors.extend(p._replace(file=p.file or item.label) for p in error.problems)
             continue
         errors.extend(problems)
         if not problems:

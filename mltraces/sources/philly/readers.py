@@ -89,10 +89,14 @@ def _bad_sql(field: Field, q: str) -> str:
                 f"TRY_CAST({q} AS DOUBLE) IS DISTINCT FROM TRY_CAST({q} AS BIGINT)))")
     if field.type == "number":
         return f"({q} IS NOT NULL AND TRY_CAST({q} AS DOUBLE) IS NULL)"
+    # a time of the right shape names a day and an hour that exist (2017-02-30 and 25:61
+    # are no time: a cast would make them NULL without a word)
     if field.type == "datetime" and field.duckdb_type == "TIMESTAMP":
-        return f"({q} IS NOT NULL AND NOT regexp_full_match({q}, '{_TIME}'))"
+        return (f"({q} IS NOT NULL AND (NOT regexp_full_match({q}, '{_TIME}') OR "
+                f"TRY_CAST({q} AS TIMESTAMP) IS NULL))")
     if field.type == "datetime":  # a Pacific time with its zone name
-        return f"({q} IS NOT NULL AND NOT regexp_full_match({q}, '{_TIME} (PDT|PST)'))"
+        return (f"({q} IS NOT NULL AND (NOT regexp_full_match({q}, '{_TIME} (PDT|PST)') OR "
+                f"TRY_CAST(left({q}, 19) AS TIMESTAMP) IS NULL))")
     return "false"
 
 
@@ -124,8 +128,8 @@ def _what(field: Field) -> str:
     if field.type == "number":
         return "a number"
     if field.duckdb_type == "TIMESTAMP":
-        return "a time YYYY-MM-DD HH:MM:SS"
-    return "a time YYYY-MM-DD HH:MM:SS PDT/PST"
+        return "a time YYYY-MM-DD HH:MM:SS (a day and hour that exist)"
+    return "a time YYYY-MM-DD HH:MM:SS PDT/PST (a day and hour that exist)"
 
 
 def _typed_copy(schema: TableSchema, raw_path: Path, label: str, out: Path, work: Path) -> int:
@@ -228,12 +232,15 @@ def _jobs(stream: IO[bytes], label: str) -> Iterator[tuple[int, dict, list]]:
                 what = f"lacks {', '.join(missing)}" if missing else "is not a JSON object"
                 problems.append(DriftProblem("missing column", label, f"the job {what}", None,
                                              line))
-                continue
-            try:
-                yield line, job, _attempts(job)
-            except _Shape as shape:
-                problems.append(DriftProblem("malformed row", label, str(shape), "attempts", line))
-            if len(problems) >= MAX_REPORTED:
+            else:
+                try:
+                    yield line, job, _attempts(job)
+                except _Shape as shape:
+                    problems.append(DriftProblem("malformed row", label, str(shape), "attempts",
+                                                 line))
+            if len(problems) >= MAX_REPORTED:  # every kind counts: the report stays bounded
+                problems.append(DriftProblem("malformed row", label, f"reading stopped after "
+                                             f"{MAX_REPORTED} misshapen jobs", None, line))
                 break
     except JsonArrayError as error:
         problems.append(DriftProblem("malformed row", label, str(error), None,
@@ -343,14 +350,16 @@ def _csv_batches(stream: IO[bytes], label: str, names: list[str]) -> Iterator[An
                                     f"(as on line 2), found {row.actual_columns}: {text!r}"))
         return "skip"
 
-    reader = pv.open_csv(
-        io.BufferedReader(_Rejoined(first, stream), 1 << 20),
-        read_options=pv.ReadOptions(column_names=columns, block_size=8 << 20),
-        parse_options=pv.ParseOptions(invalid_row_handler=invalid, quote_char=False),
-        convert_options=pv.ConvertOptions(column_types=dict.fromkeys(columns, pa.string()),
-                                          strings_can_be_null=True, null_values=["", "NA"]))
+    def reader() -> Any:
+        return pv.open_csv(
+            io.BufferedReader(_Rejoined(first, stream), 1 << 20),
+            read_options=pv.ReadOptions(column_names=columns, block_size=8 << 20),
+            parse_options=pv.ParseOptions(invalid_row_handler=invalid, quote_char=False),
+            convert_options=pv.ConvertOptions(column_types=dict.fromkeys(columns, pa.string()),
+                                              strings_can_be_null=True, null_values=["", "NA"]))
+
     line = 1
-    for batch in reader:
+    for batch in _utf8_batches(reader, label):
         if trailing and batch.column(len(names)).null_count != batch.num_rows:
             bad.append(DriftProblem("malformed row", label, "a row holds a value after the "
                                     "trailing comma"))
@@ -360,6 +369,29 @@ def _csv_batches(stream: IO[bytes], label: str, names: list[str]) -> Iterator[An
         yield pa.table([*batch.columns[: len(names)], lines], names=[*names, "_row"])
     if bad:
         raise SchemaDriftError("", bad)
+
+
+def _utf8_batches(opened: Callable[[], Any], label: str) -> Iterator[Any]:
+    """The batches of the reader ``opened`` returns (it reads its first block at once); bytes
+    that are not UTF-8 text are a problem naming the line the batch holding them starts
+    after (pyarrow says no more)."""
+    import pyarrow as pa
+
+    reader = None
+    line = 1  # the header
+    while True:
+        try:
+            reader = reader or opened()
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid as error:
+            reason = str(error).splitlines()[0][:160]
+            raise SchemaDriftError("", [DriftProblem(
+                "not UTF-8" if "UTF8" in reason.upper() else "malformed row", label,
+                f"after line {line:,}: {reason}; save the file as UTF-8 text")]) from None
+        line += batch.num_rows
+        yield batch
 
 
 def _util_rows(schema: TableSchema) -> Callable[[IO[bytes], str], Iterator[tuple]]:
@@ -388,11 +420,30 @@ def convert_util(request: ReadRequest) -> Conversion:
 _MACHINE = re.compile(r"^\s*(\d+)\s*GB\s*$")
 
 
+def _lines(stream: IO[bytes], label: str, problems: list[DriftProblem]
+           ) -> Iterator[tuple[int, str]]:
+    """(line, text) of each line of at most ``MAX_HEADER`` bytes; a longer line or one that
+    is not UTF-8 is a problem naming it (the file is a short list, one machine a line)."""
+    line = 0
+    while raw := stream.readline(MAX_HEADER + 1):
+        line += 1
+        if len(raw) > MAX_HEADER:
+            problems.append(DriftProblem("malformed row", label, f"a line longer than "
+                                         f"{MAX_HEADER:,} bytes: not a machine list", None, line))
+            return
+        try:
+            yield line, raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            problems.append(DriftProblem("not UTF-8", label, f"byte 0x{raw[error.start]:02x} "
+                                         "is not UTF-8 text; save the file as UTF-8", None, line))
+            if len(problems) >= MAX_REPORTED:
+                return
+
+
 def _machine_rows(stream: IO[bytes], label: str) -> Iterator[tuple]:
     """``m31,8, 24GB``; a first line naming the columns is skipped."""
-    text = io.TextIOWrapper(stream, encoding="utf-8", newline="")
-    problems = []
-    for line, raw in enumerate(text, 1):
+    problems: list[DriftProblem] = []
+    for line, raw in _lines(stream, label, problems):
         cells = [c.strip() for c in raw.rstrip("\r\n").split(",")]
         if line == 1 and cells and cells[0] == "machineId":
             continue
@@ -400,8 +451,11 @@ def _machine_rows(stream: IO[bytes], label: str) -> Iterator[tuple]:
             continue
         memory = _MACHINE.match(cells[2]) if len(cells) == 3 else None
         if memory is None:
-            problems.append(DriftProblem("malformed row", label, f"{raw.strip()!r} is not "
+            shown = raw.strip() if len(raw) <= 80 else raw.strip()[:77] + "..."
+            problems.append(DriftProblem("malformed row", label, f"{shown!r} is not "
                                          "'machine,GPUs, <n>GB'", None, line))
+            if len(problems) >= MAX_REPORTED:
+                break
             continue
         yield cells[0], cells[1], memory.group(1), line
     if problems:

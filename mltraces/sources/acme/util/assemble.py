@@ -83,7 +83,7 @@ def _recipe(contributions: list[tuple[dict, list[dict]]]) -> list:
 def _read_state(folder: Path) -> dict:
     try:
         return json.loads((folder / layout.STATE_FILE).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
 
 

@@ -598,7 +598,7 @@ def converted_meta(file: HubFile) -> dict | None:
         return None
     try:
         return json.loads((layout.converted_dir(file.sha256) / "meta.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 

@@ -175,7 +175,7 @@ def _reuse_other_revision(remote: RemoteFile, file: HubFile) -> None:
             os.link(other, target)
             log.info("reusing %s from another revision", file.path)
             return
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, RecursionError, AttributeError):
             continue
 
 

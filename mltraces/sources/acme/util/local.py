@@ -115,7 +115,7 @@ class LocalData(NamedTuple):
 def _read_meta(folder: Path) -> dict | None:
     try:
         return json.loads((folder / "meta.json").read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
 
 
@@ -235,7 +235,7 @@ def _prune_orphans(area: layout.Area) -> None:
     for note in area.dataset.parent.glob(f"*/{layout.STATE_FILE}"):
         try:
             source = json.loads(note.read_text()).get("resolved")
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, RecursionError, AttributeError):
             continue
         if _gone(source):
             log.info("removing the local dataset of %s (gone)", source)

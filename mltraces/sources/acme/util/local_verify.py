@@ -72,7 +72,7 @@ def _read_stamp(path: Path, file: LocalFile) -> dict | None:
     """The stamped hashes when they are of this very version of the file."""
     try:
         stamp = json.loads(path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     same = (stamp.get("path"), stamp.get("version")) == (str(file.real), list(file.version))
     return stamp if same and isinstance(stamp.get("sha256"), str) else None

@@ -1,6 +1,6 @@
 """What Cython's pure Python mode asks of ``cython`` at run time, for when Cython is absent.
 
-The compiled cores (see :mod:`.native`) are Cython's pure-Python-mode source:
+The compiled cores (see :mod:`mltraces.compiled`) are Cython's pure-Python-mode source:
 type annotations (never evaluated: the modules use postponed annotations) and
 a few decorators. Compiled, none of this is used; interpreted, the decorators
 must exist and change nothing. Cython is a build requirement only, so an
