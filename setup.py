@@ -19,7 +19,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore")
+CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", "mergesort")
 FOLDER = Path("mltraces") / "scheduling" / "cores"
 #: compiled cores outside the scheduling folder, by module name (the prefix-cache replay)
 MORE_CORES = ("mltraces.prefixcache.cachecore",)
