@@ -125,6 +125,18 @@ def modules(root: Path = PACKAGE_DIR) -> dict[str, Path]:
     return found
 
 
+def _tree(path: Path) -> ast.Module:
+    """``path`` parsed, once per version of the file (the graph is asked for both ways)."""
+    stat = path.stat()
+    return _parsed(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@cache
+def _parsed(path: str, mtime_ns: int, size: int) -> ast.Module:
+    """The AST of one version of a file (``mtime_ns`` and ``size`` key the version)."""
+    return ast.parse(Path(path).read_text(encoding="utf-8"), path)
+
+
 def imports(path: Path, module: str, known: Iterable[str] = (), *, type_only: bool = True
             ) -> set[str]:
     """The ``mltraces`` modules ``path`` imports, anywhere in it (inside functions too).
@@ -137,7 +149,7 @@ def imports(path: Path, module: str, known: Iterable[str] = (), *, type_only: bo
     known = set(known)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
-    stack: list[ast.AST] = [ast.parse(path.read_text(encoding="utf-8"), str(path))]
+    stack: list[ast.AST] = [_tree(path)]
     while stack:
         for node in ast.iter_child_nodes(stack.pop()):
             if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(

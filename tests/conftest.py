@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.server
 import os
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,14 +42,19 @@ ENV_VARS = (
 )
 
 
+@pytest.fixture(scope="session")
+def cache_folders(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the tests' own caches go: one folder, so that making one costs the same for
+    the last test as for the first (``mktemp`` lists its whole folder for each new one)."""
+    return tmp_path_factory.mktemp("caches")
+
+
 @pytest.fixture(autouse=True)
-def isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Path:
+def isolated_cache(cache_folders: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test gets an empty cache of its own and a clean environment."""
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)
-    cache = tmp_path_factory.mktemp("cache")
+    cache = Path(tempfile.mkdtemp(prefix="cache", dir=cache_folders))
     monkeypatch.setenv("MLTRACES_CACHE", str(cache))
     monkeypatch.setenv("MLTRACES_SOURCES", "")  # never a user's own source folders
     return cache
