@@ -11,6 +11,7 @@ does not break the others, and ``mltraces.status`` says what is ready and why no
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
     from mltraces.catalog.store import Built
 
 __all__ = ["attach_table", "connect"]
+
+
+#: per connection, the conversion each table's view reads: what views over tables derive from
+_read_by: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, Built]] = (
+    weakref.WeakKeyDictionary())
 
 
 class _Setup:
@@ -182,11 +188,17 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
             _build(setup, strict)
     store.lease([s.built.parquet for s in setups if s.built is not None])
     statuses: list[TableStatus] = []
+    read = _read_by.setdefault(con, {})
     for setup in setups:
+        members: dict[str, Built] | None = None
         if _needs(setup.schema):
             known = {**(read_status(con) or {}), **{s.table: s for s in statuses}}
             con.execute(status_sql(list(known.values())))
-        statuses.append(_attach(con, setup, strict))
+            members = dict(read)
+        statuses.append(_attach(con, setup, strict, members))
+        read.pop(setup.schema.name, None)
+        if setup.built is not None and statuses[-1].usable:
+            read[setup.schema.name] = setup.built
     return statuses
 
 
@@ -218,8 +230,12 @@ def _build(setup: _Setup, strict: bool) -> None:
         warm.remember(setup.built)
 
 
-def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> TableStatus:
-    """Create one table's view, or a view that explains why it is unavailable."""
+def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool,
+            members: dict[str, Built] | None = None) -> TableStatus:
+    """Create one table's view, or a view that explains why it is unavailable.
+
+    ``members``: for a view over other tables, the conversions their views read.
+    """
     schema = setup.schema
     try:
         if setup.error is not None:
@@ -227,8 +243,12 @@ def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> Tabl
         if setup.built is None:  # not built: a table its source's reader serves itself
             from mltraces.catalog.readers import reader_for
 
-            return reader_for(schema).attach(con, schema, setup.local)
-        built = _view_over(con, setup)
+            reader = reader_for(schema)
+            over = getattr(reader, "attach_over", None)
+            if members is not None and over is not None:
+                return over(con, schema, setup.local, members)
+            return reader.attach(con, schema, setup.local)
+        built = setup.built = _view_over(con, setup)
     except MltracesError as error:
         if strict and not _not_fetched(error):
             raise
@@ -308,4 +328,21 @@ def attach_table(con: duckdb.DuckDBPyConnection, schema: TableSchema | str,
     [status] = _attach_all(con, [setup], strict)
     rows = {**(read_status(con) or {}), schema.name: status}
     con.execute(status_sql(list(rows.values())) + ";" + view_comments_sql([(schema, status)]))
+    _follow(con, schema.name)
     return status
+
+
+def _follow(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Views on ``con`` that read ``table`` (``mltraces.jobs``) read its new conversion."""
+    from mltraces.schema import get_schema
+
+    for name in read_status(con) or {}:
+        try:
+            view = get_schema(name)
+        except KeyError:  # a table given as a schema of its own: no view reads it
+            continue
+        if name != table and table in _needs(view):
+            [status] = _attach_all(con, [_Setup(view, None, fetch=False)], strict=False)
+            rows = {**(read_status(con) or {}), name: status}
+            con.execute(status_sql(list(rows.values())) + ";" +
+                        view_comments_sql([(view, status)]))

@@ -23,6 +23,7 @@ A trace that is not fetched is never silently absent:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -40,11 +41,12 @@ from mltraces.errors import MltracesError
 if TYPE_CHECKING:
     import duckdb
 
+    from mltraces.catalog.store import Built
     from mltraces.jobmap import JobTable
     from mltraces.schema import TableSchema
 
-__all__ = ["FILTER_MACRO", "PARTIAL", "Coverage", "attach_jobs", "coverage", "jobs_needs",
-           "jobs_status"]
+__all__ = ["FILTER_MACRO", "PARTIAL", "Coverage", "attach_jobs", "attach_jobs_over", "coverage",
+           "jobs_needs", "jobs_status"]
 
 #: ``mltraces.jobs_of(name)``: the jobs view filtered to one trace or source, strictly
 FILTER_MACRO = "jobs_of"
@@ -151,7 +153,19 @@ def _hyphenated(name: str) -> str:
 
 def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
                 ) -> TableStatus:
-    """Create ``mltraces.jobs`` (and ``mltraces.jobs_of``) over the member tables on ``con``."""
+    """Create ``mltraces.jobs`` (and ``mltraces.jobs_of``) over the member tables on ``con``,
+    each read through its mapping (the member tables' conversions are not known here)."""
+    return attach_jobs_over(con, schema, local, {})
+
+
+def attach_jobs_over(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None,
+                     members: Mapping[str, Built]) -> TableStatus:
+    """Create ``mltraces.jobs`` (and ``mltraces.jobs_of``) over the member tables on ``con``.
+
+    ``members`` are the conversions the member tables' views read: each one's part
+    of the view is materialised (:mod:`.parts`) and read from there; a member
+    without one (or whose part cannot be written) is read through its mapping.
+    """
     from mltraces.catalog.views import unavailable_sql
 
     if local is not None:
@@ -162,8 +176,53 @@ def attach_jobs(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path
         reason = found.notice() or "no source maps a job table"
         con.execute(unavailable_sql(schema, reason) + ";" + filter_macro_sql(schema, found))
         return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
-    con.execute(view_sql(schema, found.present) + ";" + filter_macro_sql(schema, found))
+    files = part_files(schema, found.present, members)
+    con.execute(parts_view_sql(schema, found.present, files) + ";" +
+                filter_macro_sql(schema, found))
     return _status(schema, found)
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def part_sql(entry: JobTable, member: Built) -> str:
+    """The common columns of one mapped table, read from its conversion: its part's rows."""
+    from mltraces.catalog.parts import member_relation
+    from mltraces.jobmap import select_sql
+
+    schema = member.schema
+    names = [*schema.field_names, *(d.name for d in schema.derived)]
+    return select_sql(entry, member_relation(member), names)
+
+
+def part_files(schema: TableSchema, present: list[JobTable], members: Mapping[str, Built]
+               ) -> dict[str, Path | None]:
+    """Each present table's materialised part, leased; None for a table with no conversion
+    here or whose part cannot be written (a read-only cache, or a mapping that fails on
+    the data, which a query of the view then reports as before)."""
+    from mltraces.catalog.parts import Part, leased_parts
+
+    tables = [t for t in present if t.table in members]
+    parts = [Part(schema, members[t.table], part_sql(t, members[t.table])) for t in tables]
+    built = leased_parts(parts)
+    return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
+
+
+def parts_view_sql(schema: TableSchema, present: list[JobTable],
+                   files: Mapping[str, Path | None]) -> str:
+    """``CREATE VIEW mltraces.jobs`` over the present tables' parts (one scan of every file),
+    or, when some have none, the union of each one's part or mapping, in trace order."""
+    from mltraces.catalog.parts import parts_select_sql
+    from mltraces.jobmap import table_select_sql
+
+    found = [files.get(t.table) for t in present]
+    if all(found):
+        return f"CREATE OR REPLACE VIEW {schema.qualified} AS " + parts_select_sql(
+            schema, [f for f in found if f is not None])
+    body = " UNION ALL ".join(f"({parts_select_sql(schema, [file])})" if file else
+                              f"({table_select_sql(t)})"
+                              for t, file in zip(present, found, strict=True))
+    return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
 
 
 def _status(schema: TableSchema, found: Coverage) -> TableStatus:
@@ -203,4 +262,5 @@ def jobs_status(schema: TableSchema) -> TableStatus:
 
 
 #: The built-in ``jobs`` reader (``mltraces.catalog.readers.BUILTIN``) that serves mltraces.jobs.
-READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs)
+READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs,
+                    attach_over=attach_jobs_over)

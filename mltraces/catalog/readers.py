@@ -43,12 +43,17 @@ pipeline, too large for one Parquet file)::
     local_status(schema, local) -> TableStatus  # optional: a local override's, at once
                                                 # (nothing converted, hashed or fetched)
     needs(schema) -> list[str]                  # optional: catalog tables the view reads
+    attach_over(con, schema, local, members) -> TableStatus
+                                                # optional: attach, given the needed
+                                                # tables' conversions (table -> Built)
 
 The view has the schema's fields in order; the status row says whether there is
 anything to read and, if not, how to get it. A view that reads other catalog
 tables (``mltraces.jobs``, the union of every mapped job table) names them in
 ``needs``: ``connect()`` sets them up first, from the cache unless they were asked
-for by name, and ``attach`` finds their state in ``mltraces.status``.
+for by name, and ``attach`` finds their state in ``mltraces.status``. With
+``attach_over``, ``connect()`` also hands it the conversions those tables' views
+read, so it can derive its own Parquet from exactly those files (:mod:`.parts`).
 """
 
 from __future__ import annotations
@@ -145,6 +150,8 @@ class ViewReader(NamedTuple):
     kind: str = "view"
     local_status: Callable[[TableSchema, Path], TableStatus] | None = None
     needs: Callable[[TableSchema], list[str]] | None = None
+    attach_over: Callable[[Any, TableSchema, Path | None, Mapping[str, Any]], TableStatus
+                          ] | None = None
 
 
 Reader = FileReader | ViewReader
