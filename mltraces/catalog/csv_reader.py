@@ -353,12 +353,9 @@ def convert_csv(request: ReadRequest) -> Conversion:
 
 
 def _connection(work: Path) -> duckdb.DuckDBPyConnection:
-    import duckdb
+    from mltraces.catalog.buildcon import build_connection
 
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"SET temp_directory = {sql_literal(str(work))}")
-    return con
+    return build_connection(work)
 
 
 def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvInput],

@@ -41,6 +41,7 @@ from mltraces.errors import MltracesError
 if TYPE_CHECKING:
     import duckdb
 
+    from mltraces.catalog.parts import Part
     from mltraces.catalog.store import Built
     from mltraces.jobmap import JobTable
     from mltraces.schema import TableSchema
@@ -190,9 +191,32 @@ def part_sql(entry: JobTable, member: Built) -> str:
     from mltraces.catalog.parts import member_relation
     from mltraces.jobmap import select_sql
 
+    return select_sql(entry, member_relation(member), _names(member))
+
+
+def _names(member: Built) -> list[str]:
     schema = member.schema
-    names = [*schema.field_names, *(d.name for d in schema.derived)]
-    return select_sql(entry, member_relation(member), names)
+    return [*schema.field_names, *(d.name for d in schema.derived)]
+
+
+def _part(schema: TableSchema, entry: JobTable, member: Built) -> Part:
+    """The part of ``entry``: its rows as :func:`part_sql` gives them, built with the first
+    submission found once (the view's SQL scans for it in every seconds column)."""
+    from mltraces.catalog.parts import Part, member_relation
+    from mltraces.jobmap import origin_sql, select_sql
+    from mltraces.schema import sql_literal
+
+    relation, names = member_relation(member), _names(member)
+
+    def prepare(con: duckdb.DuckDBPyConnection) -> str:
+        [(second,)] = con.execute(f"SELECT {origin_sql(entry, relation, names)}").fetchall()
+        # the double as text, read back exactly (a repr round-trips; a bare decimal
+        # literal would be a DECIMAL, rounded on its way to a double)
+        origin = "CAST(NULL AS DOUBLE)" if second is None else (
+            f"CAST({sql_literal(repr(float(second)))} AS DOUBLE)")
+        return select_sql(entry, relation, names, origin=origin)
+
+    return Part(schema, member, part_sql(entry, member), prepare)
 
 
 def part_files(schema: TableSchema, present: list[JobTable], members: Mapping[str, Built]
@@ -200,10 +224,10 @@ def part_files(schema: TableSchema, present: list[JobTable], members: Mapping[st
     """Each present table's materialised part, leased; None for a table with no conversion
     here or whose part cannot be written (a read-only cache, or a mapping that fails on
     the data, which a query of the view then reports as before)."""
-    from mltraces.catalog.parts import Part, leased_parts
+    from mltraces.catalog.parts import leased_parts
 
     tables = [t for t in present if t.table in members]
-    parts = [Part(schema, members[t.table], part_sql(t, members[t.table])) for t in tables]
+    parts = [_part(schema, t, members[t.table]) for t in tables]
     built = leased_parts(parts)
     return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
 

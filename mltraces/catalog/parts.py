@@ -30,14 +30,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog import store
 from mltraces.catalog.store import CONVERTER_VERSION, Built
 from mltraces.errors import MltracesError
 from mltraces.schema import TableSchema, quote_ident, sql_literal, sql_path
+
+if TYPE_CHECKING:
+    import duckdb
 
 __all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_relation",
            "parts_select_sql"]
@@ -47,11 +52,17 @@ PART_VERSION = 1
 
 
 class Part(NamedTuple):
-    """One member's share of a mapped view: what it is read from and how."""
+    """One member's share of a mapped view: what it is read from and how.
+
+    ``select`` is what the part holds, and its key. ``prepare``, when given, returns
+    SQL with the same rows that is cheaper to run on the build connection it is
+    handed (a constant the select scans for, computed once first).
+    """
 
     view: TableSchema  # the mapped view (mltraces.jobs)
     member: Built  # the member table's conversion, the part's only input
     select: str  # SELECT of the view's columns, in order, over the member's rows
+    prepare: Callable[[duckdb.DuckDBPyConnection], str] | None = None
 
     @property
     def table(self) -> str:
@@ -160,15 +171,17 @@ def _write(part: Part, target: Path) -> Built:
     import duckdb
 
     from mltraces.catalog import upkeep
+    from mltraces.catalog.buildcon import build_connection
     from mltraces.catalog.problems import disk_problem
 
     upkeep.clean_orphans(target.parent)  # leftovers of killed runs, as before any conversion
     stamps = [store.InputStamp.of(part.member.parquet)]  # before reading: a change shows
     tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    con = duckdb.connect()
+    work = Path(tempfile.mkdtemp(prefix=f"convert-{os.getpid()}-", dir=target.parent))
+    con = build_connection(work)
     try:
-        con.execute("SET TimeZone = 'UTC'")  # as every catalog connection: same instants
-        rows = con.execute(f"COPY ({part.select}) TO {sql_literal(str(tmp))} "
+        select = part.prepare(con) if part.prepare else part.select
+        rows = con.execute(f"COPY ({select}) TO {sql_literal(str(tmp))} "
                            "(FORMAT parquet)").fetchone()[0]  # type: ignore[index]
         record = store.new_record(
             table=part.table, origin=part.member.origin, verified=part.member.verified,
@@ -187,6 +200,7 @@ def _write(part: Part, target: Path) -> Built:
     finally:
         con.close()
         tmp.unlink(missing_ok=True)
+        shutil.rmtree(work, ignore_errors=True)
     return _built(part, target, int(rows))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from mltraces.catalog.buildcon import build_connection
 from mltraces.catalog.csv_reader import convert_csv
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
 from mltraces.catalog.readers import Conversion, FileReader, InputFile, ReadRequest
@@ -79,8 +80,6 @@ def _parts(request: ReadRequest) -> dict[str, InputFile]:
 
 def convert_jobs(request: ReadRequest) -> Conversion:
     """Read the job, task and group-tag CSVs with typed checks, then join them into one Parquet."""
-    import duckdb
-
     schema = request.schema
     outputs: dict[str, Path] = {}
     warnings: list[DriftProblem] = []
@@ -100,9 +99,8 @@ def convert_jobs(request: ReadRequest) -> Conversion:
     columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
                         if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
     query = _JOIN.format(columns=columns, **{k: sql_path(v) for k, v in outputs.items()})
-    con = duckdb.connect()
+    con = build_connection(request.work)
     try:
-        con.execute(f"SET temp_directory = {sql_literal(str(request.work))}")
         con.execute(f"COPY ({query}) TO {sql_literal(str(request.out))} "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
         rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
