@@ -37,6 +37,9 @@ from mltraces import config
 CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore")
 PACKAGE = __name__.rpartition(".")[0]
 FOLDER = Path(__file__).parent
+#: Cython's utility code (memoryviews) that ``setup.py`` compiles once for every core,
+#: ``mltraces._cyutility``: a compiled core imports it, so without it none can run
+SHARED = (Path(__file__).parents[1], "_cyutility")
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,10 @@ class Build:
     reason: str = ""
 
 
-def extension(name: str) -> Path | None:
+def extension(name: str, folder: Path = FOLDER) -> Path | None:
     """The built extension of core ``name`` beside its source, if there is one."""
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = FOLDER / f"{name}{suffix}"
+        path = folder / f"{name}{suffix}"
         if path.is_file():
             return path
     return None
@@ -79,6 +82,9 @@ def build() -> Build:
         if not _compiled_from_source(path, FOLDER / f"{name}.py"):
             return Build(False, f"{name}.py changed since it was compiled; "
                                 "`pip install -e .` compiles it again")
+    if extension(SHARED[1], SHARED[0]) is None:
+        return Build(False, "their shared Cython module (mltraces._cyutility) was not compiled "
+                            "at install; `pip install -e .` compiles it with them")
     return Build(True)
 
 
