@@ -15,14 +15,17 @@ part:
 * ``figures``: the README's main job ``mltraces figures --output figures/`` in the
   fresh cache, then warm (median of 3), and whether ``figures/`` is byte-identical to
   the committed one (``git status``);
-* ``tests``: the README's test command ``python -m pytest`` (wall time, exit status).
+* ``tests``: the README's test command ``python -m pytest`` (wall time, exit status);
+* ``wheel``: ``pip wheel . -w dist --no-deps`` once (the cores compiled into a wheel),
+  then that wheel into a fresh venv with its dependencies (``[test]``), and again alone
+  (``--no-deps``): what a lab's other machines pay instead of a build.
 
 Also prints what each install costs: the size of numba + llvmlite (base) or of the
 compiled cores (``*.so``), and the time ``setup.py build_ext`` takes to compile them.
 Wall seconds on a shared machine are noisy: the load is printed; compare the two
 revisions from one run::
 
-    python benchmarks/bench_cold.py [--base e672374] [--parts schedule,figures,tests]
+    python benchmarks/bench_cold.py [--base e672374] [--parts schedule,figures,tests,wheel]
         [--repeat 5] [--revs base,head]
 """
 
@@ -99,7 +102,7 @@ def install_cost(clone: Path, python: Path) -> str:
     site = next((clone / ".venv" / "lib").glob("python3*/site-packages"))
     numba = sum(f.stat().st_size for name in ("numba", "llvmlite")
                 for f in (site / name).rglob("*") if f.is_file())
-    cores = sum(f.stat().st_size for f in (clone / "mltraces" / "scheduling").glob("*.so"))
+    cores = sum(f.stat().st_size for f in (clone / "mltraces").rglob("*.so"))  # + shared
     if numba:
         return f"numba + llvmlite installed: {numba / 2**20:.0f} MB"
     if not cores:
@@ -169,12 +172,37 @@ def bench_tests(clone: Path, python: Path) -> None:
         print(f"  {label}: {seconds:7.1f} s  ({summary}; {load()})")
 
 
+def bench_wheel(clone: Path, python: Path) -> None:
+    """Build a wheel once, then install it where nothing is compiled: a fresh venv with the
+    dependencies, and the wheel alone into a venv that has them."""
+    dist = clone / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    build, _ = run([str(python), "-m", "pip", "wheel", ".", "-w", str(dist), "--no-deps",
+                    "--quiet"], clone)
+    [wheel] = dist.glob("mltraces-*.whl")
+    print(f"  pip wheel . --no-deps: {build:.1f} s, {wheel.stat().st_size / 2**20:.1f} MB "
+          f"({load()})")
+    venv = clone.parent / "wheel-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    run([sys.executable, "-m", "venv", str(venv)], clone)
+    other = venv / "bin" / "python"
+    run([str(other), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], clone)
+    with_deps, _ = run([str(other), "-m", "pip", "install", "--quiet", f"{wheel}[test]"], clone)
+    alone, _ = run([str(other), "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--force-reinstall", str(wheel)], clone)
+    check = ("from mltraces.scheduling import native; import sys; "
+             "sys.exit(0 if native.build().compiled else 1)")
+    compiled = run([str(other), "-c", check], venv, check=False)[1].returncode == 0
+    print(f"  the wheel into a fresh venv with its [test] dependencies: {with_deps:.1f} s; "
+          f"the wheel alone: {alone:.1f} s; cores compiled there: {compiled} ({load()})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=BASE, help=f"baseline revision (default {BASE})")
     parser.add_argument("--revs", default="base,head", help="which revisions to measure")
     parser.add_argument("--parts", default="schedule,figures",
-                        help="schedule, figures, tests (comma-separated)")
+                        help="schedule, figures, tests, wheel (comma-separated)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     if not (UPSTREAM / "MANIFEST.tsv").exists():
@@ -194,6 +222,8 @@ def main() -> None:
             bench_figures(clone)
         if "tests" in parts:
             bench_tests(clone, python)
+        if "wheel" in parts:
+            bench_wheel(clone, python)
 
 
 if __name__ == "__main__":

@@ -181,11 +181,13 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
     (:mod:`.warm`) without loading the registry, the downloads or the build machinery.
     A view over other tables is created last, once their status rows are on ``con``.
     """
+    pending = []
     for setup in setups:
         if setup.local is None:
             setup.built = warm.recall(setup.schema)
         if setup.built is None and _is_file_table(setup.schema):
-            _build(setup, strict)
+            pending.append(setup)
+    _build_all(pending, strict)
     store.lease([s.built.parquet for s in setups if s.built is not None])
     statuses: list[TableStatus] = []
     read = _read_by.setdefault(con, {})
@@ -214,6 +216,27 @@ def _not_fetched(error: MltracesError) -> bool:
     from mltraces.catalog.problems import NotFetchedError
 
     return isinstance(error, NotFetchedError)
+
+
+def _build_all(setups: list[_Setup], strict: bool) -> None:
+    """Build ``setups``, one per core at a time (much of a conversion is one thread's work:
+    a CSV read in order, an archive unpacked in Python); the first error in their order
+    is raised under ``strict``, once every build has ended."""
+    from mltraces.catalog.buildcon import build_workers
+
+    workers = build_workers(len(setups))
+    if workers == 1:
+        for setup in setups:
+            _build(setup, strict)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mltraces.catalog.buildcon import shared_builds
+
+    with shared_builds(), ThreadPoolExecutor(workers) as pool:
+        done = [pool.submit(_build, setup, strict) for setup in setups]
+    for future in done:
+        future.result()
 
 
 def _build(setup: _Setup, strict: bool) -> None:

@@ -234,19 +234,13 @@ def part_files(schema: TableSchema, present: list[JobTable], members: Mapping[st
 
 def parts_view_sql(schema: TableSchema, present: list[JobTable],
                    files: Mapping[str, Path | None]) -> str:
-    """``CREATE VIEW mltraces.jobs`` over the present tables' parts (one scan of every file),
-    or, when some have none, the union of each one's part or mapping, in trace order."""
-    from mltraces.catalog.parts import parts_select_sql
+    """``CREATE VIEW mltraces.jobs`` over the present tables' parts in trace order (one scan
+    of every file), a table without one read through its mapping."""
+    from mltraces.catalog import parts
     from mltraces.jobmap import table_select_sql
 
-    found = [files.get(t.table) for t in present]
-    if all(found):
-        return f"CREATE OR REPLACE VIEW {schema.qualified} AS " + parts_select_sql(
-            schema, [f for f in found if f is not None])
-    body = " UNION ALL ".join(f"({parts_select_sql(schema, [file])})" if file else
-                              f"({table_select_sql(t)})"
-                              for t, file in zip(present, found, strict=True))
-    return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
+    return parts.parts_view_sql(schema, [files.get(t.table) or table_select_sql(t)
+                                         for t in present])
 
 
 def _status(schema: TableSchema, found: Coverage) -> TableStatus:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import duckdb
 
 __all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_relation",
-           "parts_select_sql"]
+           "parts_select_sql", "parts_view_sql"]
 
 #: Bumped when parts change meaning without their SQL changing.
 PART_VERSION = 1
@@ -144,7 +144,7 @@ def leased_parts(parts: Sequence[Part]) -> list[Built | None]:
     written again, once. A part that cannot be written is None, and why is logged:
     the caller reads that member through its mapping instead.
     """
-    found = [_attempt(p) for p in parts]
+    found = _attempt_all(parts)
     store.lease([b.parquet for b in found if b is not None])
     for i, built in enumerate(found):
         if built is not None and not store.record_path(built.parquet).is_file():
@@ -152,6 +152,26 @@ def leased_parts(parts: Sequence[Part]) -> list[Built | None]:
             if again is not None:
                 store.lease([again.parquet])
             found[i] = again if again and store.record_path(again.parquet).is_file() else None
+    return found
+
+
+def _attempt_all(parts: Sequence[Part]) -> list[Built | None]:
+    """Every part, those to be written one per core at a time (as ``connect()`` builds)."""
+    from mltraces.catalog.buildcon import build_workers, shared_builds
+
+    found: list[Built | None] = [_reuse(p, _target(p)) for p in parts]
+    missing = [i for i, built in enumerate(found) if built is None]
+    workers = build_workers(len(missing))
+    if workers == 1:
+        for i in missing:
+            found[i] = _attempt(parts[i])
+        return found
+    from concurrent.futures import ThreadPoolExecutor
+
+    with shared_builds(), ThreadPoolExecutor(workers) as pool:
+        written = pool.map(_attempt, [parts[i] for i in missing])
+    for i, built in zip(missing, written, strict=True):
+        found[i] = built
     return found
 
 
@@ -202,6 +222,20 @@ def _write(part: Part, target: Path) -> Built:
         tmp.unlink(missing_ok=True)
         shutil.rmtree(work, ignore_errors=True)
     return _built(part, target, int(rows))
+
+
+def parts_view_sql(view: TableSchema, members: Sequence[Path | str]) -> str:
+    """``CREATE VIEW`` of ``view`` over its members in order: each one's part (a path), or,
+    for a member without one, its rows as a ``SELECT`` of the view's columns (text).
+
+    With every member's part at hand, the view is one scan of all the files.
+    """
+    if all(isinstance(m, Path) for m in members):
+        body = parts_select_sql(view, [m for m in members if isinstance(m, Path)])
+    else:
+        body = " UNION ALL ".join(f"({parts_select_sql(view, [m])})" if isinstance(m, Path)
+                                  else f"({m})" for m in members)
+    return f"CREATE OR REPLACE VIEW {view.qualified} AS {body}"
 
 
 def parts_select_sql(view: TableSchema, parts: Sequence[Path]) -> str:
