@@ -35,8 +35,11 @@ WITH tasks AS (
            coalesce(sum(plan_gpu * inst_num), 0) / 100 AS num_gpu,
            sum(plan_cpu * inst_num) / 100 AS num_cpu,
            sum(plan_mem * inst_num) AS mem_gb,
-           string_agg(DISTINCT gpu_type, '|' ORDER BY gpu_type) FILTER (WHERE plan_gpu > 0)
-               AS gpu_type,
+           -- the distinct GPU types asked for, sorted, '|'-joined; NULL for none (an
+           -- ordered DISTINCT string_agg, the same, cost a fifth of the whole conversion)
+           CASE WHEN len(list_distinct(list(gpu_type) FILTER (WHERE plan_gpu > 0))) > 0
+                THEN array_to_string(list_sort(list_distinct(
+                    list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END AS gpu_type,
            min(start_time) FILTER (WHERE start_time > 0) AS first_task_start,
            max(end_time) FILTER (WHERE end_time > 0) AS last_task_end
     FROM read_parquet({tasks}) GROUP BY job_name
