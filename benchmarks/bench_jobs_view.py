@@ -183,7 +183,9 @@ class Revision:
         self.name, self.tree = name, tree
         self.cache = WORK / f"cache-{scale:g}-{name}"
         shutil.rmtree(self.cache, ignore_errors=True)
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLTRACES_")},
+        # bytecode cached as on a user's machine (this shell may say not to write it)
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLTRACES_")
+                       and k != "PYTHONDONTWRITEBYTECODE"},
                     "MLTRACES_MIRROR": str(root), "MLTRACES_CACHE": str(self.cache),
                     "PYTHONPATH": str(tree),
                     "PYTHONPYCACHEPREFIX": str(WORK / "pycache" / name)}

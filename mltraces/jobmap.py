@@ -319,6 +319,7 @@ def common_schema() -> TableSchema:
     return get_schema(JOBS_TABLE)
 
 
+@cache
 def rule_names() -> list[str]:
     """The common rules a mapping's ``warnings`` may name (``end_not_before_start``,
     ``num_gpu: minimum 0``, ``primary key (trace, cluster, job_id)``, ...)."""

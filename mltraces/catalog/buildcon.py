@@ -37,11 +37,13 @@ BUILD_MEMORY = "600MB"
 
 
 class _Shared:
-    """The DuckDB the conversions share while a :func:`shared_builds` block is open."""
+    """The DuckDB the conversions share while a :func:`shared_builds` block is open (made
+    when the first of them needs it: a block whose tables are all reused makes none)."""
 
     con: duckdb.DuckDBPyConnection | None = None
     scratch: Path | None = None
     holders = 0
+    failed = False  # no scratch folder or DuckDB could be made: each conversion has its own
 
 
 _lock = threading.Lock()
@@ -71,6 +73,8 @@ def build_connection(work: Path | None = None) -> duckdb.DuckDBPyConnection:
     (inside :func:`shared_builds`, a cursor of the shared DuckDB, which spills into its own
     scratch folder)."""
     with _lock:
+        if _state.holders and _state.con is None and not _state.failed:
+            _open_shared()
         con = _state.con.cursor() if _state.con is not None else None
     if con is None:
         con = _fresh(work)
@@ -96,29 +100,34 @@ def _scratch() -> Path:
     return scratch
 
 
-@contextmanager
-def shared_builds() -> Iterator[None]:
-    """Conversions started inside (from any thread) share one DuckDB, which spills into a
-    scratch folder of its own; where none can be made, each conversion has its own."""
+def _open_shared() -> None:
+    """Make the shared DuckDB (under the lock); where it cannot be made, remember that."""
     import duckdb
 
     from mltraces.errors import MltracesError
 
+    try:
+        scratch = _scratch()
+        _state.con, _state.scratch = _fresh(scratch), scratch
+    except (OSError, duckdb.Error, MltracesError):  # an unwritable cache: each conversion
+        _state.failed = True  # then says why, on its own connection
+
+
+@contextmanager
+def shared_builds() -> Iterator[None]:
+    """Conversions started inside (from any thread) share one DuckDB, which spills into a
+    scratch folder of its own; where none can be made, each conversion has its own."""
     with _lock:
-        if _state.con is None:
-            try:
-                scratch = _scratch()
-                _state.con, _state.scratch = _fresh(scratch), scratch
-            except (OSError, duckdb.Error, MltracesError):  # an unwritable cache: each
-                pass  # conversion then says why, on its own connection
         _state.holders += 1
     try:
         yield
     finally:
         with _lock:
             _state.holders -= 1
-            if not _state.holders and _state.con is not None:
-                _state.con.close()
+            if not _state.holders:
+                if _state.con is not None:
+                    _state.con.close()
                 if _state.scratch is not None:
                     shutil.rmtree(_state.scratch, ignore_errors=True)
                 _state.con = _state.scratch = None
+                _state.failed = False
