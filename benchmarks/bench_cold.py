@@ -49,6 +49,7 @@ SCHEDULE = ["schedule", "--trace", "itp/cluster10", "--policy", "edf,elasticflow
 
 
 CPU: list[float] = [0.0]  # CPU seconds of the last run()'s process tree
+INSTALL_CPU: list[float] = [0.0]  # CPU seconds of the last timed install
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
@@ -88,6 +89,7 @@ def prepare(rev: str, name: str) -> tuple[Path, Path, float]:
     python = clone / ".venv" / "bin" / "python"
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], clone)
     seconds, _ = run([str(python), "-m", "pip", "install", "--quiet", "-e", ".[test]"], clone)
+    INSTALL_CPU[0] = CPU[0]
     return clone, python, seconds
 
 
@@ -109,8 +111,8 @@ def install_cost(clone: Path, python: Path) -> str:
         return "no compiled cores (they run as Python)"
     run([str(python), "-m", "pip", "install", "--quiet", "cython>=3.1", "setuptools>=77"], clone)
     seconds, _ = run([str(python), "setup.py", "build_ext", "--inplace", "--force"], clone)
-    return (f"compiled cores: {cores / 2**20:.1f} MB of extensions, build_ext {seconds:.1f} s "
-            "(Cython + a C compiler at install only)")
+    return (f"compiled cores: {cores / 2**20:.1f} MB of extensions, build_ext {seconds:.1f} s, "
+            f"{CPU[0]:.1f} CPU-s (Cython + a C compiler at install only)")
 
 
 def forget_compiled(clone: Path) -> None:
@@ -214,7 +216,8 @@ def main() -> None:
         rev = revisions[name]
         print(f"{name} ({rev}): fresh clone and venv ...", flush=True)
         clone, python, install = prepare(rev, name)
-        print(f"  pip install -e '.[test]': {install:.1f} s  ({load()})")
+        print(f"  pip install -e '.[test]': {install:.1f} s, {INSTALL_CPU[0]:.1f} CPU-s  "
+              f"({load()})")
         print(f"  {install_cost(clone, python)}")
         if "schedule" in parts:
             bench_schedule(clone, args.repeat)
