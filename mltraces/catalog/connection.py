@@ -222,16 +222,15 @@ def _build_all(setups: list[_Setup], strict: bool) -> None:
     """Build ``setups``, one per core at a time (much of a conversion is one thread's work:
     a CSV read in order, an archive unpacked in Python); the first error in their order
     is raised under ``strict``, once every build has ended."""
-    from mltraces.catalog.buildcon import build_workers
-
-    workers = build_workers(len(setups))
-    if workers == 1:
+    if len(setups) < 2 or (os.cpu_count() or 1) < 2:  # (a warm connect loads nothing more)
         for setup in setups:
             _build(setup, strict)
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    from mltraces.catalog.buildcon import shared_builds
+    from mltraces.catalog.buildcon import build_workers, shared_builds
+
+    workers = build_workers(len(setups))
 
     with shared_builds(), ThreadPoolExecutor(workers) as pool:
         done = [pool.submit(_build, setup, strict) for setup in setups]

@@ -157,18 +157,17 @@ def leased_parts(parts: Sequence[Part]) -> list[Built | None]:
 
 def _attempt_all(parts: Sequence[Part]) -> list[Built | None]:
     """Every part, those to be written one per core at a time (as ``connect()`` builds)."""
-    from mltraces.catalog.buildcon import build_workers, shared_builds
-
     found: list[Built | None] = [_reuse(p, _target(p)) for p in parts]
     missing = [i for i, built in enumerate(found) if built is None]
-    workers = build_workers(len(missing))
-    if workers == 1:
+    if len(missing) < 2 or (os.cpu_count() or 1) < 2:  # (a warm view loads nothing more)
         for i in missing:
             found[i] = _attempt(parts[i])
         return found
     from concurrent.futures import ThreadPoolExecutor
 
-    with shared_builds(), ThreadPoolExecutor(workers) as pool:
+    from mltraces.catalog.buildcon import build_workers, shared_builds
+
+    with shared_builds(), ThreadPoolExecutor(build_workers(len(missing))) as pool:
         written = pool.map(_attempt, [parts[i] for i in missing])
     for i, built in zip(missing, written, strict=True):
         found[i] = built
