@@ -185,3 +185,18 @@ def test_the_partial_warning_and_jobs_of_are_unchanged(acme_files) -> None:
         assert scalar(con, "SELECT count(*) FROM mltraces.jobs_of('acme')") == 500
     finally:
         con.close()
+
+
+def test_parts_are_written_as_their_tables_are_converted_not_after(acme_files,
+                                                                   monkeypatch) -> None:
+    """``connect()`` writes a member's part right after converting it, beside the other
+    conversions, so attaching the view finds every part written."""
+    late = []
+    real = parts._attempt
+    monkeypatch.setattr(parts, "_attempt", lambda part: late.append(part) or real(part))
+    con = _connect(acme_files)
+    try:
+        assert late == [] and set(_parts()) == {SEREN, KALOS}
+        assert rows(con, "FROM mltraces.jobs") == rows(con, _mapped(con))
+    finally:
+        con.close()

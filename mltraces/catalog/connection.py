@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -187,7 +187,7 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
             setup.built = warm.recall(setup.schema)
         if setup.built is None and _is_file_table(setup.schema):
             pending.append(setup)
-    _build_all(pending, strict)
+    _build_all(pending, strict, _preparers(setups) if pending else {})
     store.lease([s.built.parquet for s in setups if s.built is not None])
     statuses: list[TableStatus] = []
     read = _read_by.setdefault(con, {})
@@ -218,24 +218,69 @@ def _not_fetched(error: MltracesError) -> bool:
     return isinstance(error, NotFetchedError)
 
 
-def _build_all(setups: list[_Setup], strict: bool) -> None:
+#: what a view over other tables derives from one of them as soon as it is built
+Preparer = tuple[TableSchema, Callable[[TableSchema, "Built"], None]]
+
+
+def _preparers(setups: list[_Setup]) -> dict[str, list[Preparer]]:
+    """For each table a view on ``setups`` reads, that view's ``prepare`` hook (if any)."""
+    from mltraces.catalog.readers import reader_for
+
+    found: dict[str, list[Preparer]] = {}
+    for setup in setups:
+        names = _needs(setup.schema)
+        prepare = getattr(reader_for(setup.schema), "prepare", None) if names else None
+        for name in names if prepare else ():
+            found.setdefault(name, []).append((setup.schema, prepare))
+    return found
+
+
+def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Preparer]]
+               ) -> None:
     """Build ``setups``, one per core at a time (much of a conversion is one thread's work:
-    a CSV read in order, an archive unpacked in Python); the first error in their order
-    is raised under ``strict``, once every build has ended."""
+    a CSV read in order, an archive unpacked in Python), each followed at once by what the
+    views reading it derive from it (so that overlaps the other builds too), largest
+    inputs first; the first error in their order is raised under ``strict``, once every
+    build has ended."""
     if len(setups) < 2 or (os.cpu_count() or 1) < 2:  # (a warm connect loads nothing more)
         for setup in setups:
-            _build(setup, strict)
+            _build_and_prepare(setup, strict, preparers)
         return
     from concurrent.futures import ThreadPoolExecutor
 
     from mltraces.catalog.buildcon import build_workers, shared_builds
 
-    workers = build_workers(len(setups))
+    largest_first = sorted(setups, key=_input_bytes, reverse=True)
+    with shared_builds(), ThreadPoolExecutor(build_workers(len(setups))) as pool:
+        done = {id(s): pool.submit(_build_and_prepare, s, strict, preparers)
+                for s in largest_first}
+    for setup in setups:
+        done[id(setup)].result()
 
-    with shared_builds(), ThreadPoolExecutor(workers) as pool:
-        done = [pool.submit(_build, setup, strict) for setup in setups]
-    for future in done:
-        future.result()
+
+def _input_bytes(setup: _Setup) -> int:
+    """How much a build reads, roughly (its registry files' sizes; a local path's size)."""
+    if setup.local is not None:
+        try:
+            return setup.local.stat().st_size
+        except OSError:
+            return 0
+    from mltraces.registry import get_file
+
+    total = 0
+    for file_id in setup.schema.file_ids:
+        try:
+            total += get_file(file_id).size or 0
+        except KeyError:
+            continue
+    return total
+
+
+def _build_and_prepare(setup: _Setup, strict: bool, preparers: dict[str, list[Preparer]]
+                       ) -> None:
+    _build(setup, strict)
+    for view, prepare in preparers.get(setup.schema.name, ()) if setup.built else ():
+        prepare(view, setup.built)  # its errors are its own: the view says them when attached
 
 
 def _build(setup: _Setup, strict: bool) -> None:

@@ -232,6 +232,22 @@ def part_files(schema: TableSchema, present: list[JobTable], members: Mapping[st
     return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
 
 
+def prepare_part(schema: TableSchema, member: Built) -> None:
+    """Write ``member``'s part as soon as its conversion exists (``connect()`` runs this
+    beside the other conversions); a part that cannot be written is left to
+    :func:`attach_jobs_over`, which reads that table through its mapping."""
+    from mltraces.catalog.parts import materialize_part
+    from mltraces.jobmap import job_tables
+
+    entry = job_tables().get(member.schema.name)
+    if entry is None:
+        return
+    try:
+        materialize_part(_part(schema, entry, member))
+    except MltracesError:
+        return
+
+
 def parts_view_sql(schema: TableSchema, present: list[JobTable],
                    files: Mapping[str, Path | None]) -> str:
     """``CREATE VIEW mltraces.jobs`` over the present tables' parts in trace order (one scan
@@ -281,4 +297,4 @@ def jobs_status(schema: TableSchema) -> TableStatus:
 
 #: The built-in ``jobs`` reader (``mltraces.catalog.readers.BUILTIN``) that serves mltraces.jobs.
 READER = ViewReader("jobs", attach_jobs, jobs_status, needs=jobs_needs,
-                    attach_over=attach_jobs_over)
+                    attach_over=attach_jobs_over, prepare=prepare_part)
