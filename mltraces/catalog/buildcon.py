@@ -23,14 +23,17 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mltraces.schema import sql_literal
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import duckdb
 
-__all__ = ["BUILD_MEMORY", "build_connection", "build_workers", "shared_builds"]
+__all__ = ["BUILD_MEMORY", "build_connection", "build_workers", "out_of_memory", "shared_builds",
+           "sharing"]
 
 #: DuckDB's buffer memory for the conversions running at one time (its ``memory_limit``)
 BUILD_MEMORY = "600MB"
@@ -53,6 +56,14 @@ _state = _Shared()
 def build_workers(tasks: int) -> int:
     """How many conversions to run at once: one per core, no more than there are."""
     return max(1, min(tasks, os.cpu_count() or 1))
+
+
+def out_of_memory(future: Future[Any]) -> bool:
+    """True when a build in a pool ran short of the memory it shared with the others: it is
+    run again alone, with the whole bound, once they are done (it wrote nothing)."""
+    import duckdb
+
+    return isinstance(future.exception(), duckdb.OutOfMemoryException)
 
 
 def _fresh(work: Path | None) -> duckdb.DuckDBPyConnection:
@@ -98,6 +109,12 @@ def _scratch() -> Path:
     scratch = folder / f"convert-{os.getpid()}-shared"
     scratch.mkdir(exist_ok=True)
     return scratch
+
+
+def sharing() -> bool:
+    """True inside :func:`shared_builds` (a build short of memory there is tried again alone)."""
+    with _lock:
+        return _state.holders > 0
 
 
 def _open_shared() -> None:

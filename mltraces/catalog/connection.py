@@ -248,14 +248,17 @@ def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Pre
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    from mltraces.catalog.buildcon import build_workers, shared_builds
+    from mltraces.catalog.buildcon import build_workers, out_of_memory, shared_builds
 
     largest_first = sorted(setups, key=_input_bytes, reverse=True)
     with shared_builds(), ThreadPoolExecutor(build_workers(len(setups))) as pool:
         done = {id(s): pool.submit(_build_and_prepare, s, strict, preparers)
                 for s in largest_first}
-    for setup in setups:
-        done[id(setup)].result()
+    for setup in setups:  # one short of the shared memory: again, alone now
+        if out_of_memory(done[id(setup)]):
+            _build_and_prepare(setup, strict, preparers)
+        else:
+            done[id(setup)].result()
 
 
 def _input_bytes(setup: _Setup) -> int:
@@ -284,10 +287,26 @@ def _build_and_prepare(setup: _Setup, strict: bool, preparers: dict[str, list[Pr
 
 
 def _build(setup: _Setup, strict: bool) -> None:
+    """Build one table; a failure is its status (raised under ``strict``). Short of memory
+    beside other builds, it raises, to be built again alone."""
+    import duckdb
+
     from mltraces.catalog.build import materialize
+    from mltraces.catalog.buildcon import BUILD_MEMORY, sharing
 
     try:
         setup.built = materialize(setup.schema, setup.local, fetch=setup.fetch)
+    except duckdb.OutOfMemoryException as short:
+        if sharing():
+            raise
+        from mltraces.catalog.problems import ConversionError
+
+        setup.error = ConversionError(
+            f"{setup.schema.name}: DuckDB ran out of memory converting it ({BUILD_MEMORY}, "
+            f"{str(short).splitlines()[0]})")
+        if strict:
+            raise setup.error from None
+        return
     except MltracesError as error:
         if strict and not _not_fetched(error):
             raise

@@ -370,6 +370,8 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
             con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_literal(str(out))} "
                         "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
             break
+        except duckdb.OutOfMemoryException:
+            raise  # the machine's limit, not a bad row: the caller may try again alone
         except duckdb.Error as error:
             disk = disk_problem(schema.name, out, error)
             if disk is not None:

@@ -236,6 +236,8 @@ def prepare_part(schema: TableSchema, member: Built) -> None:
     """Write ``member``'s part as soon as its conversion exists (``connect()`` runs this
     beside the other conversions); a part that cannot be written is left to
     :func:`attach_jobs_over`, which reads that table through its mapping."""
+    import duckdb
+
     from mltraces.catalog.parts import materialize_part
     from mltraces.jobmap import job_tables
 
@@ -244,7 +246,7 @@ def prepare_part(schema: TableSchema, member: Built) -> None:
         return
     try:
         materialize_part(_part(schema, entry, member))
-    except MltracesError:
+    except (MltracesError, duckdb.OutOfMemoryException):
         return
 
 

@@ -42,6 +42,8 @@ from mltraces.errors import MltracesError
 from mltraces.schema import TableSchema, quote_ident, sql_literal, sql_path
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     import duckdb
 
 __all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_relation",
@@ -165,24 +167,42 @@ def _attempt_all(parts: Sequence[Part]) -> list[Built | None]:
         return found
     from concurrent.futures import ThreadPoolExecutor
 
-    from mltraces.catalog.buildcon import build_workers, shared_builds
+    from mltraces.catalog.buildcon import build_workers, out_of_memory, shared_builds
 
     with shared_builds(), ThreadPoolExecutor(build_workers(len(missing))) as pool:
-        written = pool.map(_attempt, [parts[i] for i in missing])
-    for i, built in zip(missing, written, strict=True):
-        found[i] = built
+        written = {i: pool.submit(materialize_part, parts[i]) for i in missing}
+    for i, future in written.items():  # one short of the shared memory: again, alone now
+        found[i] = _attempt(parts[i]) if out_of_memory(future) else _settled(parts[i], future)
     return found
 
 
+def _settled(part: Part, future: Future[Built]) -> Built | None:
+    """A part written in the pool, or None (as :func:`_attempt` says it)."""
+    error = future.exception()
+    if error is None:
+        return future.result()
+    if not isinstance(error, MltracesError):
+        raise error
+    _unwritten(part, error)
+    return None
+
+
 def _attempt(part: Part) -> Built | None:
+    """The part, or None (why is logged: the view reads that member through its mapping)."""
+    import duckdb
+
     try:
         return materialize_part(part)
-    except MltracesError as error:
-        from mltraces.logs import get_logger
-
-        get_logger(__name__).info("%s reads %s through its mapping: %s", part.view.name,
-                                  part.member.schema.name, error)
+    except (MltracesError, duckdb.OutOfMemoryException) as error:
+        _unwritten(part, error)
         return None
+
+
+def _unwritten(part: Part, error: BaseException) -> None:
+    from mltraces.logs import get_logger
+
+    get_logger(__name__).info("%s reads %s through its mapping: %s", part.view.name,
+                              part.member.schema.name, str(error).splitlines()[0])
 
 
 def _write(part: Part, target: Path) -> Built:
@@ -213,6 +233,8 @@ def _write(part: Part, target: Path) -> Built:
             stamps=stamps)
         os.replace(tmp, target)
         store.write_record(target, record)
+    except duckdb.OutOfMemoryException:
+        raise  # beside other builds on the shared bound: the caller writes it again alone
     except duckdb.Error as error:
         raise disk_problem(part.table, target.parent, error) or MltracesError(
             f"{part.table}: {str(error).splitlines()[0]}") from None
