@@ -256,6 +256,10 @@ def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Pre
                 for s in largest_first}
     for setup in setups:  # one short of the shared memory: again, alone now
         if out_of_memory(done[id(setup)]):
+            from mltraces.logs import get_logger
+
+            get_logger(__name__).info("%s ran short of memory beside other builds; building "
+                                      "it again alone", setup.schema.name)
             _build_and_prepare(setup, strict, preparers)
         else:
             done[id(setup)].result()

@@ -172,6 +172,11 @@ def _attempt_all(parts: Sequence[Part]) -> list[Built | None]:
     with shared_builds(), ThreadPoolExecutor(build_workers(len(missing))) as pool:
         written = {i: pool.submit(materialize_part, parts[i]) for i in missing}
     for i, future in written.items():  # one short of the shared memory: again, alone now
+        if out_of_memory(future):
+            from mltraces.logs import get_logger
+
+            get_logger(__name__).info("%s ran short of memory beside other parts; writing it "
+                                      "again alone", parts[i].table)
         found[i] = _attempt(parts[i]) if out_of_memory(future) else _settled(parts[i], future)
     return found
 
