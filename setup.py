@@ -1,7 +1,8 @@
 """Build the scheduling cores as C extensions when Cython and a C compiler are available.
 
 Everything else about the package is in pyproject.toml. The cores
-(:data:`COMPILED`, see ``mltraces/scheduling/native.py``) are Cython
+(:data:`COMPILED`: the scheduling cores, see ``mltraces/scheduling/cores/native.py``, and
+the prefix cache's, ``mltraces/prefixcache/native.py``) are Cython
 pure-Python-mode modules: the same files run as plain Python when they could not
 be compiled, so a failed build is a notice, never an error. Each built extension
 gets a ``.sha256`` beside it naming the source it was compiled from; the package
@@ -38,11 +39,13 @@ from setuptools.command.build_ext import build_ext
 
 #: the scheduling cores (largest first: the longest compile starts first) and their package
 CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore")
-SCHEDULING = "mltraces.scheduling"
-#: every module compiled at install, by dotted name (its source: that path + ``.py``);
-#: a compiled module of another package is one more name here
+SCHEDULING = "mltraces.scheduling.cores"
+#: compiled cores outside the scheduling folder, by module name (the prefix-cache replay)
+MORE_CORES = ("mltraces.prefixcache.cachecore",)
+#: every module compiled at install, by dotted name (its source: that path + ``.py``)
 COMPILED = (
     *(f"{SCHEDULING}.{name}" for name in CORES),
+    *MORE_CORES,
 )
 #: Cython's utility code the compiled modules share (memoryviews), one module for all
 SHARED = "mltraces._cyutility"
@@ -112,7 +115,8 @@ class OptionalBuildExt(build_ext):
         mapping = {}
         for ext in self.extensions:
             filename = self.get_ext_filename(self.get_ext_fullname(ext.name))
-            mapping[stamp(os.path.join(self.build_lib, filename))] = stamp(filename)
+            mapping[stamp(os.path.join(self.build_lib, filename))] = stamp(
+                str(Path(*ext.name.split(".")[:-1]) / os.path.basename(filename)))
         return mapping
 
     def copy_extensions_to_source(self) -> None:

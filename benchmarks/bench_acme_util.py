@@ -5,7 +5,7 @@ Generates two Kalos-like ``GPU_UTIL`` files once (2,304 ``<ip>-<gpu>`` columns,
 ``benchmarks/_work``, which git ignores) and measures, each run in a fresh child
 process so time, CPU and peak RSS are that run's own:
 
-1. mltraces' conversion (``mltraces.datasets.acme.util``: chunks parsed and
+1. mltraces' conversion (``mltraces.sources.acme.util``: chunks parsed and
    unpivoted on one thread per core, one Parquet file per UTC month, then the
    dataset assembly), and of the 100 MB file also on one worker thread, to
    show what the second core adds;
@@ -81,8 +81,8 @@ def child_convert(csv: str, cache: str, threads: str = "0") -> dict:
     import pyarrow.csv
     import pyarrow.parquet  # noqa: F401
 
-    from mltraces.datasets.acme.hub import HubFile
-    from mltraces.datasets.acme.util import assemble, convert
+    from mltraces.sources.acme.hub import HubFile
+    from mltraces.sources.acme.util import assemble, convert
 
     size = csv_path.stat().st_size
     fake_sha = f"{size:064x}"[-64:]  # the benchmark skips hashing: conversion is measured
@@ -169,7 +169,7 @@ def convert_run(csv: Path, label: str, threads: int = 0) -> dict:
 
 def make_input(mb: float) -> Path:
     """A Kalos-like file of about ``mb`` MB, generated once (atomically)."""
-    from mltraces.datasets.acme.util.synthetic import write_big_wide_csv
+    from mltraces.sources.acme.util.synthetic import write_big_wide_csv
 
     WORK.mkdir(parents=True, exist_ok=True)
     path = WORK / f"GPU_UTIL-{mb:g}MB.csv"
@@ -203,7 +203,7 @@ def time_query(cache: Path) -> dict:
     os.environ["MLTRACES_CACHE"] = str(cache)
     import duckdb
 
-    from mltraces.datasets.acme.util.views import attach_views
+    from mltraces.sources.acme.util.views import attach_views
 
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

@@ -1,4 +1,4 @@
-"""Our Chronus (``mltraces.scheduling.chronus``) against the artifact's ``chronus-scheduler``.
+"""Our Chronus (``scheduling.policies.chronus``) against the artifact's ``chronus-scheduler``.
 
 Runs the artifact's Chronus as a black box on the setups the ElasticFlow
 artifact's scripts give it (``run_fig8a.sh``, ``run_fig8b.sh``,
@@ -21,7 +21,7 @@ is not installed here, so a small launcher written into ``_work`` runs
 - ``cbc``: python-mip's bundled CBC stands in for Gurobi (same model, same
   5 s / 1 s-without-improvement limits); ours to compare: ``plans="auto"``;
 - ``ours``: the artifact's ``MIPSolver.job_selection`` answered by
-  :func:`mltraces.scheduling.leases.solve` (the same program, our way of solving
+  :func:`mltraces.scheduling.policies.leases.solve` (the same program, our way of solving
   it), so everything else is the artifact's code: equal per-job outcomes show the
   replay is faithful, and ``cbc`` measures what another choice among optimal
   plans does;
@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_schedule  # noqa: E402
 
 from mltraces.scheduling import Case, ClusterSpec, SchedulingError, read_jobs_csv, run_case  # noqa: E402
-from mltraces.scheduling.chronus import Chronus  # noqa: E402
+from mltraces.scheduling.policies.chronus import Chronus  # noqa: E402
 
 WORK = bench_schedule.WORK
 CHRONUS_TAR = bench_schedule.SHARED / "reference" / "ElasticFlow-chronus-generator-plots.tar.gz"
@@ -256,11 +256,12 @@ VARIANTS = {
 
 
 def _cbc_program(demands, profile, size, objective):
-    """The program of :func:`mltraces.scheduling.leases._milp`, cut the same way, solved by CBC."""
+    """The program of :func:`~mltraces.scheduling.policies.leases._milp`, cut the same way,
+    solved by CBC."""
     import mip
     import numpy as np
 
-    from mltraces.scheduling import leases
+    from mltraces.scheduling.policies import leases
 
     varied = max((b + 1 for b, r in enumerate(profile) if r != size), default=0)
     cut = max(varied, 1) + sum(d.need for d in demands)
@@ -286,7 +287,7 @@ def measure_ties(labels: list[str], variants: list[str], table: dict[str, Setup]
     """Our ratio under every variant, per setup (see the module docstring)."""
     from unittest import mock
 
-    from mltraces.scheduling import leases
+    from mltraces.scheduling.policies import leases
 
     print(f"{'setup':14} {'variant':9} {'ratio':>7} {'met':>5} {'cpu s':>7}")
     for label in labels:
@@ -376,7 +377,7 @@ def write_expected(path: Path, label: str, setup: Setup, solver: str, ratio: flo
         "PATH: the artifact's chronus-scheduler/main.py (gudiandian/ElasticFlow@b3f5ea4c) with "
         "run_fig8*.sh's / run_fig10.sh's flags; 'shipped' runs it as it is (python-mip without "
         "Gurobi: every lease program raises and its fallback packing decides), 'ours' with its "
-        "MIPSolver.job_selection answered by mltraces.scheduling.leases.solve. ratio = "
+        "MIPSolver.job_selection answered by mltraces.scheduling.policies.leases.solve. ratio = "
         "final_result.csv ddl_satis_ratio; met = job ids with end_time - submit_time <= "
         "expect_time in time-aware-with-lease.csv; ends = their end_time in job order")
     met = jobs["end_time"] - jobs["submit_time"] <= jobs["expect_time"]

@@ -79,7 +79,7 @@ print(len(out))
 SQL_PROCESS = r"""
 import sys
 import mltraces
-from mltraces.datasets.acme import figures as acme
+from mltraces.papers.acme_nsdi24 import figures as acme
 local = {"acme.seren_jobs": sys.argv[1], "acme.kalos_jobs": sys.argv[2]}
 tables = ["acme.seren_jobs", "acme.kalos_jobs", "acme.cluster_summary"]
 con = mltraces.connect(tables, local=local, strict=True)
@@ -113,7 +113,7 @@ def load() -> str:
 def check_against_pandas(local: dict[str, Path]) -> None:
     """Every job figure's SQL numbers equal a pandas recomputation at the SQL x points."""
     import mltraces
-    from mltraces.datasets.acme import figures as acme
+    from mltraces.papers.acme_nsdi24 import figures as acme
 
     con = mltraces.connect([*local, "acme.cluster_summary"], local=local, strict=True)
     columns = ["gpu_num", "type", "state", "duration", "queue", "gpu_time"]

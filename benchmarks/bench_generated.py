@@ -49,9 +49,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_schedule  # noqa: E402
 import harness  # noqa: E402
 
-from mltraces.scheduling import ClusterSpec, genfigs, load_profiles, run_case, sweep  # noqa: E402
+from mltraces.papers.elasticflow_asplos23 import genfigs  # noqa: E402
+from mltraces.papers.elasticflow_asplos23.generator import TraceSpec, generate_trace  # noqa: E402
+from mltraces.scheduling import ClusterSpec, load_profiles, run_case, sweep  # noqa: E402
 from mltraces.scheduling.api import Case  # noqa: E402
-from mltraces.scheduling.generator import TraceSpec, generate_trace  # noqa: E402
 
 WORK = bench_schedule.WORK
 GENERATOR_TAR = bench_schedule.SHARED / "reference" / "ElasticFlow-chronus-generator-plots.tar.gz"

@@ -60,6 +60,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import harness  # noqa: E402
 
+from mltraces.papers.elasticflow_asplos23.fig8a import PUBLISHED_FIG8A  # noqa: E402
 from mltraces.scheduling import (  # noqa: E402
     FIG8B_CLUSTERS,
     FIG8B_POLICIES,
@@ -74,7 +75,6 @@ from mltraces.scheduling import (  # noqa: E402
     run_case,
 )
 from mltraces.scheduling.api import expected_cost  # noqa: E402
-from mltraces.scheduling.fig8a import PUBLISHED_FIG8A  # noqa: E402
 
 WORK = REPO / "benchmarks" / "_work" / "schedule"
 SHARED = REPO.parent / "shared"

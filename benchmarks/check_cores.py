@@ -67,19 +67,21 @@ def synthetic_cases() -> dict[str, tuple]:
 
 def real_cases() -> tuple[list, list]:
     """(the Fig. 8(b) cases and the testbed, the ITP clusters on the congested cluster)."""
-    from mltraces.scheduling import inputs
+    from mltraces.papers.elasticflow_asplos23 import fig8b
+    from mltraces.workloads import cluster as inputs
 
-    con = mltraces.connect([*inputs.fig8b_tables(), "itp.testbed_jobs"])
-    fig8b = inputs.fig8b_cases(con)
-    fig8b.append(inputs.case(con, "itp/testbed", "n16g8", label="testbed"))
+    con = mltraces.connect([*fig8b.tables(), "itp.testbed_jobs"])
+    cases = fig8b.catalog_cases(con)
+    cases.append(inputs.case(con, "itp/testbed", "n16g8", label="testbed"))
     congested = [inputs.case(con, f"itp/{name}", CONGESTED, label=f"{name}-{CONGESTED}")
                  for name in CONGESTED_TRACES]
-    return fig8b, congested
+    return cases, congested
 
 
 def generated_cases() -> list[tuple[str, object, str]]:
     """(name, case, policy) for the Figs. 9-11 traces of deadline seed :data:`SEED`."""
-    from mltraces.scheduling import genfigs, inputs
+    from mltraces.papers.elasticflow_asplos23 import genfigs
+    from mltraces.workloads import cluster as inputs
 
     con = mltraces.connect(["elasticflow.cluster_specs", "elasticflow.throughputs"])
     profiles = inputs.load_profiles(con, "A100")

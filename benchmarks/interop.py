@@ -45,7 +45,7 @@ def _catalog() -> object:
 def _philly_log(folder: Path) -> object:
     """A connection holding a synthetic Philly job log (4,000 jobs) as philly.jobs."""
     from mltraces.catalog import connect
-    from mltraces.datasets.philly.synthetic import write_tarball
+    from mltraces.sources.philly.synthetic import write_tarball
 
     tarball = write_tarball(folder / "trace-data.tar.gz", rows=4000, seed=7)
     return connect(["philly.jobs"], local={"philly.jobs": tarball}, strict=True)

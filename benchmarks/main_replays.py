@@ -37,15 +37,16 @@ FIELDS = ("admitted", "start", "finish", "met", "gpu_seconds", "times", "allocat
 
 def figure_cases(con: Any, figure: str) -> tuple[list[Any], list[str]]:
     """The cases and policies the figure replays, built as its data function builds them."""
-    from mltraces.scheduling import genfigs, inputs
-    from mltraces.scheduling.fig8a import (
+    from mltraces.papers.elasticflow_asplos23 import fig8b, genfigs
+    from mltraces.papers.elasticflow_asplos23.fig8a import (
         FIG8A_CLUSTER,
         FIG8A_GPU_TYPE,
         FIG8A_LABEL,
         FIG8A_POLICIES,
         FIG8A_TRACE,
     )
-    from mltraces.scheduling.fig8b import FIG8B_POLICIES, FIG8B_TRACES
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_POLICIES, FIG8B_TRACES
+    from mltraces.workloads import cluster as inputs
 
     if figure == "8a":
         return [inputs.case(con, FIG8A_TRACE, FIG8A_CLUSTER, gpu_type=FIG8A_GPU_TYPE,
@@ -53,7 +54,7 @@ def figure_cases(con: Any, figure: str) -> tuple[list[Any], list[str]]:
     if figure == "7a":
         return [inputs.case(con, "itp/testbed", "n16g8", label="testbed")], list(FIG8B_POLICIES)
     if figure == "8b":
-        return inputs.fig8b_cases(con, list(FIG8B_TRACES)), list(FIG8B_POLICIES)
+        return fig8b.catalog_cases(con, list(FIG8B_TRACES)), list(FIG8B_POLICIES)
     profiles = inputs.load_profiles(con, "A100")
     if figure == "9":
         setup = genfigs.setup("fig9")

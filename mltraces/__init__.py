@@ -14,17 +14,21 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mltraces import _moved
+
 __version__ = "0.1.0"
+
+_moved.install()  # old module names (mltraces.datasets, ...) work for one more release
 
 # public name -> "module:attribute"
 _LAZY = {
     "connect": "mltraces.catalog:connect",
     "tables": "mltraces.catalog:tables",
-    "validate": "mltraces.validation:validate",
+    "validate": "mltraces.catalog.validation:validate",
     "fetch": "mltraces.download:fetch",
     "fetch_file": "mltraces.download:fetch_file",
-    "sources": "mltraces.registry:all_sources",
-    "simulate": "mltraces.simulation:simulate",
+    "sources": "mltraces.sources:",
+    "simulate": "mltraces.workloads.recurring:simulate",
     "schedule": "mltraces.scheduling:schedule",
 }
 

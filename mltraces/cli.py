@@ -72,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     verb = _verb_in(argv)
-    parser = build_parser(verb, alone=_leads_with(argv, verb))
+    try:  # a verb's options may name sources: a broken source folder is one line here too
+        parser = build_parser(verb, alone=_leads_with(argv, verb))
+    except MltracesError as error:
+        print(f"mltraces{' ' + verb if verb else ''}: error: {error}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     if args.verb is None:
         parser.print_help()
@@ -89,11 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         package_logger = logs.get_logger("mltraces")
         level = package_logger.level
         package_logger.setLevel(logging.ERROR)
+    import warnings
+
+    from mltraces.errors import PartialViewWarning
+
     try:
         from mltraces.config import check_settings
 
         check_settings()  # a setting that means nothing is one line now, whatever the verb
-        return int(args._run(args) or 0)
+        with warnings.catch_warnings():  # each verb says what a partial view lacks, in words
+            warnings.simplefilter("ignore", PartialViewWarning)
+            return int(args._run(args) or 0)
     except MltracesError as error:
         print(f"mltraces {args.verb}: error: {error}", file=sys.stderr)
         return 1

@@ -1,46 +1,8 @@
 """Settings read from the environment, in one place.
 
 Every knob a user can turn without code lives here, so the CLI, notebooks and
-library calls all see the same values:
-
-- ``MLTRACES_CACHE``: cache directory (default: the platform's user cache dir); its path
-  must be UTF-8 and one DuckDB can open (checked once, one line naming the variable).
-- ``MLTRACES_MIRROR``: URL-prefix mirror. ``https://HOST/PATH?Q`` is fetched from
-  ``$MLTRACES_MIRROR/HOST/PATH``; the mirror is an ``http(s)://`` base or a directory.
-- ``MLTRACES_OFFLINE=1``: never touch the network (``1``/``true``/``yes``/``on``; ``0``/
-  ``false``/``no``/``off`` or unset: online; anything else is an error).
-- ``MLTRACES_LOCAL="TABLE=PATH,TABLE=PATH"``: user-supplied files for tables (paths are
-  literal: no wildcards; a comma before another ``TABLE=`` separates overrides).
-- ``MLTRACES_HF_REVISION``: HuggingFace revision of the AcmeTrace dataset (default ``main``).
-- ``MLTRACES_HF_ENDPOINT``: https base of the HuggingFace Hub API (default
-  ``https://huggingface.co``; read by :mod:`mltraces.datasets.acme.hub`).
-- ``MLTRACES_FIGURES_DIR``: where the notebooks also save their figures (unset: only shown).
-- ``MLTRACES_SOURCES``: folders (``os.pathsep``-separated) holding a user's own source
-  folders (``<dir>/<name>/source.json``); unset: ``<user config dir>/sources``; empty: none.
-- ``MLTRACES_INTERPRETED=1``: run the scheduling cores as the Python they are written in,
-  even where they were compiled (:mod:`mltraces.scheduling.native`; the tests compare both).
-
-Limits on what the network and archives may cost (each error names its setting):
-
-- ``MLTRACES_DOWNLOAD_TIMEOUT``: seconds one file may take, every URL and retry
-  included (default 3600); the partial download is kept and resumes next time.
-- ``MLTRACES_MAX_DOWNLOAD``: largest body accepted when neither the registry nor the
-  server states a size (default ``16G``).
-- ``MLTRACES_HOST_DOWN_TTL``: seconds an unreachable host is remembered and not asked
-  again (default 300; ``0`` turns the memory off), counted from when it was found down.
-- ``MLTRACES_MAX_UNPACKED`` / ``MLTRACES_MAX_MEMBERS``: total size (default ``4G``) and
-  member count (default 10000) of an archive whose members the registry does not list
-  (a local archive); a pinned archive may hold exactly its listed members. The size also
-  bounds every xz input as it is decompressed.
-
-Limits on what a simulation may ask for (each refusal names its setting):
-
-- ``MLTRACES_MAX_GPUS``: most GPUs a replayed cluster may have (default 1048576);
-  a larger ``--cluster`` is refused before anything is built.
-- ``MLTRACES_MAX_REPLAY_MEMORY``: most working memory a replay may need for arrays
-  that grow with the cluster rather than the work (ElasticFlow's GPUs × GPUs and
-  nodes × jobs tables, Gandiva's per-node sets; default ``4G``).
-- ``MLTRACES_MAX_SEEDS``: most seeds one ``simulate`` call may sweep (default 100000).
+library calls all see the same values. :data:`SETTINGS` lists each variable with
+what it means (the documentation's configuration page is drawn from it).
 
 :func:`check_settings` reads them all when a command starts and where a download starts,
 so a bad value is one line at once rather than a failure retried as if the network were
@@ -55,8 +17,75 @@ import os
 import re
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 from mltraces.errors import ConfigError
+
+
+class Setting(NamedTuple):
+    """One environment variable: its name and what it means (defaults included)."""
+
+    name: str
+    meaning: str
+
+
+#: every environment variable mltraces reads, with its meaning and default
+SETTINGS: tuple[Setting, ...] = (
+    Setting("MLTRACES_CACHE", "cache directory (default: the platform's user cache dir, see "
+            "`mltraces cache-path`). Its path must be UTF-8 and openable by DuckDB (not a "
+            "backslash together with `[`, `*` or `?`); otherwise every command stops with one "
+            "line naming the variable. It may be read-only (see below)"),
+    Setting("MLTRACES_MIRROR", "URL-prefix mirror: `https://HOST/PATH?Q` is fetched from "
+            "`$MLTRACES_MIRROR/HOST/PATH`. An `http(s)://` base or a local directory laid out as "
+            "`HOST/PATH`. When set, it replaces the upstream hosts. (Only the Hub tree API keeps "
+            "its query on an http mirror, so a proxying mirror can page through it.)"),
+    Setting("MLTRACES_OFFLINE", "`1`: never touch the network (a directory mirror still serves); "
+            "a missing file fails with its name and how to get it. On: `1`, `true`, `yes`, `on`; "
+            "off: `0`, `false`, `no`, `off` or unset (any case); any other value is an error"),
+    Setting("MLTRACES_LOCAL", "`TABLE=PATH,TABLE=PATH`: use your own copy of a table's file "
+            "(upstream format); validated against the schema, marked unverified. Same as "
+            "`--local TABLE=PATH` on the CLI and `connect(local={...})`. PATH is a regular file "
+            "or a folder: a pipe (`<(cat f)`, a FIFO) or a device (`/dev/zero`) is refused before "
+            "it is read (a conversion is reused while its file stands, which a stream cannot do: "
+            "save it to a file), and so is a path that is not UTF-8. Paths are literal (no "
+            "wildcards); a comma inside a path is kept unless another `TABLE=` follows it"),
+    Setting("MLTRACES_HF_ENDPOINT", "https base of the HuggingFace Hub (default "
+            "`https://huggingface.co`), for a Hub mirror that serves the same API"),
+    Setting("MLTRACES_HF_REVISION", "revision of the AcmeTrace HuggingFace dataset (default "
+            "`main`; the resolved commit is recorded so you can pin it)"),
+    Setting("MLTRACES_FIGURES_DIR", "where the notebooks also save their figures (unset: they "
+            "only display them)"),
+    Setting("MLTRACES_SOURCES", "folders (`:`-separated) holding your own source folders; "
+            "unset: `<user config dir>/mltraces/sources` when it exists; empty: none"),
+    Setting("MLTRACES_INTERPRETED", "`1`: run the compiled cores (scheduling, prefix cache) "
+            "as the Python they are written in, even where they were compiled (about 100 times "
+            "slower; the tests compare both)"),
+    Setting("MLTRACES_DOWNLOAD_TIMEOUT", "seconds one file may take, every URL and retry "
+            "included (default `3600`); the partial download is kept and the next run resumes "
+            "it"),
+    Setting("MLTRACES_MAX_DOWNLOAD", "largest body accepted when neither the registry nor the "
+            "server states a size (default `16G`)"),
+    Setting("MLTRACES_HOST_DOWN_TTL", "seconds an unreachable host is remembered (in "
+            "`<cache>/state/hosts.json`) and not asked again (default `300`; `0` turns it off, "
+            "old records included). A record counts for the current setting from the time it "
+            "was written; one dated in the future (a clock that was ahead) is ignored"),
+    Setting("MLTRACES_MAX_UNPACKED", "total size (default `4G`) allowed to an archive the "
+            "registry does not describe (a local one); a registry archive may hold exactly its "
+            "listed members. Also bounds every xz-compressed input (`.csv.xz`), counted while "
+            "it is decompressed"),
+    Setting("MLTRACES_MAX_MEMBERS", "member count (default `10000`) allowed to an archive the "
+            "registry does not describe"),
+    Setting("MLTRACES_MAX_GPUS", "most GPUs a replayed cluster may have (default `1048576`); a "
+            "larger `--cluster` or cluster spec is refused in one line before anything is "
+            "built"),
+    Setting("MLTRACES_MAX_REPLAY_MEMORY", "most memory a replay may need for tables that grow "
+            "with the cluster rather than with the jobs (ElasticFlow's GPUs × GPUs and nodes × "
+            "jobs, Gandiva's per-node sets; default `4G`); checked before they are allocated"),
+    Setting("MLTRACES_MAX_SEEDS", "most seeds one simulation sweep may ask for (default "
+            "`100000`); `--seeds` and `simulate(seeds=...)` are counted before they are built"),
+    Setting("MLTRACES_MAX_GENERATED_JOBS", "most jobs one generated trace may have "
+            "(`--generate num_jobs=`; default `1000000`)"),
+)
 
 APP_NAME = "mltraces"
 HF_DEFAULT_REVISION = "main"
@@ -119,7 +148,7 @@ def offline() -> bool:
 
 
 def interpreted() -> bool:
-    """True when the compiled scheduling cores must not be used (``MLTRACES_INTERPRETED``)."""
+    """True when the compiled cores must not be used (``MLTRACES_INTERPRETED``)."""
     return os.environ.get("MLTRACES_INTERPRETED", "").strip().lower() in _ON
 
 
@@ -180,8 +209,22 @@ def user_source_dirs() -> list[Path]:
 
 def user_source_folders() -> list[Path]:
     """Every ``<dir>/<name>/`` holding a ``source.json`` in :func:`user_source_dirs`, by
-    folder (the registry checks their names; the catalog finds their schemas here)."""
-    return [p.parent for root in user_source_dirs() for p in sorted(root.glob("*/source.json"))]
+    folder (the registry checks them: :func:`mltraces.registry.user_folders`)."""
+    return [p for p in user_source_candidates() if (p / "source.json").is_file()]
+
+
+def user_source_candidates() -> list[Path]:
+    """Every folder meant as a user's source: each subfolder of :func:`user_source_dirs`
+    whose name does not start with ``.`` or ``_`` (a folder lacking ``source.json`` is
+    then reported as a broken source, not passed over in silence)."""
+    found = []
+    for root in user_source_dirs():
+        try:
+            found += sorted(p for p in root.iterdir()
+                            if p.is_dir() and not p.name.startswith((".", "_")))
+        except OSError:  # a listed folder that is absent or unreadable holds no source
+            continue
+    return found
 
 
 def figures_dir() -> Path | None:
@@ -249,6 +292,11 @@ def max_seeds() -> int:
     return int(_setting("MLTRACES_MAX_SEEDS", "100000", unit="seeds"))
 
 
+def max_generated_jobs() -> int:
+    """Most jobs one generated trace may have (``MLTRACES_MAX_GENERATED_JOBS``)."""
+    return int(_setting("MLTRACES_MAX_GENERATED_JOBS", "1000000", unit="jobs"))
+
+
 def check_settings() -> None:
     """Read every limit setting now, so a bad one is reported before any work.
 
@@ -265,3 +313,4 @@ def check_settings() -> None:
     max_gpus()
     max_replay_memory()
     max_seeds()
+    max_generated_jobs()

@@ -11,6 +11,11 @@ class MltracesError(Exception):
     """Base class of every error mltraces raises on purpose."""
 
 
+class ByDurationWarning(UserWarning):
+    """Jobs of a replayed trace name models that have no throughput profile, so they replay
+    by their run time; said once per trace (the CLI prints it as one ``note:`` line)."""
+
+
 class PartialViewWarning(UserWarning):
     """A view ``connect()`` set up (``mltraces.jobs``) unites tables some of which are not fetched.
 

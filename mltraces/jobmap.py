@@ -1,8 +1,11 @@
 """The jobs mapping: how each source's job tables map onto one common ``jobs`` schema.
 
+(The file format, the time kinds and their SQL are shared with the requests mapping:
+:mod:`mltraces.mapping`.)
+
 Every source with job tables declares, as data in its own folder, how each of
 them maps onto the common columns of ``schemas/mltraces/jobs.json`` (the
-``mltraces.jobs`` view): ``mltraces/datasets/<source>/jobs.json``. A new source
+``mltraces.jobs`` view): ``mltraces/sources/<source>/jobs.json``. A new source
 joins the view, the common validation rules and the scheduler by adding that
 file; no Python changes. The format::
 
@@ -21,7 +24,9 @@ file; no Python changes. The format::
                    "FAILED": "FAILED", "RUNNING": "RUNNING"},
         "replay": ["kalos"],                      # trace ids for `mltraces schedule`
         "capacity": {"gpus": 2416, "gpus_per_node": 8, "note": "..."},
-        "warnings": {"end_not_before_start": "why the trace is known to break it"}
+        "warnings": {"end_not_before_start": "why the trace is known to break it"},
+        "utilization": ["acme.gpu_metrics", "acme.util_cdf"],  # optional
+        "copy_of": "itp/raw"                      # optional: these are another trace's jobs
     }]}
 
 - ``columns`` values are SQL expressions over the table's typed view (its
@@ -36,7 +41,8 @@ file; no Python changes. The format::
   view's instants are NULL unless ``time.origin`` names the instant of second 0).
   ``time.origin`` (an ISO instant with offset) is second 0 of ``submit_s``; by
   default the trace's first submission (clock, unix) or its own zero (relative).
-  ``deadline`` is in the same kind as ``submit``; ``duration`` (seconds) serves
+  ``deadline`` is in the same kind as ``submit``; ``best_effort`` (true, 1) marks a job
+  that asks for no guarantee (its ``deadline`` is the one it lists); ``duration`` (seconds) serves
   traces that publish a run time but no start and end (the run time is never
   copied when start and end exist: it is recomputed).
 - ``states`` maps every raw state to one of :data:`STATES`; a raw value missing
@@ -56,6 +62,14 @@ file; no Python changes. The format::
   The replay runs on ``ceil(gpus / gpus_per_node)`` nodes of ``gpus_per_node``.
 - ``warnings``: common rules the published trace is known to break, each with
   the reason; ``validate`` reports them as warnings instead of errors.
+- ``utilization``: tables of the same source that hold this trace's resource use
+  (GPU utilization, power, sensors), joined by machine or job; the documentation's
+  "what it can answer" matrix reads it.
+- ``copy_of``: the trace whose jobs these rows are, again (ElasticFlow's annotated
+  ITP jobs are ``itp/raw``'s jobs): a copy is kept out of ``mltraces.jobs``, so a
+  plain ``count(*)`` counts every job once, and served by name through
+  ``mltraces.jobs_of('itp/elasticflow')`` (and its source, ``jobs_of('itp')``), whose
+  ``copy_of`` column names the original.
 
 >>> sorted(t.trace for t in job_tables().values())[:2]
 ['acme/kalos', 'acme/seren']
@@ -63,7 +77,6 @@ file; no Python changes. The format::
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,6 +85,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mltraces.errors import RegistryError
+from mltraces.mapping import (
+    Times,
+    checked_columns,
+    expression,
+    parse_time,
+    read_tables,
+    scan,
+    shipped,
+    shown_expression,
+)
+from mltraces.mapping import referenced_columns as _referenced
 from mltraces.names import canonical
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal
 
@@ -86,17 +110,16 @@ STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "RUNNING",
 #: mapping keys -> the common column each one feeds (times feed an instant and seconds)
 COLUMN_KEYS = ("cluster", "job_id", "user", "vc", "submit", "start", "end", "duration",
                "num_gpu", "num_cpu", "num_nodes", "mem_gb", "gpu_type", "num_attempts",
-               "state", "workload_type", "model", "batch_size", "iterations", "deadline")
+               "state", "workload_type", "model", "batch_size", "iterations", "deadline",
+               "best_effort")
 REQUIRED_KEYS = ("job_id", "submit", "num_gpu")
 PLACEHOLDERS = ("cluster", "vc")
 _TABLE_KEYS = {"table", "trace", "description", "time", "columns", "states", "synthetic",
-               "replay", "capacity", "warnings"}
-_TIME_KEYS = {"kind", "zone", "origin"}
+               "replay", "capacity", "warnings", "utilization", "copy_of"}
 _CAPACITY_KEYS = {"gpus", "gpus_per_node", "table", "cluster", "note"}
 _TRACE = re.compile(r"^[a-z][a-z0-9_]*/[A-Za-z0-9_.-]+$")
 _REPLAY = re.compile(r"^(?:[A-Za-z0-9_.-]|\{(?:cluster|vc)\})+(?:/(?:[A-Za-z0-9_.-]|"
                      r"\{(?:cluster|vc)\})+)*$")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,8 @@ class JobTable:
     warnings: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
     path: Path | None = None
+    utilization: tuple[str, ...] = ()
+    copy_of: str | None = None
 
     @property
     def source(self) -> str:
@@ -162,22 +187,15 @@ def _capacity(raw: Any, where: str, source: str, problems: list[str]) -> Capacit
         problems.append(f"{where}: capacity.table must be a table of {source!r} and "
                         "capacity.gpus an aggregate over it, e.g. \"sum(num_gpus)\"")
         return None
-    return Capacity(per_node, gpus, table, raw.get("cluster"), str(raw.get("note", "")))
+    cluster = raw.get("cluster")
+    if cluster is not None and not (isinstance(cluster, str) and table is not None):
+        problems.append(f"{where}: capacity.cluster must name a column of capacity.table")
+        return None
+    return Capacity(per_node, gpus, table, cluster, str(raw.get("note", "")))
 
 
 def _time(raw: Any, where: str, problems: list[str]) -> tuple[str, str | None, str | None]:
-    if not isinstance(raw, dict) or set(raw) - _TIME_KEYS or raw.get("kind") not in TIME_KINDS:
-        problems.append(f"{where}: time must be {{\"kind\": one of {', '.join(TIME_KINDS)}, "
-                        "optional \"zone\" and \"origin\"}")
-        return "relative", None, None
-    zone, origin = raw.get("zone"), raw.get("origin")
-    if zone is not None and raw["kind"] != "clock":
-        problems.append(f"{where}: time.zone applies to clock times only (unix and relative "
-                        "seconds carry no zone)")
-    if origin is not None and not re.search(r"([+-]\d\d:?\d\d|Z)$", str(origin)):
-        problems.append(f"{where}: time.origin {origin!r} must be an instant with its UTC offset "
-                        "(2017-10-01 00:00:00-07:00)")
-    return raw["kind"], zone, origin
+    return parse_time(raw, where, problems, TIME_KINDS)
 
 
 def _columns(raw: Any, where: str, problems: list[str]) -> dict[str, str]:
@@ -258,28 +276,33 @@ def parse_table(raw: Any, source: str, where: str) -> JobTable:
                         f"{', '.join(rule_names())}")
     replay = _replay(raw.get("replay"), where, problems)
     capacity = _capacity(raw.get("capacity"), where, source, problems)
+    utilization = raw.get("utilization", [])
+    if not isinstance(utilization, list) or not all(
+            isinstance(t, str) and t.startswith(source + ".") for t in utilization):
+        problems.append(f"{where}: utilization must list tables of this source, "
+                        f"['{source}.TABLE', ...]")
+        utilization = []
+    copy_of = raw.get("copy_of")
+    if copy_of is not None and (not isinstance(copy_of, str) or not _TRACE.match(copy_of)
+                                or copy_of == trace):
+        problems.append(f"{where}: copy_of must name another trace, 'SOURCE/NAME'")
     if problems:
         raise RegistryError("invalid jobs mapping:\n  " + "\n  ".join(problems))
     return JobTable(table=table, trace=trace, kind=kind, columns=columns, zone=zone,
                     origin=origin, states=states, synthetic=raw.get("synthetic", False),
                     replay=replay, capacity=capacity, warnings=dict(warnings),
-                    description=str(raw.get("description", "")))
+                    description=str(raw.get("description", "")),
+                    utilization=tuple(utilization), copy_of=copy_of)
 
 
 def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
     """The job tables a source folder declares in its ``jobs.json`` (none without one)."""
     folder = Path(folder)
     path = folder / MAPPING_FILE
-    if not path.is_file():
+    raw = read_tables(path)
+    if raw is None:
         return ()
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise RegistryError(f"cannot read {path}: {error}") from error
-    if not isinstance(raw, dict) or set(raw) - {"$comment", "tables"} or not isinstance(
-            raw.get("tables"), list):
-        raise RegistryError(f"{path}: expected {{\"tables\": [...]}} (see mltraces.jobmap)")
-    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw["tables"])
+    tables = tuple(parse_table(entry, folder.name, str(path)) for entry in raw)
     seen: set[str] = set()
     for entry in tables:
         if entry.table in seen:
@@ -291,18 +314,7 @@ def load_mapping(folder: str | Path) -> tuple[JobTable, ...]:
 @cache
 def job_tables() -> dict[str, JobTable]:
     """Every mapped job table of every source folder, by table name (scanned, cached)."""
-    from mltraces.registry import source_folders
-
-    found: dict[str, JobTable] = {}
-    traces: dict[str, str] = {}
-    for folder in source_folders():
-        for entry in load_mapping(folder):
-            if entry.trace in traces:
-                raise RegistryError(f"{entry.path}: trace {entry.trace} is also the name of "
-                                    f"{traces[entry.trace]}; trace names must be unique")
-            traces[entry.trace] = entry.table
-            found[entry.table] = entry
-    return found
+    return scan(load_mapping)
 
 
 def job_table(table: str) -> JobTable:
@@ -331,65 +343,48 @@ def rule_names() -> list[str]:
 # --------------------------------------------------------------------------- SQL
 
 
-def _expression(value: str, names: Iterable[str]) -> str:
-    """A column name of the table is that column (quoted); anything else is SQL as written."""
-    return quote_ident(value) if value in set(names) else f"({value})"
+#: a column name of the table is that column (quoted); anything else is SQL as written
+#: (checked first by :func:`mltraces.mapping.checked_columns`)
+_expression = expression
+
+
+def capacity_sql(entry: JobTable) -> tuple[str, str, str | None]:
+    """``capacity.table``, ``capacity.gpus`` (an aggregate over it) and ``capacity.cluster`` (a
+    column of it) as SQL, each checked against that table's columns first."""
+    from mltraces.exprcheck import UnsafeExpression, check_expression
+
+    capacity = entry.capacity
+    assert capacity is not None and capacity.table is not None and isinstance(capacity.gpus, str)
+    where = f"{entry.path or entry.source}: {entry.table}"
+    try:
+        schema = get_schema(capacity.table)
+    except KeyError:
+        raise RegistryError(f"{where}, capacity.table: {capacity.table} is not a table of "
+                            f"{entry.source}") from None
+    names = [*schema.field_names, *(d.name for d in schema.derived)]
+    try:
+        if not shipped(entry):
+            check_expression(capacity.gpus, names, aggregate=True)
+    except UnsafeExpression as error:
+        raise RegistryError(f"{where}, capacity.gpus: the expression "
+                            f"{shown_expression(capacity.gpus)} {error}") from None
+    if capacity.cluster is not None and capacity.cluster not in names:
+        raise RegistryError(f"{where}, capacity.cluster: "
+                            f"{shown_expression(str(capacity.cluster))} is not a column of "
+                            f"{capacity.table}")
+    cluster = None if capacity.cluster is None else quote_ident(capacity.cluster)
+    return schema.qualified, f"({capacity.gpus})", cluster
 
 
 def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
     """The columns of the table (``names``) that the mapping's expressions read."""
-    names = set(names)
-    used: set[str] = set()
-    for value in entry.columns.values():
-        if value in names:
-            used.add(value)
-        else:
-            used.update(w for w in _WORD.findall(re.sub(r"'(?:[^']|'')*'", "", value))
-                        if w in names)
-    return used
+    return _referenced(entry.columns.values(), names)
 
 
-class _Times:
-    """SQL for one table's times: instants and seconds from its origin, by time kind."""
-
-    def __init__(self, entry: JobTable, expr: Mapping[str, str], relation: str) -> None:
-        self.entry, self.expr, self.relation = entry, expr, relation
-
-    def instant(self, key: str) -> str:
-        value = self.expr.get(key)
-        if value is None:
-            return "NULL"
-        kind, entry = self.entry.kind, self.entry
-        if kind == "clock":
-            return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
-                    if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
-        if kind == "unix":
-            return f"to_timestamp(CAST({value} AS DOUBLE))"
-        if entry.origin is None:
-            return "NULL"
-        return f"(TIMESTAMPTZ {sql_literal(entry.origin)} + to_microseconds(CAST(" \
-               f"round(CAST({value} AS DOUBLE) * 1e6) AS BIGINT)))"
-
-    def _number(self, key: str) -> str:
-        """The time as a number of seconds on the trace's own scale (before the origin)."""
-        value = self.expr[key]
-        if self.entry.kind == "clock":
-            return f"epoch({self.instant(key)})"
-        return f"CAST({value} AS DOUBLE)"
-
-    def origin(self) -> str:
-        """Second 0 on the scale of :meth:`_number`."""
-        entry = self.entry
-        if entry.origin is not None and entry.kind != "relative":
-            return f"epoch(TIMESTAMPTZ {sql_literal(entry.origin)})"
-        if entry.kind == "relative":
-            return "0"
-        return f"(SELECT min({self._number('submit')}) FROM {self.relation})"
-
-    def seconds(self, key: str, origin: str) -> str:
-        if key not in self.expr:
-            return "NULL"
-        return self._number(key) if origin == "0" else f"({self._number(key)} - {origin})"
+def _Times(entry: JobTable, expr: Mapping[str, str], relation: str) -> Times:
+    """SQL for one table's times (:class:`mltraces.mapping.Times`), second 0 its first
+    submission unless an origin is declared."""
+    return Times(entry, expr, relation, "submit")
 
 
 def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
@@ -418,6 +413,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
+    checked_columns(entry, names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
     times = _Times(entry, expr, relation)
     origin = "0" if absolute else origin or times.origin()
@@ -439,7 +435,10 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
         *(typed(k, expr.get(k, "NULL")) for k in ("workload_type", "model", "batch_size",
                                                    "iterations")),
         typed("deadline_s", times.seconds("deadline", origin)),
+        typed("best_effort", f"coalesce(CAST({expr['best_effort']} AS BOOLEAN), false)"
+              if "best_effort" in expr else "false"),
         typed("synthetic", "true" if entry.synthetic else "false"),
+        typed("copy_of", sql_literal(entry.copy_of) if entry.copy_of else "NULL"),
         *(quote_ident(c) for c in extra),
     ]
     run = ("end_s - start_s" if "start" in entry.columns and "end" in entry.columns
@@ -548,16 +547,50 @@ def _template(name: str) -> re.Pattern[str]:
                                     re.escape(p) for p in parts) + "$")
 
 
-def replay_names() -> dict[str, JobTable]:
-    """Every declared replay name as ``source/name`` (templates unexpanded) -> its table."""
-    return {f"{e.source}/{name}": e for e in job_tables().values() for name in e.replay}
+def canonical_names(entry: JobTable) -> tuple[str, ...]:
+    """The entry's replay names in the one naming scheme every command shares: its trace as
+    ``mltraces.jobs`` names it (``philly/jobs``), one cluster of it (``itp/elasticflow/
+    cluster10``) or one VC (``philly/jobs/vc/6214e9``), templates unexpanded. The names its
+    ``jobs.json`` declares (``itp/cluster10``, ``philly/all``) still resolve, as aliases."""
+    names = [f"{entry.trace}/{{cluster}}" if "{cluster}" in declared else
+             f"{entry.trace}/vc/{{vc}}" if "{vc}" in declared else entry.trace
+             for declared in entry.replay]
+    return tuple(dict.fromkeys(names))
+
+
+def replay_names(*, aliases: bool = True) -> dict[str, JobTable]:
+    """Every replay name (templates unexpanded) -> its table: the canonical ones
+    (:func:`canonical_names`), then, with ``aliases``, the names ``jobs.json`` declares."""
+    names = {name: e for e in job_tables().values() for name in canonical_names(e)}
+    if aliases:
+        for e in job_tables().values():
+            for name in e.replay:
+                names.setdefault(f"{e.source}/{name}", e)
+    return names
+
+
+def canonical_id(trace_id: str) -> str:
+    """``trace_id`` in the one naming scheme (``itp/cluster10``: ``itp/elasticflow/cluster10``)."""
+    replay = resolve_replay(trace_id)
+    entry, where = replay.entry, replay.where
+    if "cluster" in where:
+        return f"{entry.trace}/{where['cluster']}"
+    if "vc" in where:
+        return f"{entry.trace}/vc/{where['vc']}"
+    return entry.trace if entry.trace in canonical_names(entry) else replay.trace_id
 
 
 def resolve_replay(trace_id: str) -> Replay:
-    """The table (and slice) behind a trace id; literal names before ``{cluster}`` ones."""
+    """The table (and slice) behind a trace id: canonical names first (:func:`canonical_names`),
+    then the declared ones, literal names before ``{cluster}`` ones."""
     trace_id = canonical(trace_id)
     source, _, name = trace_id.partition("/")
     entries = [e for e in job_tables().values() if e.source == source]
+    for entry in entries:
+        for template in canonical_names(entry):
+            found = _template(template).match(trace_id) if "{" in template else None
+            if template == trace_id or found:
+                return Replay(trace_id, entry, found.groupdict() if found else {})
     for entry in entries:
         if name in entry.replay:
             return Replay(trace_id, entry)
@@ -566,7 +599,7 @@ def resolve_replay(trace_id: str) -> Replay:
             found = _template(template).match(name) if "{" in template else None
             if found:
                 return Replay(trace_id, entry, found.groupdict())
-    known = ", ".join(sorted(replay_names()))
+    known = ", ".join(sorted(replay_names(aliases=False)))
     raise KeyError(f"unknown trace {trace_id!r}; traces are SOURCE/NAME: {known} ({{cluster}}: "
                    "one per cluster; `mltraces schedule --list-traces` expands them)")
 
@@ -577,7 +610,7 @@ def expand_replays(con: duckdb.DuckDBPyConnection) -> list[tuple[str, JobTable]]
     import duckdb
 
     ids: list[tuple[str, JobTable]] = []
-    for key, entry in replay_names().items():
+    for key, entry in replay_names(aliases=False).items():
         if "{" not in key:
             ids.append((key, entry))
             continue

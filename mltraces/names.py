@@ -1,6 +1,6 @@
 """Source names as users type them: ``alibaba-pai`` is ``alibaba_pai``.
 
-Sources are Python packages (``mltraces/datasets/<name>``) and SQL schemas, so
+Sources are Python packages (``mltraces/sources/<name>``) and SQL schemas, so
 their names use underscores; repositories and papers spell some of them with
 hyphens. A hyphen can never be part of a source name, so reading it as an
 underscore in the source part of a name never changes what a valid name means.

@@ -1,7 +1,7 @@
 """The registry: every upstream source and file, read from the source folders.
 
 A source is one public release (Zeus, ITP, AcmeTrace, ...) and lives in its own
-folder, ``mltraces/datasets/<name>/``, found by scanning: ``source.json`` holds
+folder, ``mltraces/sources/<name>/``, found by scanning: ``source.json`` holds
 the facts (files with URL, size and hashes; SPDX license; pins; anomalies;
 expected row counts; published figures), ``citation.bib`` the BibTeX, and
 optional modules hold the source's own code (``readers.py``, ``figures.py``,
@@ -14,7 +14,8 @@ a name that is a SQL identifier (not ``mltraces``, the catalog's own schema); a
 BibTeX entry with a key, title and year in ``citation.bib``; a licence from
 :data:`SPDX_LICENSES` (or ``NOASSERTION`` with a ``license_note`` saying what the
 publisher states); every remote file pinned by a hash and by a URL that carries a
-commit of ``pins`` (or, where the host has no commits, by its sha256).
+commit of ``pins`` (or, where the host has no commits, by its sha256), or, where the
+publisher gives no hash at all, by its first download (``"pin": "first-use"``).
 
 A user's own trace is a source too: a folder with the same files under
 ``$MLTRACES_SOURCES`` (else ``<the platform's user config dir>/mltraces/sources``),
@@ -40,7 +41,7 @@ from urllib.parse import urlsplit
 from mltraces.errors import RegistryError
 from mltraces.names import canonical
 
-DATASETS_DIR = Path(__file__).resolve().parent / "datasets"
+SOURCES_DIR = Path(__file__).resolve().parent / "sources"
 SOURCE_FILE = "source.json"
 CITATION_FILE = "citation.bib"
 
@@ -84,6 +85,12 @@ class RemoteFile:
     (``path``: beside its source's ``source.json``, a file or a folder) may have
     neither: it is then served as ``unverified``.
 
+    A download whose publisher gives no hash at all (Azure's 2024 week-long traces, the
+    BurstGPT release assets) says ``"pin": "first-use"`` (``first_use``): the first
+    download that passes every other check records its size, sha256 and git blob id in
+    the cache (:mod:`mltraces.download.firstuse`), and every later download or change of
+    the bytes is held to that record.
+
     An archive (``kind`` ``tar.gz`` or ``zip``) is unpacked into the cache after
     verification, unless ``unpack`` is false: then the tables that need it read
     one member at a time as a stream (Philly's 1 GB tarball unpacks to 6.6 GB).
@@ -102,6 +109,7 @@ class RemoteFile:
     members: tuple[Member, ...] = ()
     unpack: bool = True  # an archive: unpacked after verification, else read member by member
     path: Path | None = None  # a local file or folder of a user's source (no download)
+    first_use: bool = False  # no hash is published: the first verified download pins it
 
     def __post_init__(self) -> None:
         # (name, size) pairs are members with a size only
@@ -110,8 +118,9 @@ class RemoteFile:
         if self.path is not None:
             if self.url or self.mirrors or self.kind != "file":
                 problems.append("a local path has no url, mirrors or kind")
-        elif not self.sha256 and not self.git_blob:
-            problems.append("needs sha256 or git_blob")
+        elif not self.sha256 and not self.git_blob and not self.first_use:
+            problems.append("needs sha256 or git_blob (or \"pin\": \"first-use\" when the "
+                            "publisher gives no hash)")
         if self.sha256 and not _SHA256.match(self.sha256):
             problems.append(f"sha256 {self.sha256!r} is not 64 lower-case hex digits")
         if self.git_blob and not _SHA1.match(self.git_blob):
@@ -170,13 +179,25 @@ class RemoteFile:
 
     @property
     def hash_kind(self) -> str:
-        """The hash used to verify: ``sha256`` when known, else ``git-blob-sha1``."""
-        return "sha256" if self.sha256 else "git-blob-sha1"
+        """The hash used to verify: ``sha256`` when known, else ``git-blob-sha1``; a first-use
+        file before its first download: ``first-use``."""
+        if self.sha256:
+            return "sha256"
+        return "git-blob-sha1" if self.git_blob else "first-use"
 
     @property
     def urls(self) -> tuple[str, ...]:
         """Primary URL first, then the alternatives that publish the same bytes."""
         return (self.url, *self.mirrors) if self.path is None else ()
+
+
+#: Most rows a table may be promised (``expected_rows``): DuckDB counts in 64-bit integers.
+MAX_ROWS = 2**63 - 1
+
+
+def _is_count(value: Any) -> bool:
+    """A row count: a whole number (not a boolean, not a float) a table can hold."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_ROWS
 
 
 @dataclass(frozen=True)
@@ -221,9 +242,10 @@ class Source:
         if len(ids) != len(set(ids)):
             problems.append("duplicate file ids")
         for table, rows in self.expected_rows.items():
-            if not table.startswith(self.name + ".") or not isinstance(rows, int):
-                problems.append(f"expected_rows entry {table!r}: {rows!r} is not "
-                                f"'{self.name}.TABLE': integer")
+            if not table.startswith(self.name + ".") or not _is_count(rows):
+                shown = repr(rows) if len(repr(rows)) <= 40 else f"{repr(rows)[:37]}..."
+                problems.append(f"expected_rows entry {table!r}: {shown} is not "
+                                f"'{self.name}.TABLE': a whole number from 0 to {MAX_ROWS:,}")
         if problems:
             raise ValueError(f"source {self.name!r}: " + "; ".join(problems))
 
@@ -238,7 +260,9 @@ class Source:
 # --------------------------------------------------------------------------- source folders
 
 _FILE_KEYS = {"name", "url", "mirrors", "size", "sha256", "git_blob", "kind", "description",
-              "members", "unpack", "path"}
+              "members", "unpack", "path", "pin"}
+#: the one value of a file's ``pin``: no hash is published, the first verified download pins it
+FIRST_USE = "first-use"
 _SOURCE_KEYS = {"name", "title", "description", "homepage", "license", "license_note", "pins",
                 "files", "anomalies", "expected_rows", "published"}
 
@@ -253,6 +277,7 @@ def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> Remote
         raise RegistryError(f"{where}: file {entry.get('url') or entry['path']!r} has unknown "
                             f"keys {sorted(unknown)}")
     members = entry.get("members", {})
+    entry = _first_use(entry, where)
     if not isinstance(members, dict):
         raise RegistryError(f"{where}: file {entry.get('url')!r}: members must map name to size")
     if "path" in entry:
@@ -268,6 +293,24 @@ def _file_from_json(source: str, entry: Any, where: str, folder: Path) -> Remote
     return RemoteFile(id=f"{source}/{name}", mirrors=tuple(entry.get("mirrors", ())),
                       members=tuple(_member(n, v, where) for n, v in sorted(members.items())),
                       **{"description": "", **fields})
+
+
+def _first_use(entry: dict, where: str) -> dict:
+    """``"pin": "first-use"`` as ``first_use=True``: only for a download with no hash."""
+    if "pin" not in entry:
+        return entry
+    entry = dict(entry)
+    pin = entry.pop("pin")
+    shown = entry.get("url") or entry.get("path")
+    if pin != FIRST_USE:
+        raise RegistryError(f"{where}: file {shown!r}: pin {pin!r} is not {FIRST_USE!r} (the "
+                            "only pin a file names; hashes go in sha256 / git_blob)")
+    if "path" in entry or entry.get("sha256") or entry.get("git_blob"):
+        raise RegistryError(f"{where}: file {shown!r}: \"pin\": \"{FIRST_USE}\" is for a "
+                            "download whose publisher gives no hash; a hash or a local path "
+                            "pins the file already")
+    entry["first_use"] = True
+    return entry
 
 
 def _member(name: str, value: Any, where: str) -> Member:
@@ -307,7 +350,8 @@ def _pin_problems(pins: Any, files: tuple[RemoteFile, ...]) -> list[str]:
     commits = {m.group(1) for v in pins.values() if (m := _COMMIT.search(v))}
     return [f"file {f.id}: its URL carries none of the pinned commits {sorted(commits)} and "
             "it has no sha256 to pin its bytes; pin the URL to a commit or add the sha256"
-            for f in remote if not commits & set(urlsplit(f.url).path.split("/")) and not f.sha256]
+            for f in remote if not commits & set(urlsplit(f.url).path.split("/")) and not f.sha256
+            and not f.first_use]
 
 
 def load_source(folder: str | Path) -> Source:
@@ -317,7 +361,7 @@ def load_source(folder: str | Path) -> Source:
     try:
         raw = json.loads((folder / SOURCE_FILE).read_text(encoding="utf-8"))
         citation = (folder / CITATION_FILE).read_text(encoding="utf-8").strip()
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise RegistryError(f"cannot read source folder {folder}: {error}") from error
     if not isinstance(raw, dict):
         raise RegistryError(f"{where}: expected a JSON object")
@@ -348,36 +392,97 @@ def load_source(folder: str | Path) -> Source:
 
 
 def source_folders() -> list[Path]:
-    """Every source folder, by name: the shipped ones (``mltraces/datasets``), then a user's
+    """Every source folder, by name: the shipped ones (``mltraces/sources``), then a user's
     (``$MLTRACES_SOURCES`` or the platform's config folder; see :func:`user_folders`)."""
-    shipped = sorted(p.parent for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}"))
+    shipped = sorted(p.parent for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}"))
     names = {p.name for p in shipped}
     return shipped + [p for p in user_folders() if p.name not in names]
 
 
 def user_folders() -> list[Path]:
-    """Source folders of a user's own traces: ``<dir>/<name>/source.json`` in each folder of
-    ``MLTRACES_SOURCES`` (``os.pathsep``-separated), else in ``<config dir>/sources``. A
-    user folder named like a shipped source is an error (names are SQL schemas)."""
+    """Usable source folders of a user's own traces: ``<dir>/<name>/`` in each folder of
+    ``MLTRACES_SOURCES`` (``os.pathsep``-separated), else in ``<config dir>/sources``, that
+    hold what a source needs; the others are :func:`broken_sources`."""
+    return [folder for folder, problem in _user_scan() if problem is None]
+
+
+def broken_sources() -> dict[str, str]:
+    """A user's source folders that cannot be used, by name, each with a one-line reason
+    naming what is missing or wrong and the fix. They never stop other sources' commands:
+    listings and ``mltraces.status`` show them, and naming one is that one-line error."""
+    if _override is not None:
+        return {}
+    broken = {folder.name: problem for folder, problem in _user_scan() if problem is not None}
+    for folder in user_folders():
+        try:
+            _loaded(folder)
+        except RegistryError as error:
+            broken[folder.name] = str(error)
+    return broken
+
+
+def user_source_candidates_by_name() -> dict[str, Path]:
+    """Every folder meant as a user's source, usable or not, by name."""
+    return {folder.name: folder for folder, _ in _user_scan()}
+
+
+def source_problem(name: str) -> str | None:
+    """Why ``name`` (a source, or the source part of ``source.table``) is a broken user
+    source, or None: an "unknown table" error for such a name says this instead."""
+    source = canonical(name).split(".", 1)[0]
+    return broken_sources().get(source) if _NAME.match(source) else None
+
+
+#: what a user's source folder must hold (a shipped one keeps its schemas in schemas/<name>/)
+USER_SOURCE_PARTS = (SOURCE_FILE, CITATION_FILE, "schemas/")
+
+
+def _user_scan() -> list[tuple[Path, str | None]]:
+    """Every candidate user folder with why it cannot be used (None when it can)."""
     from mltraces import config
 
-    shipped = {p.parent.name for p in DATASETS_DIR.glob(f"*/{SOURCE_FILE}")}
+    shipped = {p.parent.name for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}")}
     found: dict[str, Path] = {}
-    for folder in config.user_source_folders():
+    scanned = []
+    for folder in config.user_source_candidates():
         name = folder.name
+        problem = _missing_parts(folder)
         if name in shipped or name in found:
-            raise RegistryError(f"{folder / SOURCE_FILE}: a source named {name!r} exists "
-                                f"already ({found.get(name) or DATASETS_DIR / name}); rename "
-                                "the folder (and the name in its source.json)")
-        found[name] = folder
-    return list(found.values())
+            problem = (f"user source folder {folder}: a source named {name!r} exists already "
+                       f"({found.get(name) or SOURCES_DIR / name}); rename the folder (and "
+                       "the name in its source.json)")
+        if problem is None:
+            found[name] = folder
+        scanned.append((folder, problem))
+    return scanned
+
+
+def _missing_parts(folder: Path) -> str | None:
+    """Which of :data:`USER_SOURCE_PARTS` a user's folder lacks, with what each holds."""
+    missing = [part for part in USER_SOURCE_PARTS
+               if not ((folder / part).is_dir() if part.endswith("/")
+                       else (folder / part).is_file())]
+    if not missing:
+        return None
+    what = {SOURCE_FILE: "the source's card: files, licence, pins",
+            CITATION_FILE: "one BibTeX entry with a key, title and year",
+            "schemas/": "one Table Schema per table, schemas/<table>.json"}
+    return (f"user source folder {folder} lacks {', '.join(missing)} ("
+            + "; ".join(f"{part}: {what[part]}" for part in missing)
+            + "); see the README's 'Your own cluster's trace, as a source'")
+
+
+#: The only Python files of a user's source folder that ever run (README, "Trust").
+USER_MODULES = ("readers", "synthetic")
 
 
 def source_module(name: str, module: str) -> Any | None:
     """A source folder's own module (``readers``, ``synthetic``) or None when it has none.
 
-    Shipped sources import as ``mltraces.datasets.<name>.<module>``; a user's folder
-    is read from its file (as ``mltraces_user_sources.<name>.<module>``).
+    Shipped sources import as ``mltraces.sources.<name>.<module>``; a user's folder
+    is read from its file (as ``mltraces_user_sources.<name>.<module>``), and only
+    for the modules of :data:`USER_MODULES`: any other file there (a ``cli.py``) is
+    never run.
     """
     import importlib
     import importlib.util
@@ -385,15 +490,15 @@ def source_module(name: str, module: str) -> Any | None:
 
     user = next((f for f in user_folders() if f.name == name), None)
     if user is None:  # a shipped source: a module of the package (or none)
-        qualified = f"mltraces.datasets.{name}.{module}"
+        qualified = f"mltraces.sources.{name}.{module}"
         try:
             return importlib.import_module(qualified)
         except ModuleNotFoundError as error:
-            if error.name in (qualified, f"mltraces.datasets.{name}"):
+            if error.name in (qualified, f"mltraces.sources.{name}"):
                 return None
             raise
     folder = user
-    if not (folder / f"{module}.py").is_file():
+    if module not in USER_MODULES or not (folder / f"{module}.py").is_file():
         return None
     qualified = f"mltraces_user_sources.{name}.{module}"
     if qualified not in sys.modules:
@@ -410,7 +515,16 @@ _override: dict[str, Source] | None = None
 
 @cache
 def _scanned() -> dict[str, Source]:
-    return {folder.name: _loaded(folder) for folder in source_folders()}
+    """Every usable source: the shipped ones (a broken one is a bug: it raises), then the
+    user's folders that load (the others are :func:`broken_sources`)."""
+    shipped = sorted(p.parent for p in SOURCES_DIR.glob(f"*/{SOURCE_FILE}"))
+    found = {folder.name: _loaded(folder) for folder in shipped}
+    for folder in user_folders():
+        try:
+            found.setdefault(folder.name, _loaded(folder))
+        except RegistryError:
+            continue  # reported by broken_sources()
+    return found
 
 
 @cache
@@ -423,11 +537,15 @@ def _one(name: str) -> Source | None:
     name = canonical(name)
     if _override is not None:
         return _override.get(name)
-    folder = DATASETS_DIR / name
+    folder = SOURCES_DIR / name
     if _NAME.match(name) and (folder / SOURCE_FILE).is_file():
         return _loaded(folder)
-    user = next((f for f in user_folders() if f.name == name), None)
-    return _loaded(user) if user is not None else None
+    for folder, problem in _user_scan():
+        if folder.name == name:
+            if problem is not None:
+                raise RegistryError(problem)
+            return _loaded(folder)
+    return None
 
 
 def all_sources() -> dict[str, Source]:

@@ -8,8 +8,10 @@ keys (``fields`` with ``name``/``type``/``format``/``description``/
 ``constraints``, ``primaryKey``, ``missingValues``) mltraces uses:
 
 - ``unit`` on a field (custom key): the unit of its values (``s``, ``W``, ``GPU h``).
+- ``list`` fields (Table Schema v2: ``"type": "list", "itemType": "integer"``): a LIST
+  column (``BIGINT[]``), written by a source's own reader (Mooncake's prefix hash ids).
 - an ``mltraces`` block: the ``reader`` (a name: ``csv`` is built in; a source
-  folder brings its own in ``mltraces/datasets/<source>/readers.py``, see
+  folder brings its own in ``mltraces/sources/<source>/readers.py``, see
   :mod:`mltraces.catalog.readers`), the ``sources`` (registry file ids; for
   archives a ``members`` glob, or one ``member`` read as a stream; constant or
   ``{member_stem}`` ``columns`` added per file; a ``header`` file naming the
@@ -57,7 +59,9 @@ _DUCKDB_TYPES = {
     "year": "INTEGER",
     "any": "VARCHAR",
 }
-_TYPES = {*_DUCKDB_TYPES, "datetime"}
+_TYPES = {*_DUCKDB_TYPES, "datetime", "list"}
+#: what a ``list`` field (Table Schema v2) may hold: one primitive type per list
+_ITEM_TYPES = ("integer", "number", "string", "boolean")
 _CONSTRAINTS = {
     "required", "unique", "enum", "minimum", "maximum", "pattern", "minLength", "maxLength",
 }
@@ -82,10 +86,13 @@ class Field(NamedTuple):
     unit: str | None = None
     format: str | None = None
     constraints: Mapping[str, Any] = _EMPTY
+    item_type: str | None = None  # a ``list`` field's ``itemType``
 
     @property
     def duckdb_type(self) -> str:
         """The explicit DuckDB type the catalog reads this column as (never sniffed)."""
+        if self.type == "list":  # a LIST column: BIGINT[] for a list of integers
+            return f"{_DUCKDB_TYPES[self.item_type or 'string']}[]"
         if self.type == "datetime":  # an offset (%z) or a zone name (%Z: PDT) makes an instant
             with_offset = self.format in (None, "default", "any") or any(
                 z in self.format for z in ("%z", "%Z"))
@@ -321,6 +328,11 @@ def _parse_field(raw: Any, where: str, problems: list[str]) -> Field | None:
         problems.append(f"{where}: field {name!r} enum must be a list")
     if not raw.get("description"):
         problems.append(f"{where}: field {name!r} has no description")
+    item_type = raw.get("itemType")
+    if (ftype == "list") != (item_type is not None) or (
+            item_type is not None and item_type not in _ITEM_TYPES):
+        problems.append(f"{where}: field {name!r}: a list field names its itemType (one of "
+                        f"{', '.join(_ITEM_TYPES)}), and only a list field does")
     return Field(
         name=name,
         type=ftype,
@@ -328,6 +340,7 @@ def _parse_field(raw: Any, where: str, problems: list[str]) -> Field | None:
         unit=raw.get("unit"),
         format=raw.get("format"),
         constraints=dict(constraints),
+        item_type=item_type,
     )
 
 
@@ -388,7 +401,7 @@ def _check_consistency(schema: TableSchema, where: str, problems: list[str]) -> 
         problems.append(f"{where}: name {schema.name!r} must be SOURCE.TABLE")
     if not re.match(r"^[a-z][a-z0-9_]*$", schema.reader):
         problems.append(f"{where}: reader {schema.reader!r} must be a reader's name (csv, or "
-                        "one of the source's own in mltraces/datasets/<source>/readers.py)")
+                        "one of the source's own in mltraces/sources/<source>/readers.py)")
 
 
 def _parse_dialect(block: dict, where: str, problems: list[str]) -> Dialect:
@@ -454,7 +467,7 @@ def load_schema(path: str | Path) -> TableSchema:
     path = Path(path)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise SchemaError(f"cannot read schema {path}: {error}") from error
     schema = parse_schema(raw, path)
     source = path.parent.parent.name if path.parent.name == "schemas" else path.parent.name
@@ -476,7 +489,7 @@ def schema_files() -> dict[str, Path]:
     from mltraces.config import user_source_folders
 
     found = {f"{p.parent.name}.{p.stem}": p for p in sorted(SCHEMA_DIR.glob("*/*.json"))}
-    for folder in user_source_folders():
+    for folder in user_source_folders():  # a broken one's tables fail with its reason
         found.update({f"{folder.name}.{p.stem}": p
                       for p in sorted((folder / "schemas").glob("*.json"))})
     return found
@@ -500,6 +513,28 @@ def get_schema(name: str) -> TableSchema:
         hint = [n for n in names if name in n] or list(names)
         raise KeyError(f"unknown table {name!r}; known tables: {', '.join(hint)}")
     return _loaded(name)
+
+
+def constraint_text(constraints: Mapping[str, Any], enum_width: int | None = 60) -> str:
+    """A field's constraints in words (``required; >= 0; one of {a, b}``); an enum longer
+    than ``enum_width`` characters is cut with ``...`` (None: shown whole)."""
+    parts = []
+    if constraints.get("required"):
+        parts.append("required")
+    if constraints.get("unique"):
+        parts.append("unique")
+    if "minimum" in constraints:
+        parts.append(f">= {constraints['minimum']}")
+    if "maximum" in constraints:
+        parts.append(f"<= {constraints['maximum']}")
+    if "enum" in constraints:
+        shown = ", ".join(str(v) for v in constraints["enum"])
+        if enum_width is not None and len(shown) > enum_width:
+            shown = shown[:enum_width - 4].rsplit(", ", 1)[0] + ", ..."
+        parts.append(f"one of {{{shown}}}")
+    if "pattern" in constraints:
+        parts.append(f"matches {constraints['pattern']}")
+    return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------- constraints -> SQL

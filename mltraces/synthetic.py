@@ -52,30 +52,46 @@ Writer = Callable[..., Path]
 @cache
 def writers() -> dict[str, Writer]:
     """Every source's writers by registry file id (scanned once; each id checked)."""
-    from mltraces.registry import load_source, source_folders, source_module
+    from mltraces.registry import source_folders
 
     found: dict[str, Writer] = {}
     for folder in source_folders():
-        module = source_module(folder.name, SYNTHETIC_MODULE)
-        if module is None:
-            continue
-        table = getattr(module, "WRITERS", None)
-        where = f"{folder / SYNTHETIC_MODULE}.py"
-        if not isinstance(table, Mapping) or not all(callable(w) for w in table.values()):
-            raise RegistryError(f"{where}: WRITERS must map registry file ids to writers "
-                                "write(path, rows=None, seed=0) -> Path")
-        ids = {f.id for f in load_source(folder).files}
-        unknown = sorted(set(table) - ids)
-        if unknown:
-            raise RegistryError(f"{where}: WRITERS names files {unknown} that "
-                                f"{folder.name}/source.json does not register")
-        found.update(table)
+        found.update(_source_writers(folder))
     return found
 
 
+def _source_writers(folder: Path) -> Mapping[str, Writer]:
+    """One source folder's writers (its ``synthetic.py`` runs only when this is asked)."""
+    from mltraces.registry import load_source, source_module
+
+    module = source_module(folder.name, SYNTHETIC_MODULE)
+    if module is None:
+        return {}
+    table = getattr(module, "WRITERS", None)
+    where = f"{folder / SYNTHETIC_MODULE}.py"
+    if not isinstance(table, Mapping) or not all(callable(w) for w in table.values()):
+        raise RegistryError(f"{where}: WRITERS must map registry file ids to writers "
+                            "write(path, rows=None, seed=0) -> Path")
+    ids = {f.id for f in load_source(folder).files}
+    unknown = sorted(set(table) - ids)
+    if unknown:
+        raise RegistryError(f"{where}: WRITERS names files {unknown} that "
+                            f"{folder.name}/source.json does not register")
+    return table
+
+
 def writer(file_id: str) -> Writer:
-    """The writer of one registry file; the error names the files that have one."""
-    table = writers()
+    """The writer of one registry file (only its own source's ``synthetic.py`` runs); the
+    error names the files that have one."""
+    from mltraces.registry import get_file, get_source
+
+    try:
+        source = get_source(get_file(file_id).source)
+    except KeyError:
+        source = None
+    table = _source_writers(source.folder) if source is not None and source.folder else {}
+    if file_id not in table:
+        table = writers()
     if file_id not in table:
         raise KeyError(f"no synthetic writer for {file_id!r}; a source adds one in its folder's "
                        f"{SYNTHETIC_MODULE}.py (WRITERS); files with one: "
@@ -111,17 +127,22 @@ def write_tables(folder: str | Path, tables: Iterable[str], seed: int = 0,
     """Synthetic inputs of ``tables`` as ``{table: path}`` for ``connect(local=...)``.
 
     A table read from one file gets that file; a table read from several gets a
-    folder holding them under their published names. ``rows`` is one size for
-    every file, or sizes by file id (others: each writer's own).
+    folder holding them under their published names (so does a file whose published
+    name another file took already: BurstGPT publishes ``BurstGPT_1.csv`` three times).
+    ``rows`` is one size for every file, or sizes by file id (others: each writer's own).
     """
+    from mltraces.registry import get_file
     from mltraces.schema import get_schema
 
     folder = Path(folder)
     written: dict[str, Path] = {}
     out: dict[str, Path] = {}
+    names: dict[str, str] = {}  # published name -> the file id written under it in ``folder``
     for table in tables:
         files = get_schema(table).file_ids
-        target = folder if len(files) == 1 else folder / table
+        name = get_file(files[0]).filename
+        shared = len(files) == 1 and names.setdefault(name, files[0]) == files[0]
+        target = folder if shared else folder / table
         for file_id in files:
             if file_id not in written or written[file_id].parent != target:
                 size = rows.get(file_id) if isinstance(rows, Mapping) else rows
@@ -190,7 +211,7 @@ def _repinned_member(path: Path, member: Any) -> Any:
     """``member`` of the archive at ``path`` with the size and sha256 of the bytes written."""
     import hashlib
 
-    from mltraces.archives import Limits, open_member
+    from mltraces.download.archives import Limits, open_member
 
     with open_member(path, member.name, Limits.local()) as stream:
         data = stream.read()

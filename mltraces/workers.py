@@ -37,13 +37,51 @@ def process_pool(
     when this call starts the forkserver; an already running one keeps its own).
     Work and its arguments are pickled, so functions and classes must be
     importable by name (a class defined in a notebook cell is not).
+
+    The workers run exactly the package this process imported. Python starts the
+    forkserver with the current directory first on its path and does not give it the
+    parent's (``multiprocessing.forkserver.main`` ignores ``sys_path``), so a
+    ``mltraces`` module it preloaded could come from a ``mltraces/`` folder there (a
+    checkout other than the installed one: its cores uncompiled, 13 times slower in
+    all). mltraces modules are therefore never preloaded: each worker imports them
+    after it took the parent's path, and checks, before any work, that it imported
+    the parent's package (:func:`check_package`).
     """
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if preload and "forkserver" in methods:
-        context.set_forkserver_preload(list(preload))
+    outside = [name for name in preload if name.partition(".")[0] != _PACKAGE]
+    if outside and "forkserver" in methods:
+        context.set_forkserver_preload(outside)
     return ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=initializer, initargs=initargs)
+                               initializer=check_package,
+                               initargs=(_package_folder(), initializer, initargs))
+
+
+_PACKAGE = __name__.partition(".")[0]
+
+
+def _package_folder() -> str:
+    """Where this process imported the package from (resolved)."""
+    import os
+
+    import mltraces
+
+    return os.path.realpath(os.path.dirname(mltraces.__file__))
+
+
+def check_package(expected: str, initializer: Callable[..., Any] | None = None,
+                  initargs: tuple = ()) -> None:
+    """A worker's first step: refuse to work on another copy of the package than the
+    parent's (``expected``), then run the pool's own initializer."""
+    found = _package_folder()
+    if found != expected:
+        from mltraces.errors import MltracesError
+
+        raise MltracesError(f"a worker process imported mltraces from {found}, its parent from "
+                            f"{expected}: run mltraces from another folder (the current one "
+                            "holds a mltraces/ package that shadows the installed one)")
+    if initializer is not None:
+        initializer(*initargs)
 
 
 # --------------------------------------------------------------------------- work ahead

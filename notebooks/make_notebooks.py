@@ -1,27 +1,25 @@
-"""Write the paper notebooks from the cells each source folder contributes (outputs never stored).
+"""Write the paper notebooks from the cells each paper folder holds (outputs never stored).
 
 Run ``python notebooks/make_notebooks.py`` after editing a story. Nothing here
-lists sources: every source folder ``mltraces/datasets/<source>/`` may hold a
+lists papers: every paper folder ``mltraces/papers/<paper>/`` may hold a
 ``notebook.py`` (plain data, no imports), found by scanning, with
 
 - ``NOTEBOOK``: the notebook file the cells go into, e.g. ``"itp_elasticflow.ipynb"``;
+- ``MODULES``: the paper's modules the setup cell imports, by the name the cells call
+  them (``{"itp": "itp_figures", "elasticflow": "figures"}``);
+- ``INTRO``: the notebook's opening markdown;
 - ``CELLS``: (markdown, code) pairs, in order;
-- ``ORDER`` (optional, default 100): where the cells go among the contributions
-  to the same notebook (smaller first; ties by source name);
-- ``INTRO`` (optional): the notebook's opening markdown, taken from its first
-  contribution.
+- ``ORDER`` (optional, default 0): where the paper's cells go when several papers name one
+  ``NOTEBOOK`` (a family of papers, such as the LLM-serving traces'): the papers follow
+  each other by ``ORDER`` (then name), the first one's ``INTRO`` opens the notebook and
+  each later one's ``INTRO`` opens its first cell.
 
-Several sources may contribute to one notebook: a future ``elasticflow`` source
-adds its scheduling figures to ``itp_elasticflow.ipynb`` with a
-``notebook.py`` of its own (``NOTEBOOK = "itp_elasticflow.ipynb"``, ``ORDER = 10``),
-without touching this file or the ``itp`` folder. Each notebook starts with one
-generated setup cell that connects to the tables every contributing source's
-figures read and imports each source's figure module under its source name.
-
+Each notebook starts with one generated setup cell that connects to the tables the
+figures of its papers' sources read (their ``paper.json``) and imports their modules.
 The notebooks are generated so their setup cells, figure calls and wording stay
-consistent, and so the repository never carries rendered outputs. Each figure
-is one call to :func:`mltraces.figures.show`, which draws it (or says what to
-fetch) and, when ``MLTRACES_FIGURES_DIR`` is set, also writes PNG + PDF there.
+consistent, and so the repository never carries rendered outputs. Each figure is
+one call to :func:`mltraces.figures.show`, which draws it (or says what to fetch)
+and, when ``MLTRACES_FIGURES_DIR`` is set, also writes PNG + PDF there.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from mltraces.registry import source_folders
+from mltraces.papers import all_papers
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,31 +44,35 @@ SETUP_NOTE = (
 
 
 @dataclass(frozen=True)
-class Contribution:
-    """One source's cells for one notebook."""
+class Story:
+    """One paper's notebook: its file, its sources, the modules it imports, its cells."""
 
-    source: str
+    paper: str
     notebook: str
-    order: int
-    intro: str | None
+    sources: tuple[str, ...]
+    modules: dict[str, str]
+    intro: str
     cells: list[tuple[str, str]]
+    order: int = 0
 
 
-def contributions() -> list[Contribution]:
-    """Every source folder's ``notebook.py``, in notebook order."""
+def stories() -> list[Story]:
+    """Every paper folder's ``notebook.py``, by notebook file (then ``ORDER`` and name)."""
     found = []
-    for folder in source_folders():
-        if not (folder / "notebook.py").is_file():
+    for name, paper in all_papers().items():
+        if not (paper.folder / "notebook.py").is_file():
             continue
-        module = importlib.import_module(f"mltraces.datasets.{folder.name}.notebook")
-        found.append(Contribution(folder.name, module.NOTEBOOK, getattr(module, "ORDER", 100),
-                                  getattr(module, "INTRO", None), list(module.CELLS)))
-    return sorted(found, key=lambda c: (c.notebook, c.order, c.source))
+        module = importlib.import_module(f"mltraces.papers.{name}.notebook")
+        found.append(Story(name, module.NOTEBOOK, paper.sources, dict(module.MODULES),
+                           module.INTRO, list(module.CELLS), getattr(module, "ORDER", 0)))
+    return sorted(found, key=lambda s: (s.notebook, s.order, s.paper))
 
 
-def setup_code(sources: list[str]) -> str:
-    """The first code cell: inline figures, a connection, each source's figure module."""
-    imports = "".join(f"from mltraces.datasets.{s} import figures as {s}\n" for s in sources)
+def setup_code(group: list[Story]) -> str:
+    """The first code cell: inline figures, a connection, the papers' modules."""
+    imports = "".join(f"from mltraces.papers.{story.paper} import {module} as {name}\n"
+                      for story in group for name, module in story.modules.items())
+    sources = dict.fromkeys(source for story in group for source in story.sources)
     names = ", ".join(f'"{s}"' for s in sources)
     return (
         "%matplotlib inline\n"
@@ -83,20 +85,25 @@ def setup_code(sources: list[str]) -> str:
     )
 
 
-def cells_of(parts: list[Contribution]) -> list[tuple[str, str]]:
-    """A notebook's (markdown, code) pairs: intro + setup, then every contribution's cells."""
-    sources = [p.source for p in parts]
-    intro = next((p.intro for p in parts if p.intro), f"# {', '.join(sources)}")
+def cells_of(group: list[Story]) -> list[tuple[str, str]]:
+    """A notebook's (markdown, code) pairs: the first paper's intro + setup, then each
+    paper's cells in order, a later paper's intro opening its first cell."""
+    first, *later = group
+    sources = dict.fromkeys(source for story in group for source in story.sources)
     note = SETUP_NOTE.format(sources=" ".join(sources))
-    return [(f"{intro}\n\n{note}", setup_code(sources))] + [c for p in parts for c in p.cells]
+    cells = [(f"{first.intro}\n\n{note}", setup_code(group)), *first.cells]
+    for story in later:
+        (markdown, code), *rest = story.cells
+        cells += [(f"{story.intro}\n\n{markdown}", code), *rest]
+    return cells
 
 
 def notebooks() -> dict[str, list[tuple[str, str]]]:
-    """Every notebook's cells by file name."""
-    grouped: dict[str, list[Contribution]] = {}
-    for part in contributions():
-        grouped.setdefault(part.notebook, []).append(part)
-    return {name: cells_of(parts) for name, parts in grouped.items()}
+    """Every notebook's cells by file name (papers that share one notebook, together)."""
+    groups: dict[str, list[Story]] = {}
+    for story in stories():
+        groups.setdefault(story.notebook, []).append(story)
+    return {name: cells_of(group) for name, group in groups.items()}
 
 
 def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from upstream_files import synthetic_tables, tables_with_upstream_files
+from upstream_files import OWN_CATALOGS, synthetic_tables, tables_with_upstream_files
 
-# Tables whose upstream files exist in ../shared/upstream (from its manifests).
-REAL_TABLES = tables_with_upstream_files()
+# Tables whose upstream files exist in ../shared/upstream (from its manifests), but those of
+# sources their own tests build once (OWN_CATALOGS: ServeGen's hundreds of small files)
+REAL_TABLES = [t for t in tables_with_upstream_files() if t.split(".")[0] not in OWN_CATALOGS]
 # Tables whose files are absent here, written by their source folder's synthetic.py.
 SYNTHETIC_TABLES = synthetic_tables()
 

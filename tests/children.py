@@ -54,7 +54,21 @@ def run_cli(args: Sequence[str], *, env: dict[str, str] | None = None, seconds: 
             memory: int = 2 * GiB, prefix: Sequence[str] = (), pass_fds: Sequence[int] = (),
             cwd: Path | None = None) -> Run:
     """Run ``mltraces ARGS`` (after ``prefix``), killed at ``seconds``, capped at ``memory``."""
-    command = [*prefix, sys.executable, "-m", "mltraces", *args]
+    return run_command([*prefix, sys.executable, "-m", "mltraces", *args], env=env,
+                       seconds=seconds, memory=memory, pass_fds=pass_fds, cwd=cwd)
+
+
+def run_python(code: str, *args: str, seconds: float = 20.0, memory: int = 2 * GiB,
+               env: dict[str, str] | None = None, cwd: Path | None = None) -> Run:
+    """Run ``python -c CODE ARGS`` with the same caps as :func:`run_cli`."""
+    return run_command([sys.executable, "-c", code, *args], env=env, seconds=seconds,
+                       memory=memory, cwd=cwd)
+
+
+def run_command(command: Sequence[str], *, env: dict[str, str] | None = None,
+                seconds: float = 20.0, memory: int = 2 * GiB, pass_fds: Sequence[int] = (),
+                cwd: Path | None = None) -> Run:
+    """Run ``command``, killed at ``seconds``, its address space capped at ``memory``."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         child = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,

@@ -144,9 +144,11 @@ KALOS_SAMPLE = (
 
 
 def cache_leftovers(cache: Path) -> list[str]:
-    """Every file left in the cache except lock files (locks are harmless and reused)."""
+    """Every file left in the cache except lock files (locks are harmless and reused) and the
+    record of files that could not be fetched (kept on purpose: the listings read it)."""
     return sorted(
         str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"
+        and p.relative_to(cache).as_posix() != "state/unavailable.json"
     )
 
 

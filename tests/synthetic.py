@@ -15,15 +15,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mltraces.datasets.acme.synthetic import (  # noqa: F401 - re-exported for the tests
+from mltraces.sources.acme.synthetic import (  # noqa: F401 - re-exported for the tests
     KALOS_COLUMNS,
     SEREN_COLUMNS,
     _users,
     write_kalos_trace,
     write_seren_trace,
 )
-from mltraces.datasets.helios.synthetic import JOB_COLUMNS as HELIOS_COLUMNS
-from mltraces.datasets.zeus.synthetic import write_alibaba_groups_xz  # noqa: F401
+from mltraces.sources.helios.synthetic import JOB_COLUMNS as HELIOS_COLUMNS
+from mltraces.sources.zeus.synthetic import write_alibaba_groups_xz  # noqa: F401
 
 #: Helios-like GPU requests (mostly one GPU, a tail of 8-GPU nodes and multi-node jobs)
 _HELIOS_GPUS = np.array([1, 2, 4, 8, 16, 32, 64])

@@ -1,7 +1,7 @@
 """A fake HuggingFace Hub for the AcmeTrace utilization files, and their generators.
 
 The generators of the files themselves live beside the code that reads them,
-:mod:`mltraces.datasets.acme.util.synthetic` (re-exported here). :class:`FakeHub`
+:mod:`mltraces.sources.acme.util.synthetic` (re-exported here). :class:`FakeHub`
 serves such files on 127.0.0.1 the way the Hub does: the revision API, the
 recursive tree API (paginated with a ``Link`` header), and ``resolve`` URLs that
 redirect to a content-addressed URL with Range support. It records every request
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
-from mltraces.datasets.acme.util.synthetic import (  # noqa: F401 - re-exported for the tests
+from mltraces.sources.acme.util.synthetic import (  # noqa: F401 - re-exported for the tests
     IPMI_COLUMNS,
     JULY_1,
     SHANGHAI,

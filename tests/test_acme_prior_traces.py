@@ -10,7 +10,7 @@ from catalog_fixtures import loopback_only, rows, synthetic_files  # noqa: F401
 from synthetic_sources import served
 
 from mltraces.catalog import connect
-from mltraces.datasets.acme import figures as acme
+from mltraces.papers.acme_nsdi24 import figures as acme
 
 PRIOR = {"philly": "philly.jobs", "helios": "helios.jobs", "alibaba_pai": "alibaba_pai.jobs"}
 

@@ -20,9 +20,9 @@ import synthetic_util as su
 
 from mltraces import download as fetch_module
 from mltraces.cli import main
-from mltraces.datasets.acme.util import assemble, cdf, convert, fetching, layout, views
-from mltraces.datasets.acme.util.fetching import fetch_util
 from mltraces.errors import FetchError, SchemaError, VerificationError
+from mltraces.sources.acme.util import assemble, cdf, convert, fetching, layout, views
+from mltraces.sources.acme.util.fetching import fetch_util
 
 ROOT = Path(__file__).resolve().parents[1]
 U = "data/utilization"
@@ -145,14 +145,14 @@ def test_selective_fetch_takes_only_the_chosen_files(hub: su.FakeHub) -> None:
     ],
 )
 def test_since_until_pick_split_files(hub: su.FakeHub, since, until, months) -> None:
-    from mltraces.datasets.acme.hub import manifest
+    from mltraces.sources.acme.hub import manifest
 
     chosen = fetching.select(manifest(), "kalos", ["sm_active"], since, until)
     assert [f.period for f in chosen] == months
 
 
 def test_a_metric_published_whole_is_taken_whole(hub: su.FakeHub) -> None:
-    from mltraces.datasets.acme.hub import manifest
+    from mltraces.sources.acme.hub import manifest
 
     chosen = fetching.select(manifest(), "seren", "GPU_UTIL", "2023-08-01", "2023-08-02")
     assert [f.name for f in chosen] == ["GPU_UTIL.csv"]
@@ -385,7 +385,7 @@ def test_chunking_changes_no_row(repeats_csv, tmp_path) -> None:
 
 
 def test_pyarrow_parses_cells_as_duckdb_does(tmp_path, monkeypatch) -> None:
-    from mltraces.datasets.acme.util.chunks import ChunkParser
+    from mltraces.sources.acme.util.chunks import ChunkParser
 
     spellings = [
         "1e-3",
@@ -459,7 +459,7 @@ def test_a_bad_time_names_the_file_and_its_lines(tmp_path, time: str, error: str
 def test_a_failing_worker_leaves_nothing_half_written(repeats_csv, monkeypatch) -> None:
     import threading
 
-    from mltraces.datasets.acme.hub import HubFile
+    from mltraces.sources.acme.hub import HubFile
 
     csv, _ = repeats_csv
     real = convert.Unpivot.__call__
@@ -610,7 +610,7 @@ def test_floor_time_equals_date_trunc_in_utc(hub: su.FakeHub) -> None:
 
 
 def test_converted_tables_pass_their_schema_checks(hub: su.FakeHub) -> None:
-    from mltraces.validation import failed, validate
+    from mltraces.catalog.validation import failed, validate
 
     fetch_util()
     report = validate([f"acme.{t}" for t in layout.TABLES])
@@ -625,7 +625,7 @@ def test_converted_tables_pass_their_schema_checks(hub: su.FakeHub) -> None:
 
 
 def test_pipeline_hands_worker_errors_to_the_caller() -> None:
-    from mltraces.datasets.acme.util.pipeline import Pipeline
+    from mltraces.sources.acme.util.pipeline import Pipeline
 
     def source():
         yield from range(3)
@@ -638,7 +638,7 @@ def test_pipeline_hands_worker_errors_to_the_caller() -> None:
 
 
 def test_pipeline_stops_and_closes_its_source_when_left_early() -> None:
-    from mltraces.datasets.acme.util.pipeline import Pipeline
+    from mltraces.sources.acme.util.pipeline import Pipeline
 
     closed = []
 
@@ -660,7 +660,7 @@ def test_pipeline_workers_keep_the_source_order() -> None:
     import random
     import time
 
-    from mltraces.datasets.acme.util.pipeline import Pipeline
+    from mltraces.sources.acme.util.pipeline import Pipeline
 
     def slow_square(x: int) -> int:
         time.sleep(random.random() / 200)
@@ -673,7 +673,7 @@ def test_pipeline_workers_keep_the_source_order() -> None:
 def test_pipeline_bounds_the_items_in_flight() -> None:
     import threading
 
-    from mltraces.datasets.acme.util.pipeline import Pipeline
+    from mltraces.sources.acme.util.pipeline import Pipeline
 
     taken, lock, peak = [0], threading.Lock(), [0]
 
@@ -694,7 +694,7 @@ def test_pipeline_bounds_the_items_in_flight() -> None:
 
 
 def test_pipeline_raises_a_worker_error_in_order() -> None:
-    from mltraces.datasets.acme.util.pipeline import Pipeline
+    from mltraces.sources.acme.util.pipeline import Pipeline
 
     got = []
     with (

@@ -20,10 +20,10 @@ import synthetic_util as su
 
 from mltraces.catalog import connect
 from mltraces.cli import main
-from mltraces.datasets.acme import hub as hub_module
-from mltraces.datasets.acme.util import layout
-from mltraces.datasets.acme.util import local as local_module
 from mltraces.errors import MltracesError, SchemaError
+from mltraces.sources.acme import hub as hub_module
+from mltraces.sources.acme.util import layout
+from mltraces.sources.acme.util import local as local_module
 
 U = "data/utilization"
 VIEWS = ("acme.gpu_metrics", "acme.node_metrics", "acme.ipmi_power")

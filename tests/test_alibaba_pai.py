@@ -14,7 +14,7 @@ from synthetic_sources import served
 from mltraces.catalog import connect
 from mltraces.registry import get_source
 
-synthetic = importlib.import_module("mltraces.datasets.alibaba_pai.synthetic")
+synthetic = importlib.import_module("mltraces.sources.alibaba_pai.synthetic")
 
 
 def test_the_generated_header_files_are_the_published_ones(tmp_path: Path) -> None:

@@ -94,7 +94,7 @@ def _zip(members: dict[str, bytes], *, link: str | None = None, mode: int | None
 
 
 def _read(archive: Path, name: str, limits=None) -> bytes:
-    from mltraces.archives import open_member
+    from mltraces.download.archives import open_member
 
     with open_member(archive, name, limits) as stream:
         return stream.read()
@@ -102,7 +102,7 @@ def _read(archive: Path, name: str, limits=None) -> bytes:
 
 @pytest.mark.parametrize("kind", ["tar", "zip"])
 def test_one_member_is_read_as_a_stream_and_nothing_is_written(tmp_path: Path, kind: str) -> None:
-    from mltraces.archives import MissingMemberError
+    from mltraces.download.archives import MissingMemberError
 
     members = {"trace-data/cluster_job_log": b"[]" * 1000, "trace-data/other": b"x" * 10}
     archive = tmp_path / f"a.{kind}"
@@ -121,7 +121,7 @@ def test_a_member_is_checked_against_its_published_hash_as_it_is_read(
         tmp_path: Path, kind: str) -> None:
     import hashlib
 
-    from mltraces.archives import Limits, open_member
+    from mltraces.download.archives import Limits, open_member
 
     data = b"job,1\n" * 5000
     archive = tmp_path / f"a.{kind}"
@@ -179,7 +179,7 @@ def test_a_zip_unpacks_with_the_guarantees_of_a_tarball(
         tmp_path: Path, isolated_cache: Path) -> None:
     import hashlib
 
-    from mltraces.archives import Limits, extract_verified, verify_members
+    from mltraces.download.archives import Limits, extract_verified, verify_members
 
     data = {"data/Venus/cluster_log.csv": b"job_id\n1\n", "data/Earth/cluster_log.csv": b"j\n"}
     archive = tmp_path / "data.zip"
@@ -206,8 +206,8 @@ def test_an_archive_read_member_by_member_is_fetched_but_never_unpacked(
 ) -> None:
     import dataclasses
 
-    from mltraces.archives import open_member
     from mltraces.download import fetch, member_limits
+    from mltraces.download.archives import open_member
     from mltraces.errors import MltracesError
 
     data = make_tar({"trace-data/log": b"[1]", "trace-data/util": b"x" * 1000})

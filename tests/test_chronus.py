@@ -1,4 +1,4 @@
-"""Chronus's lease plans (:mod:`mltraces.scheduling.leases`) and its replay, on cases worked out
+"""Chronus's lease plans (:mod:`~.policies.leases`) and its replay, on cases worked out
 by hand or checked against brute force."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mltraces.scheduling import Chronus, SchedulingError, get_policy, schedule
-from mltraces.scheduling.leases import (
+from mltraces.scheduling.policies.leases import (
     Demand,
     Flat,
     Spans,
@@ -215,7 +215,7 @@ def test_jobs_wider_than_the_cluster_are_turned_away() -> None:
 
 def test_the_packing_order_is_the_artifacts_sort() -> None:
     """The compiled merge sort orders jobs as Python's stable sort on the artifact's keys."""
-    from mltraces.scheduling import leasecore
+    from mltraces.scheduling.cores import leasecore
 
     rng = np.random.default_rng(3)
     for n in (0, 1, 2, 7, 33, 100):
@@ -232,7 +232,8 @@ _INTERPRETED_CHRONUS = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_chronus import busy_trace
-from mltraces.scheduling import Chronus, leasecore, schedule
+from mltraces.scheduling import Chronus, schedule
+from mltraces.scheduling.cores import leasecore
 assert leasecore.__file__.endswith(".py"), leasecore.__file__  # the packing runs as Python
 for name, policy in {policies!r}.items():
     schedule(busy_trace(), "n2g8", None, eval(policy)).jobs.to_csv({out!r} + name + ".csv",
@@ -248,7 +249,7 @@ def test_compiled_chronus_equals_the_interpreted_one(tmp_path) -> None:
     import sys
     from pathlib import Path
 
-    from mltraces.scheduling import leasecore, native
+    from mltraces.scheduling.cores import leasecore, native
 
     if not native.build().compiled:
         pytest.skip(f"the cores run as plain Python here: {native.build().reason}")

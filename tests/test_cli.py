@@ -155,7 +155,7 @@ def test_help_texts_list_the_sources_from_the_registry(capsys) -> None:
     import pytest
 
     from mltraces.cli import main
-    from mltraces.commands.extras import extras
+    from mltraces.download.extras import extras
     from mltraces.registry import all_sources
 
     for verb in ("info", "fetch", "list", "verify"):

@@ -8,9 +8,9 @@ import pytest
 from catalog_fixtures import loopback_only, real_catalog, rows  # noqa: F401
 
 from mltraces.catalog import InputFile, ReadRequest, SchemaDriftError
-from mltraces.datasets.elasticflow.readers import convert_wide_throughputs
 from mltraces.registry import get_file
 from mltraces.schema import get_schema
+from mltraces.sources.elasticflow.readers import convert_wide_throughputs
 
 
 def _artifact_folder(upstream: Path, name: str) -> Path:
@@ -90,8 +90,8 @@ def figure_con(upstream_server: str, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.mark.upstream
 def test_fig8b_data_puts_ours_beside_the_published_bars(figure_con) -> None:
-    from mltraces.datasets.elasticflow.figures import fig8b_data
-    from mltraces.scheduling.fig8b import PUBLISHED_FIG8B
+    from mltraces.papers.elasticflow_asplos23.fig8b import PUBLISHED_FIG8B
+    from mltraces.papers.elasticflow_asplos23.figures import fig8b_data
 
     data = fig8b_data(figure_con, ["cluster10"], ["edf", "tiresias", "chronus"]).fetchall()
     assert [(t, p) for t, p, *_ in data] == [("cluster10", "edf"), ("cluster10", "tiresias"),
@@ -106,8 +106,8 @@ def test_fig8b_data_puts_ours_beside_the_published_bars(figure_con) -> None:
 
 @pytest.mark.upstream
 def test_fig8a_data_puts_ours_beside_the_published_bars_and_pollux(figure_con) -> None:
-    from mltraces.datasets.elasticflow.figures import fig8a_data
-    from mltraces.scheduling.fig8a import PUBLISHED_FIG8A
+    from mltraces.papers.elasticflow_asplos23.fig8a import PUBLISHED_FIG8A
+    from mltraces.papers.elasticflow_asplos23.figures import fig8a_data
 
     data = fig8a_data(figure_con, ["edf", "gandiva", "elasticflow"]).fetchall()
     assert [p for p, *_ in data] == ["edf", "gandiva", "pollux", "elasticflow"]
@@ -120,7 +120,7 @@ def test_fig8a_data_puts_ours_beside_the_published_bars_and_pollux(figure_con) -
 
 @pytest.mark.upstream
 def test_fig8b_replays_are_cached_by_their_inputs(figure_con, monkeypatch) -> None:
-    from mltraces.datasets.elasticflow import figures as ef
+    from mltraces.papers.elasticflow_asplos23 import figures as ef
     from mltraces.scheduling import api
 
     first = ef.fig8b_data(figure_con, ["cluster10"], ["gandiva"]).fetchall()
@@ -130,7 +130,7 @@ def test_fig8b_replays_are_cached_by_their_inputs(figure_con, monkeypatch) -> No
 
 @pytest.mark.upstream
 def test_fig7a_is_the_testbed_replay_on_128_gpus(figure_con) -> None:
-    from mltraces.datasets.elasticflow.figures import FIG7A_HOURS, fig7a_data
+    from mltraces.papers.elasticflow_asplos23.figures import FIG7A_HOURS, fig7a_data
 
     frame = fig7a_data(figure_con, ["edf", "elasticflow"]).df()
     assert set(frame["name"]) == {"EDF", "ElasticFlow"}

@@ -261,7 +261,8 @@ def test_cli_fetch_goes_on_past_a_failure_and_names_each(
     err = captured.err.splitlines()
     assert [line.split(":")[0] for line in err[:2]] == [
         "failed  could not download demo/a.csv", "failed  could not download demo/c.csv"]
-    assert err[2] == "mltraces fetch: error: 2 of 3 files could not be fetched (each reason above)"
+    assert err[2].startswith("mltraces fetch: error: 2 of 3 files could not be fetched (each "
+                             "reason above); for the tables that need them, give a local copy")
 
 
 def test_verify_deletes_a_corrupted_cached_file_and_fetch_heals_it(

@@ -17,16 +17,17 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from serving_fixtures import SERVING_SOURCES, serving_con, serving_files  # noqa: F401
 from upstream_files import synthetic_tables
 
 import mltraces
 from mltraces import figures
-from mltraces.datasets.acme import figures as acme
-from mltraces.datasets.acme.summary import SUMMARY_COLUMNS
-from mltraces.datasets.itp import figures as itp
-from mltraces.datasets.zeus import figures as zeus
 from mltraces.figures import store, style
 from mltraces.figures.sql import ecdf
+from mltraces.papers.acme_nsdi24 import figures as acme
+from mltraces.papers.acme_nsdi24.summary import SUMMARY_COLUMNS
+from mltraces.papers.elasticflow_asplos23 import itp_figures as itp
+from mltraces.papers.zeus_nsdi23 import figures as zeus
 from mltraces.registry import get_source
 from mltraces.simulation import WORKLOADS
 
@@ -155,9 +156,14 @@ def _distance(box, x: float, y: float) -> float:
     return math.hypot(max(box.x0 - x, 0, x - box.x1), max(box.y0 - y, 0, y - box.y1))
 
 
-def test_published_numbers_are_read_from_source_json(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Zeus' and AcmeTrace's published numbers are data in source.json, not constants."""
-    zeus_published = get_source("zeus").published
+def test_published_numbers_are_read_from_the_papers_published_json(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Zeus' and AcmeTrace's published numbers are data in each paper's published.json, not
+    constants, and not in the source cards."""
+    from mltraces.papers import published
+
+    zeus_published = published("zeus_nsdi23")
+    assert "fig1" not in get_source("zeus").published
     assert zeus.paper_fig1_ranges()["power limit only"] == (3.0, 31.5)
     assert zeus.paper_fig1_bars()["batch size only"]["librispeech"] == 0.820
     assert zeus.paper_fig2_front()[1] == (56, 225)
@@ -167,7 +173,7 @@ def test_published_numbers_are_read_from_source_json(monkeypatch: pytest.MonkeyP
     assert acme.paper_type_shares()[("Kalos", "GPU time")]["Pretrain"] == 95.5
     monkeypatch.setitem(zeus_published["fig2"], "pareto_front", [[8, 100]])
     monkeypatch.setitem(zeus_published["headline"], "time_saved_pct", 12.5)
-    monkeypatch.setitem(get_source("acme").published["type_shares"]["shares"]["Kalos"],
+    monkeypatch.setitem(published("acme_nsdi24")["type_shares"]["shares"]["Kalos"],
                         "jobs", {"Eval": 1.0})
     assert zeus.paper_fig2_front() == ((8, 100),)
     assert zeus.paper_headline().time_saved == 12.5
@@ -196,7 +202,7 @@ def test_zeus_fig1_best_configurations_always_reach_the_target(real_con) -> None
 @pytest.mark.upstream
 def test_zeus_fig1_baseline_is_the_simulators_b0_at_max_power(real_con) -> None:
     """The SQL's b0 cap and MaxPower are the simulator's, on every GPU and workload."""
-    from mltraces.simulation import load_traces
+    from mltraces.workloads.recurring import load_traces
 
     traces = load_traces(real_con)
     data = zeus.savings_data(real_con).df()
@@ -446,9 +452,12 @@ SIMULATION_ARGS = {
 @pytest.mark.slow
 @pytest.mark.upstream
 @pytest.mark.parametrize("name", list(figures.registry()))
-def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path) -> None:
+def test_every_figure_draws(name: str, real_con, job_con, tmp_path: Path,
+                            request: pytest.FixtureRequest) -> None:
     spec = figures.get(name)
     con = job_con if spec.any_of or "zeus.alibaba_groups" in spec.tables else real_con
+    if spec.source in SERVING_SOURCES:  # the request traces' catalog, built only for them
+        con = request.getfixturevalue("serving_con")
     data = spec.data(con, **SIMULATION_ARGS.get(name, {}))
     assert isinstance(data, duckdb.DuckDBPyRelation)  # pandas only at the edge
     frame = figures.as_frame(data)
@@ -518,8 +527,8 @@ def test_cli_draws_a_source_into_the_output_folder(
 
     out = tmp_path / "figs"
     assert main(["figures", "itp", "--output", str(out), "--only", "itp_clusters"]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.pdf", "itp_clusters.png",
-                                                     "renders.json"]
+    assert sorted(p.name for p in out.iterdir()) == ["itp_clusters.csv", "itp_clusters.pdf",
+                                                     "itp_clusters.png", "renders.json"]
     assert "1 figures written" in capsys.readouterr().out
 
 
@@ -533,6 +542,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert main([*args, "--output", str(tmp_path / "a")]) == 0
     assert "wrote " in capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.svg"]
     assert main([*args, "--output", str(tmp_path / "b")]) == 0
@@ -544,6 +554,7 @@ def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     assert "Normalized energy usage" in svg and "Zeus Fig. 1 (V100)" not in svg
     assert main(["figures", "zeus", "--only", "zeus_fig1", "--output", str(tmp_path / "c")]) == 0
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["renders.json",
+                                                                  "zeus_fig1.csv",
                                                                   "zeus_fig1.pdf",
                                                                   "zeus_fig1.png"]
 
@@ -741,7 +752,7 @@ def test_rendering_reproduces_the_committed_files_byte_for_byte(
     name: str, real_con, tmp_path: Path
 ) -> None:
     figures.render_all(real_con, output_dir=tmp_path, names=[name], processes=1)
-    for suffix in (".png", ".pdf"):
+    for suffix in (".png", ".pdf", ".csv"):  # the figure's data beside it, byte-stable too
         ours = (tmp_path / name).with_suffix(suffix).read_bytes()
         committed = (COMMITTED / name).with_suffix(suffix).read_bytes()
         assert ours == committed, f"{name}{suffix} differs from figures/: re-render it"
@@ -768,7 +779,7 @@ def test_a_pooled_figure_run_replays_every_figure_ahead_in_one_pool(
     go to one pool in the first pass, none is submitted again in the second, and the
     figures are the committed bytes."""
     from mltraces import workers
-    from mltraces.datasets.elasticflow import cached
+    from mltraces.papers.elasticflow_asplos23 import cached
 
     # a scheduler version of its own: this test's replays are never in the cache yet
     monkeypatch.setattr(cached, "scheduler_version", lambda: f"ahead-test-{tmp_path.name}")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from mltraces.papers.elasticflow_asplos23.generator import generate_trace
 from mltraces.scheduling import Profiles, load_profiles, schedule
-from mltraces.scheduling.generator import generate_trace
 
 THROUGHPUTS = (
     "raw.githubusercontent.com/gudiandian/ElasticFlow/b3f5ea4c9fa92107b0e0e2ba7c06900f4a0ec03a"

@@ -19,15 +19,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mltraces.scheduling import Profiles, as_jobs, load_profiles, schedule
-from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.generator import (
+from mltraces.papers.elasticflow_asplos23.generator import (
     CSV_COLUMNS,
     JOB_TABLE,
     TraceSpec,
     generate_trace,
     gpu_count,
 )
+from mltraces.scheduling import Profiles, as_jobs, load_profiles, schedule
+from mltraces.scheduling.errors import SchedulingError
 
 THROUGHPUTS = (
     "raw.githubusercontent.com/gudiandian/ElasticFlow/b3f5ea4c9fa92107b0e0e2ba7c06900f4a0ec03a"

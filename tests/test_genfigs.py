@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from test_generator import synthetic_profiles
 
-from mltraces.scheduling import ClusterSpec, genfigs, sweep
+from mltraces.papers.elasticflow_asplos23 import genfigs
+from mltraces.scheduling import ClusterSpec, sweep
 
 
 def test_setups_are_the_papers() -> None:

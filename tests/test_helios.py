@@ -12,7 +12,7 @@ from synthetic_sources import served
 from mltraces.catalog import connect, materialize
 from mltraces.catalog.problems import SchemaDriftError
 
-synthetic = importlib.import_module("mltraces.datasets.helios.synthetic")
+synthetic = importlib.import_module("mltraces.sources.helios.synthetic")
 TABLES = ["helios.jobs", "helios.gpu_capacity", "helios.venus_gpu_capacity_2021"]
 
 

@@ -22,8 +22,8 @@ from synthetic import edit_cell, single_finding
 
 from mltraces.catalog import connect, materialize, verify_tables
 from mltraces.catalog import store as store_module
+from mltraces.catalog.validation import failed, validate
 from mltraces.cli import main
-from mltraces.validation import failed, validate
 
 SEREN = "acme.seren_jobs"
 
@@ -89,8 +89,8 @@ def test_parquet_is_never_served_for_a_replaced_input(http_mirror) -> None:
 
 
 def test_parquet_of_a_tampered_archive_member_goes_with_it(http_mirror, capsys) -> None:
-    from mltraces.archives import discard
     from mltraces.download import fetch_members
+    from mltraces.download.archives import discard
 
     member = fetch_members("itp/elasticflow-traces.tar.gz")["195job.csv"]
     _tamper(member, b"deepspeech2", b"deepspeech9")

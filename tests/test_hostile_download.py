@@ -37,11 +37,10 @@ from fakes import (
 )
 
 from mltraces import download as fetch_module
-from mltraces.archives import extract_verified
 from mltraces.cli import main
-from mltraces.datasets.acme import hub
 from mltraces.download import cleanup, fetch_file, fetch_members, local_path, verify_cached
 from mltraces.download import http as http_module
+from mltraces.download.archives import extract_verified
 from mltraces.errors import (
     CacheError,
     FetchError,
@@ -53,6 +52,7 @@ from mltraces.errors import (
     VerificationError,
 )
 from mltraces.registry import RemoteFile
+from mltraces.sources.acme import hub
 
 GiB = 1 << 30
 COMMIT = "c" * 40

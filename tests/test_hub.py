@@ -11,8 +11,8 @@ import pytest
 from synthetic_util import COMMIT, HOST, REPO, FakeHub, running
 
 from mltraces.cli import main
-from mltraces.datasets.acme import hub
 from mltraces.errors import FetchError, OfflineError
+from mltraces.sources.acme import hub
 
 FILES = {
     "data/utilization/seren/GPU_UTIL.csv": b"Time,10.140.0.1-0\n",

@@ -275,11 +275,12 @@ def test_each_format_round_trips_what_it_carries(fmt: str, real, user_root: Path
 def test_an_imported_elasticflow_trace_replays_as_the_original(real, user_root: Path,
                                                                http_mirror, tmp_path: Path
                                                                ) -> None:
-    from mltraces.scheduling import inputs, schedule
+    from mltraces.scheduling import schedule
+    from mltraces.workloads import cluster as inputs
 
     export("itp/cluster10", "elasticflow", tmp_path / "c10.csv", con=real.con)
     made = import_workload(tmp_path / "c10.csv", name="efc10")
-    assert made.replay == "efc10/all"
+    assert made.replay == "efc10/jobs"  # as the jobs view names it (efc10/all resolves too)
     con = connect(["efc10.jobs", *inputs.tables_for(["efc10/all", "itp/cluster10"])])
     try:
         spec = inputs.load_cluster(con, "n32g8")
@@ -402,7 +403,7 @@ def test_cli_export_and_import(real, user_root: Path, tmp_path: Path, capsys,
     assert main(["import", str(out), "--name", "tir"]) == 0
     said = capsys.readouterr().out
     assert "imported" in said and "(tiresias) as source tir" in said
-    assert "mltraces schedule --trace tir/all" in said
+    assert "mltraces schedule --trace tir/jobs" in said
     assert main(["export", "--list"]) == 0
     listing = capsys.readouterr().out
     assert "helios-qssf-july" in listing and "HeliosArtifact@bdaae10" in listing
@@ -415,7 +416,7 @@ def test_a_bad_output_fails_before_any_work(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr("mltraces.interop.exporting.connect_for", boom)
     with pytest.raises(OutputError, match="does not exist"):
         export("itp/raw/cluster10", "tiresias", tmp_path / "missing" / "x.csv")
-    with pytest.raises(OutputError, match="a pipe or device cannot have"):
+    with pytest.raises(OutputError, match="a pipe, a device or a descriptor cannot have"):
         export("itp/raw/cluster10", "tiresias", "/dev/null")
     with pytest.raises(MltracesError, match="unknown trace 'nosuch/trace'"):
         export("nosuch/trace", "tiresias", tmp_path / "x.csv")

@@ -52,7 +52,8 @@ def test_elasticflow_replays_our_annotated_export_as_we_do(real, tmp_path: Path,
     """Raw ITP cluster10 through the recipe and a fresh annotation: the artifact's EDF and
     ours give every job the same outcome on the file we wrote."""
     need("elasticflow")
-    from mltraces.scheduling import inputs, schedule
+    from mltraces.scheduling import schedule
+    from mltraces.workloads import cluster as inputs
 
     out = tmp_path / "c10.csv"
     export("itp/raw/cluster10", "elasticflow", out, recipe="elasticflow-itp", seed=9,

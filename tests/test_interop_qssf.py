@@ -19,7 +19,6 @@ from synthetic_sources import served
 from test_interop import imported_jobs, user_root  # noqa: F401
 
 from mltraces.catalog import connect
-from mltraces.datasets.helios import synthetic as helios_synthetic
 from mltraces.errors import MltracesError
 from mltraces.interop.exporting import export
 from mltraces.interop.jobs import read_trace
@@ -32,6 +31,7 @@ from mltraces.interop.qssf import (
     helios_configuration,
 )
 from mltraces.interop.recipes import apply
+from mltraces.sources.helios import synthetic as helios_synthetic
 
 HELIOS_ROWS = 12_000
 
@@ -220,8 +220,9 @@ def test_a_trace_of_another_cluster_is_refused(helios) -> None:
 
 def test_export_import_and_replay_each_vc_on_its_capacity(helios, user_root,  # noqa: F811
                                                           tmp_path: Path) -> None:
-    from mltraces.scheduling import inputs, schedule
+    from mltraces.scheduling import schedule
     from mltraces.scheduling.cluster import ClusterSpec
+    from mltraces.workloads import cluster as inputs
 
     con, traced = helios
     out = tmp_path / "venus_qssf"

@@ -13,8 +13,8 @@ from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows, sca
 
 from mltraces import jobmap
 from mltraces.catalog import connect
+from mltraces.catalog.validation import failed, validate
 from mltraces.errors import PartialViewWarning, RegistryError
-from mltraces.validation import failed, validate
 
 SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
 
@@ -81,7 +81,8 @@ def test_a_mapping_that_names_no_column_of_its_table_fails_to_bind(tmp_path: Pat
     folder = _mapping(tmp_path, columns={"job_id": "job_id", "submit": "submitted",
                                          "num_gpu": "num_gpu"})
     [entry] = jobmap.load_mapping(folder)
-    with pytest.raises(RegistryError, match=r"does not bind to its columns.*submitted"):
+    with pytest.raises(RegistryError, match=r"columns.submit: the expression 'submitted' reads "
+                                            "'submitted', which is not a column of the table"):
         jobmap.check_binds(entry)
 
 
@@ -111,6 +112,11 @@ def test_the_view_holds_every_real_job_table_row_for_row(real_catalog, real_cach
     con = connect()  # every table from the session cache: nothing is fetched
     try:
         counts = dict(rows(con, "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"))
+        for entry in jobmap.job_tables().values():  # copies are served by name only
+            if entry.copy_of and entry.table in REAL_TABLES:
+                assert entry.trace not in counts
+                counts[entry.trace] = scalar(
+                    con, f"SELECT count(*) FROM mltraces.jobs_of('{entry.trace}')")
         for table, entry in jobmap.job_tables().items():
             if table in REAL_TABLES:
                 assert counts[entry.trace] == scalar(real_catalog.con,
@@ -123,16 +129,19 @@ def test_the_view_holds_every_real_job_table_row_for_row(real_catalog, real_cach
 
 
 def test_itp_jobs_appear_twice_under_two_trace_names(real_cache: Path) -> None:
+    """Asked for by source, the annotated copy is there beside the raw jobs."""
     con = connect()
     try:
         by_trace = dict(rows(con, """SELECT trace, round(sum(gpu_time_s) / 3600, 1)
-            FROM mltraces.jobs WHERE trace IN ('itp/raw', 'itp/elasticflow') GROUP BY 1"""))
+            FROM mltraces.jobs_of('itp') WHERE trace IN ('itp/raw', 'itp/elasticflow')
+            GROUP BY 1"""))
         assert by_trace == {"itp/raw": 1632719.7, "itp/elasticflow": 1632719.7}  # published
         assert rows(con, """SELECT bool_or(synthetic), count(model) > 0 FROM mltraces.jobs
                             WHERE trace = 'itp/raw'""") == [(False, False)]
         assert rows(con, """SELECT count(*), count(submit_time), count(queue_s),
-            count(*) FILTER (WHERE state = 'UNKNOWN') FROM mltraces.jobs
-            WHERE trace = 'itp/elasticflow' AND synthetic""") == [(69351, 0, 0, 69351)]
+            count(*) FILTER (WHERE state = 'UNKNOWN'), min(copy_of)
+            FROM mltraces.jobs_of('itp/elasticflow') WHERE synthetic""") == [
+            (69351, 0, 0, 69351, "itp/raw")]
     finally:
         con.close()
 

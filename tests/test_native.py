@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
 
-from mltraces.scheduling import native
+from mltraces.compiled import compiled_from_source
+from mltraces.scheduling.cores import native
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,11 +34,11 @@ def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
         pytest.skip("no C compiler: the cores run as plain Python here")
     state = native.build()
     assert state.compiled, state.reason
-    import mltraces.scheduling.chronuscore as chronuscore
-    import mltraces.scheduling.efcore as efcore
-    import mltraces.scheduling.efrounds as efrounds
-    import mltraces.scheduling.gandivacore as gandivacore
-    import mltraces.scheduling.leasecore as leasecore
+    import mltraces.scheduling.cores.chronuscore as chronuscore
+    import mltraces.scheduling.cores.efcore as efcore
+    import mltraces.scheduling.cores.efrounds as efrounds
+    import mltraces.scheduling.cores.gandivacore as gandivacore
+    import mltraces.scheduling.cores.leasecore as leasecore
 
     for module in (efcore, efrounds, gandivacore, leasecore, chronuscore):
         assert not module.__file__.endswith(".py"), module.__file__
@@ -50,11 +51,11 @@ def test_an_extension_counts_only_for_the_source_it_was_built_from(tmp_path) -> 
     source.write_text("x = 1\n")
     built = tmp_path / "core.cpython-311-x86_64-linux-gnu.so"
     built.write_bytes(b"\0")
-    assert not native._compiled_from_source(built, source)  # no stamp
+    assert not compiled_from_source(built, source)  # no stamp
     Path(f"{built}.sha256").write_text(hashlib.sha256(source.read_bytes()).hexdigest() + "\n")
-    assert native._compiled_from_source(built, source)
+    assert compiled_from_source(built, source)
     source.write_text("x = 2\n")  # edited after the build
-    assert not native._compiled_from_source(built, source)
+    assert not compiled_from_source(built, source)
 
 
 _WITHOUT_CYTHON = """
@@ -62,7 +63,7 @@ import sys
 sys.modules["cython"] = None  # as if Cython were not installed: the stand-in decorators
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import chronuscore, efcore, efrounds, gandivacore, leasecore, native
+from mltraces.scheduling.cores import chronuscore, efcore, efrounds, gandivacore, leasecore, native
 assert not native.build().compiled
 assert all(m.__file__.endswith(".py")
            for m in (efcore, efrounds, gandivacore, leasecore, chronuscore))
@@ -75,7 +76,7 @@ schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
 
 def test_the_cores_run_as_python_without_cython_and_give_the_same_jobs(tmp_path) -> None:
     """Where the extensions were not built (no compiler), Cython is not installed either
-    (it is a build requirement only): the cores run on :mod:`.cyshim`, job for job equal."""
+    (it is a build requirement only): the cores run on :mod:`mltraces.cyshim`, job for job equal."""
     script = _WITHOUT_CYTHON.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
@@ -95,31 +96,39 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     """``setup.py`` with a compiler that fails: the build succeeds, names what was not
     compiled, and leaves no extension (the package then runs the source). Only
     ``gandivacore`` is built here: translating the others too costs seconds, not coverage."""
-    for name in ("mltraces/__init__.py", "mltraces/scheduling/__init__.py",
-                 "mltraces/scheduling/cyshim.py", "mltraces/scheduling/gandivacore.py"):
+    for name in ("mltraces/__init__.py", "mltraces/_moved.py", "mltraces/scheduling/__init__.py",
+                 "mltraces/scheduling/cores/__init__.py", "mltraces/cyshim.py",
+                 "mltraces/scheduling/cores/gandivacore.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
     cores = 'CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore")'
-    assert cores in setup
-    (tmp_path / "setup.py").write_text(setup.replace(cores, 'CORES = ("gandivacore",)'))
+    more = 'MORE_CORES = ("mltraces.prefixcache.cachecore",)'
+    assert cores in setup and more in setup
+    (tmp_path / "setup.py").write_text(
+        setup.replace(cores, 'CORES = ("gandivacore",)').replace(more, "MORE_CORES = ()"))
     env = {**os.environ, "CC": "false", "LDSHARED": "false"}
     done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     said = done.stderr
     assert ("not compiled" in said) or ("Cython is not installed" in said), said[-2000:]
-    assert not list((tmp_path / "mltraces/scheduling").glob("*.so"))
+    assert not list((tmp_path / "mltraces/scheduling/cores").glob("*.so"))
     assert not list((tmp_path / "mltraces").glob("*.so"))  # nor their shared module
 
 
 def test_setup_compiles_exactly_the_cores_the_package_runs() -> None:
-    """``setup.py`` and :mod:`.native` name the same cores (one list each, checked here)."""
+    """``setup.py`` and the two sets of cores (:mod:`mltraces.scheduling.cores.native`,
+    :mod:`mltraces.prefixcache.native`) name the same modules, and the shared one."""
     import ast
+
+    from mltraces import compiled
+    from mltraces.prefixcache import native as cache_native
 
     tree = ast.parse((ROOT / "setup.py").read_text())
     found = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
              for t in node.targets if isinstance(t, ast.Name)}
     assert set(ast.literal_eval(found["CORES"])) == set(native.CORES)
     assert ast.literal_eval(found["SCHEDULING"]) == native.PACKAGE
-    assert ast.literal_eval(found["SHARED"]) == "mltraces." + native.SHARED[1]
+    assert ast.literal_eval(found["MORE_CORES"]) == (f"{cache_native.PACKAGE}.{cache_native.CORE}",)
+    assert ast.literal_eval(found["SHARED"]) == "mltraces." + compiled.SHARED

@@ -60,16 +60,17 @@ def test_notebooks_match_their_generator() -> None:
         )
 
 
-def test_a_second_source_adds_cells_to_a_notebook_from_its_own_folder() -> None:
-    """The elasticflow folder's notebook.py joins itp_elasticflow.ipynb after the itp cells."""
-    from mltraces.datasets.elasticflow import notebook as elasticflow
-    from mltraces.datasets.itp import notebook as itp
+def test_a_paper_folder_writes_its_notebook_from_its_own_cells() -> None:
+    """The ElasticFlow paper's notebook.py is its notebook: its intro, a setup cell that
+    connects to its sources' tables and imports its modules, then its cells in order."""
+    from mltraces.papers.elasticflow_asplos23 import notebook
 
-    cells = _generator().notebooks()["itp_elasticflow.ipynb"]
-    assert cells[1:] == [*itp.CELLS, *elasticflow.CELLS]
+    cells = _generator().notebooks()[notebook.NOTEBOOK]
+    assert cells[1:] == notebook.CELLS
     assert 'figures.tables_for(["itp", "elasticflow"])' in cells[0][1]
-    assert "from mltraces.datasets.elasticflow import figures as elasticflow" in cells[0][1]
-    assert cells[0][0].startswith("# Microsoft ITP traces")  # the itp folder's intro stays first
+    for name, module in notebook.MODULES.items():
+        assert f"from mltraces.papers.elasticflow_asplos23 import {module} as {name}" in cells[0][1]
+    assert cells[0][0].startswith("# Microsoft ITP traces")
 
 
 def test_figure_cells_name_registered_figures_with_their_paper_numbers() -> None:
@@ -116,9 +117,14 @@ def notebook_env(http_mirror: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     seren = synthetic.write_seren_trace(synthetic_dir / "trace_seren.csv", 3000, 1)
     kalos = synthetic.write_kalos_trace(synthetic_dir / "trace_kalos.csv", 1500, 2)
     groups = synthetic.write_alibaba_groups_xz(synthetic_dir / "alibaba_groups.csv.xz", 8, 3)
+    from mltraces.synthetic import write_tables  # the serving traces absent here
+
+    serving = write_tables(synthetic_dir / "serving", ["burstgpt.lfs_1", "mooncake.toolagent"],
+                           seed=1, rows=2000)
     monkeypatch.setenv(
         "MLTRACES_LOCAL",
-        f"acme.seren_jobs={seren},acme.kalos_jobs={kalos},zeus.alibaba_groups={groups}",
+        f"acme.seren_jobs={seren},acme.kalos_jobs={kalos},zeus.alibaba_groups={groups},"
+        + ",".join(f"{table}={path}" for table, path in serving.items()),
     )
     out = tmp_path / "figures"
     monkeypatch.setenv("MLTRACES_FIGURES_DIR", str(out))

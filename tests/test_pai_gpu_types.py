@@ -12,7 +12,7 @@ from synthetic_sources import served
 
 from mltraces.catalog import connect
 
-synthetic = importlib.import_module("mltraces.datasets.alibaba_pai.synthetic")
+synthetic = importlib.import_module("mltraces.sources.alibaba_pai.synthetic")
 
 
 def _expected(tasks: pd.DataFrame) -> dict[str, str | None]:

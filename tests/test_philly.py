@@ -17,7 +17,7 @@ from mltraces.catalog import connect, materialize
 from mltraces.catalog.problems import SchemaDriftError
 from mltraces.synthetic import file_seed
 
-synthetic = importlib.import_module("mltraces.datasets.philly.synthetic")
+synthetic = importlib.import_module("mltraces.sources.philly.synthetic")
 TABLES = ["philly.jobs", "philly.attempts", "philly.attempt_gpus", "philly.machines",
           "philly.gpu_util", "philly.cpu_util", "philly.mem_util"]
 

@@ -10,9 +10,10 @@ from catalog_fixtures import loopback_only, real_catalog  # noqa: F401
 
 import mltraces
 from mltraces.cli import main
-from mltraces.scheduling import inputs, schedule
+from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+from mltraces.scheduling import schedule
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+from mltraces.workloads import cluster as inputs
 
 
 def test_every_declared_trace_names_a_table_of_its_source() -> None:
@@ -32,8 +33,25 @@ def test_every_declared_trace_names_a_table_of_its_source() -> None:
 
 def test_unknown_trace_lists_the_known_ones() -> None:
     with pytest.raises(SchedulingError,
-                       match=r"unknown trace 'itp'.*elasticflow/philly.*itp/\{cluster\}"):
+                       match=r"unknown trace 'itp'.*elasticflow/philly.*itp/elasticflow/"
+                             r"\{cluster\}"):
         inputs.resolve("itp")
+
+
+def test_every_replay_answers_to_the_jobs_views_name_and_the_old_names_still_work() -> None:
+    """One trace had three names (itp/elasticflow in the view, itp/cluster10 for --trace,
+    cluster01 in the full run); the view's name, sliced by cluster or VC, is now the one."""
+    assert inputs.canonical_id("itp/cluster10") == "itp/elasticflow/cluster10"
+    assert inputs.canonical_id("itp/elasticflow/cluster10") == "itp/elasticflow/cluster10"
+    assert inputs.resolve("itp/elasticflow/cluster10").where == {"cluster": "cluster10"}
+    assert inputs.canonical_id("philly/all") == "philly/jobs"
+    assert inputs.canonical_id("philly/vc/6214e9") == "philly/jobs/vc/6214e9"
+    assert inputs.canonical_id("helios/venus") == "helios/jobs/venus"
+    from mltraces.jobmap import job_tables, replay_names
+
+    traces = {e.trace for e in job_tables().values()}
+    for name in replay_names(aliases=False):
+        assert name.split("/{")[0].removesuffix("/vc") in traces, name
 
 
 @pytest.mark.upstream
@@ -65,14 +83,14 @@ def test_cli_prints_ours_beside_the_published_value(http_mirror, capsys) -> None
     assert lines[0].split()[:8] == ["trace", "cluster", "policy", "jobs", "admitted", "met",
                                     "ratio", "published"]
     edf = lines[1].split()
-    assert edf[:3] == ["itp/cluster10", "n32g8", "edf"]
+    assert edf[:3] == ["itp/elasticflow/cluster10", "n32g8", "edf"]  # the view's name
     assert (edf[6], float(edf[7])) == ("0.7769", PUBLISHED_FIG8B["edf"]["cluster10"])
 
 
 @pytest.mark.upstream
 def test_cli_prints_fig8a_beside_the_pollux_trace(http_mirror, capsys) -> None:
     """The Pollux trace on n16g4 with T4 profiles is Fig. 8(a): its published bars are shown."""
-    from mltraces.scheduling.fig8a import PUBLISHED_FIG8A
+    from mltraces.papers.elasticflow_asplos23.fig8a import PUBLISHED_FIG8A
 
     assert main(["schedule", "--trace", "elasticflow/pollux", "--cluster", "n16g4", "--gpu-type",
                  "T4", "--policy", "edf,chronus", "--workers", "1"]) == 0
@@ -142,28 +160,35 @@ def test_acme_jobs_without_deadlines_replay_under_fifo_sjf_tiresias(
 
 def test_a_core_running_as_plain_python_is_announced(monkeypatch, capsys) -> None:
     """A core whose extension was not built runs about 100 times slower: the CLI says so in
-    one line, naming why, and says nothing when the cores run compiled."""
+    one line, naming why, once per process, and says nothing when the cores run compiled."""
     from mltraces.commands.schedule import _announce_interpreted
-    from mltraces.scheduling import EDF, Chronus, EDFElastic, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import EDF, Chronus, EDFElastic, ElasticFlow, Gandiva
+    from mltraces.scheduling.cores import native
 
-    monkeypatch.setattr(native, "build", lambda: native.Build(True))
+    def fresh(compiled: bool) -> None:
+        monkeypatch.setattr(native.SET, "_build", native.Build(compiled, "no C compiler"))
+        monkeypatch.setattr(native.SET, "_said", False)
+
+    fresh(True)
     _announce_interpreted([ElasticFlow(), Gandiva()], quiet=False)
     assert capsys.readouterr().err == ""
-    monkeypatch.setattr(native, "build", lambda: native.Build(False, "no C compiler"))
+    fresh(False)
     _announce_interpreted([EDF()], quiet=False)
     assert capsys.readouterr().err == ""  # no policy on a core
     _announce_interpreted([ElasticFlow()], quiet=True)
+    _announce_interpreted([ElasticFlow()], quiet=False)  # -q counted as said
     assert capsys.readouterr().err == ""
+    fresh(False)
     _announce_interpreted([EDFElastic()], quiet=False)  # ElasticFlow's planner too
-    assert capsys.readouterr().err.startswith("ElasticFlow's planner runs as plain Python")
-    _announce_interpreted([Gandiva(), ElasticFlow()], quiet=False)
-    said = capsys.readouterr().err.splitlines()
-    assert said == [
-        "ElasticFlow's planner runs as plain Python, about 100 times slower: no C compiler",
-        "Gandiva's rounds runs as plain Python, about 100 times slower: no C compiler",
-    ]
-    _announce_interpreted([Chronus()], quiet=False)
-    assert capsys.readouterr().err.startswith("Chronus's lease packing runs as plain Python")
+    assert capsys.readouterr().err.startswith(
+        "mltraces: ElasticFlow's planner runs as plain Python")
+    fresh(False)
+    _announce_interpreted([Gandiva(), ElasticFlow(), Chronus()], quiet=False)
+    _announce_interpreted([Chronus()], quiet=False)  # said already in this process
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(
+        "mltraces: ElasticFlow's planner, Gandiva's rounds and Chronus's lease packing run as "
+        "plain Python, about 100 times slower: no C compiler (process ")
 
 
 @pytest.mark.upstream
@@ -208,7 +233,7 @@ def test_cli_replays_a_generated_trace_and_saves_it(http_mirror, capsys, tmp_pat
 
     from test_generator import ARTIFACT_CSV_SHA256
 
-    from mltraces.scheduling.generator import TraceSpec
+    from mltraces.papers.elasticflow_asplos23.generator import TraceSpec
 
     saved = tmp_path / "fig10.csv"
     assert main(["schedule", "--generate", "num_jobs=100,lam=1500,min_ddl=1.5,seed=1",

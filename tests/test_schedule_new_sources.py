@@ -32,13 +32,15 @@ def _summary(capsys: pytest.CaptureFixture, *extra: str) -> list[dict]:
 
 def test_the_new_traces_replay_on_their_own_capacity(three_sources, capsys) -> None:
     rows = _summary(capsys)
+    named = {"philly/all": "philly/jobs", "alibaba_pai/all": "alibaba_pai/jobs",
+             "helios/venus": "helios/jobs/venus"}  # printed as the jobs view names them
     assert [(r["trace"], r["policy"]) for r in rows] == [
-        (t, p) for t in TRACES.split(",") for p in ("fifo", "sjf", "tiresias")]
+        (named.get(t, t), p) for t in TRACES.split(",") for p in ("fifo", "sjf", "tiresias")]
     clusters = {r["trace"]: r["cluster"] for r in rows}
     # Philly: 2,490 GPUs of the machine list; PAI: 6,742 of the machine spec; Helios Venus:
     # the synthetic per-VC numbers' truncated mean daily total
-    assert clusters["philly/all"] == "n312g8" and clusters["alibaba_pai/all"] == "n843g8"
-    assert clusters["helios/venus"].endswith("g8")
+    assert clusters["philly/jobs"] == "n312g8" and clusters["alibaba_pai/jobs"] == "n843g8"
+    assert clusters["helios/jobs/venus"].endswith("g8")
     for row in rows:
         assert int(row["jobs"]) > 0 and float(row["mean_jct"]) > 0
 
@@ -47,7 +49,7 @@ def test_a_cluster_given_on_the_command_line_wins(three_sources, capsys) -> None
     rows = _summary(capsys, "--cluster", "n2g8")
     assert {r["cluster"] for r in rows} == {"n2g8"}
     queued = {r["trace"]: float(r["mean_queueing_delay"]) for r in rows if r["policy"] == "fifo"}
-    assert queued["philly/all"] > 0  # 16 GPUs for 600 jobs: they wait
+    assert queued["philly/jobs"] > 0  # 16 GPUs for 600 jobs: they wait
 
 
 def test_the_sources_answer_to_their_hyphenated_names(three_sources, capsys) -> None:
@@ -56,7 +58,7 @@ def test_the_sources_answer_to_their_hyphenated_names(three_sources, capsys) -> 
     assert main(["schedule", "--trace", "alibaba-pai/all", "--policy", "fifo", "--workers", "1",
                  "--format", "csv", "--summary"]) == 0
     [hyphen] = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    [underscore] = [r for r in rows if r["trace"] == "alibaba_pai/all" and r["policy"] == "fifo"]
+    [underscore] = [r for r in rows if r["trace"] == "alibaba_pai/jobs" and r["policy"] == "fifo"]
     timing = {"seconds", "cpu_seconds"}
     assert {k: v for k, v in hyphen.items() if k not in timing} == {
         k: v for k, v in underscore.items() if k not in timing}  # named as the package names it
@@ -81,7 +83,7 @@ def test_a_given_cluster_needs_no_capacity_table(tmp_path: Path, monkeypatch, ca
         run = ["schedule", "--trace", "alibaba-pai/all", "--policy", "fifo", "--workers", "1",
                "--format", "csv", "--summary"]
         assert main([*run, "--cluster", "n2g8"]) == 0
-        assert "alibaba_pai/all,n2g8,fifo" in capsys.readouterr().out
+        assert "alibaba_pai/jobs,n2g8,fifo" in capsys.readouterr().out
         assert main(run) != 0  # its own capacity: the machine spec is needed, and named
         [line] = capsys.readouterr().err.splitlines()
         assert "alibaba_pai.machine_specs" in line and "pai_machine_spec.tar.gz" in line

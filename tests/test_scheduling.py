@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_CLUSTERS, PUBLISHED_FIG8B, fig8b_cases
 from mltraces.scheduling import (
     FIFO,
     SJF,
@@ -25,7 +26,6 @@ from mltraces.scheduling import (
     Themis,
     Tiresias,
     as_jobs,
-    fig8b_cases,
     get_policy,
     load_profiles,
     process_pool,
@@ -34,7 +34,6 @@ from mltraces.scheduling import (
     sweep,
 )
 from mltraces.scheduling.events import EventQueue
-from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, PUBLISHED_FIG8B
 from mltraces.scheduling.timeline import align
 
 NO_OVERHEAD = Overhead.none()
@@ -274,7 +273,7 @@ _GANDIVA_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, profiles, schedule
-from mltraces.scheduling import gandivacore as core
+from mltraces.scheduling.cores import gandivacore as core
 assert core.__file__.endswith(".py"), core.__file__
 
 seen = dict.fromkeys(("redealt", "shrunk", "held", "crowded", "waited"), 0)
@@ -317,7 +316,7 @@ def test_gandiva_compiled_equals_plain_python_and_empty_sets_need_not_be_built(t
     import sys
     from pathlib import Path
 
-    from mltraces.scheduling import gandivacore
+    from mltraces.scheduling.cores import gandivacore
 
     script = _GANDIVA_RUN.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
@@ -356,7 +355,7 @@ def test_themis_gives_the_newcomer_a_lease_in_a_full_cluster() -> None:
 
 
 def test_themis_shares_match_the_worked_example() -> None:
-    from mltraces.scheduling.themis import fair_shares
+    from mltraces.scheduling.policies.themis import fair_shares
 
     # at t=60 in the test above: A/B ratio (60 + 540/x)/600, C ratio (600/x)/600
     a, b = np.array([60.0, 60.0, 0.0]), np.array([540.0, 540.0, 600.0])
@@ -370,7 +369,7 @@ def test_themis_shares_match_the_worked_example() -> None:
 
 def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
     pytest.importorskip("ecos", reason="ecos is not installed (pip install '.[themis]')")
-    from mltraces.scheduling.themis import ecos_shares, fair_shares
+    from mltraces.scheduling.policies.themis import ecos_shares, fair_shares
 
     elapsed = np.array([60.0, 60.0, 0.0, 30.0])
     left, speed = np.array([540.0, 900.0, 600.0, 300.0]), np.array([1.0, 2.0, 1.0, 1.0])
@@ -384,7 +383,7 @@ def test_themis_solvers_agree_where_the_optimum_is_unique() -> None:
 
 def _quiet_run(rng: np.random.Generator, n: int):
     """A Themis slot loop's runnable state for ``n`` random jobs (no setup needed)."""
-    from mltraces.scheduling.themis import _fixed_rows, _ThemisRun
+    from mltraces.scheduling.policies.themis import _fixed_rows, _ThemisRun
 
     run = _ThemisRun.__new__(_ThemisRun)
     run.slot = 60.0
@@ -451,7 +450,7 @@ def _csc_by_scipy(elapsed, left, speed, isolated, g):
 def test_themis_hands_ecos_the_arrays_its_wrapper_would(n: int) -> None:
     """ECOS is called without its Python wrapper: the matrix must be, array for array and
     dtype for dtype, the one scipy makes of the same entries (zeros included)."""
-    from mltraces.scheduling.themis import ecos_program
+    from mltraces.scheduling.policies.themis import ecos_program
 
     rng = np.random.default_rng(n)
     for _ in range(10):
@@ -810,7 +809,7 @@ _INTERPRETED_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_scheduling import ElasticFlow, burst_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import efcore, efrounds
+from mltraces.scheduling.cores import efcore, efrounds
 assert efcore.__file__.endswith(".py"), efcore.__file__  # the planner runs as Python
 assert efrounds.__file__.endswith(".py"), efrounds.__file__
 for mode in ("all", "chosen"):
@@ -836,7 +835,7 @@ def test_the_compiled_elasticflow_planner_equals_the_interpreted_one(tmp_path) -
     import sys
     from pathlib import Path
 
-    from mltraces.scheduling import efrounds
+    from mltraces.scheduling.cores import efrounds
 
     script = _INTERPRETED_RUN.format(tests=str(Path(__file__).parent), out=str(tmp_path / "py-"))
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
@@ -863,7 +862,7 @@ _PRICE_REUSE_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_scheduling import ElasticFlow, mixed_trace, profiles, schedule
-from mltraces.scheduling import efcore
+from mltraces.scheduling.cores import efcore
 
 real_keep = efcore.keep
 kept = {{"windowed": 0, "fast": 0}}
@@ -915,7 +914,7 @@ _EDF_ELASTIC_RUN = """
 import sys
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling import efrounds
+from mltraces.scheduling.cores import efrounds
 assert efrounds.__file__.endswith(".py"), efrounds.__file__  # the round runs as Python
 for name, trace, cluster, speeds in [("mixed", mixed_trace(40, 3), "n2g8", profiles()),
                                      ("crowded", crowded_trace(), "n4g8", profiles(WIDE))]:
@@ -933,7 +932,7 @@ def test_the_compiled_edf_elastic_round_equals_the_interpreted_one(tmp_path) -> 
     import sys
     from pathlib import Path
 
-    from mltraces.scheduling import efrounds
+    from mltraces.scheduling.cores import efrounds
 
     script = _EDF_ELASTIC_RUN.format(tests=str(Path(__file__).parent), out=f"{tmp_path}/")
     env = {**os.environ, "MLTRACES_INTERPRETED": "1"}
@@ -966,7 +965,7 @@ schedule(mixed_trace(20), "n2g8", profiles(), "edf,tiresias,themis,fifo,sjf")
 print(any(name.startswith("mltraces.scheduling.") and name.endswith("core")
           for name in sys.modules))
 schedule(mixed_trace(20), "n2g8", profiles(), "gandiva")
-print("mltraces.scheduling.gandivacore" in sys.modules)
+print("mltraces.scheduling.cores.gandivacore" in sys.modules)
 """
 
 
@@ -1010,8 +1009,8 @@ def test_a_job_past_its_deadline_takes_what_is_free_now() -> None:
     """The artifact plans a job whose deadline has passed forward from now with whatever
     fits; the first, empty period holds nothing, or the next job finds those GPUs taken
     (with both jobs late, B got 0 GPUs now and 4 only after A)."""
-    from mltraces.scheduling import efcore
-    from mltraces.scheduling.elasticflow import model_tables
+    from mltraces.scheduling.cores import efcore
+    from mltraces.scheduling.policies.elasticflow import model_tables
 
     jobs = itp([("A", 0, 800, 0, 4), ("B", 0, 800, 10, 4)])
     setup = Case.build("t", jobs, "n1g8", profiles({1: 1.0, 2: 2.0, 4: 4.0})).setup()

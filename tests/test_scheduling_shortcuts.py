@@ -12,8 +12,8 @@ import random
 import numpy as np
 import pytest
 
-from mltraces.scheduling import gandivacore
-from mltraces.scheduling.edf import _job_model
+from mltraces.scheduling.cores import gandivacore
+from mltraces.scheduling.policies.edf import _job_model
 from mltraces.scheduling.profiles import Curve, plain_cap
 from mltraces.scheduling.timeline import compact, compact_range
 

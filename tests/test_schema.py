@@ -26,9 +26,12 @@ REQUIRED_TABLES = {
 # Table Schema v1 keys plus the two this project adds.
 TOP_LEVEL = {"$schema", "name", "title", "description", "fields", "primaryKey", "foreignKeys",
              "missingValues", "mltraces"}
-FIELD_KEYS = {"name", "title", "type", "format", "description", "constraints", "unit", "example"}
+# itemType: a Table Schema v2 list field's item type (Mooncake's hash ids)
+FIELD_KEYS = {"name", "title", "type", "format", "description", "constraints", "unit", "example",
+              "itemType"}
 FRICTIONLESS_TYPES = {"string", "number", "integer", "boolean", "object", "array", "date", "time",
-                      "datetime", "year", "yearmonth", "duration", "geopoint", "geojson", "any"}
+                      "datetime", "year", "yearmonth", "duration", "geopoint", "geojson", "any",
+                      "list"}
 
 
 def test_every_required_table_has_a_schema() -> None:

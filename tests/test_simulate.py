@@ -30,12 +30,12 @@ from mltraces.simulation import (
     SimulationError,
     TraceSet,
     ZeusBatchSizeOptimizer,
-    load_traces,
     replay_alibaba,
     simulate,
     simulate_job,
 )
 from mltraces.simulation.engine import epoch_cap
+from mltraces.workloads.recurring import load_traces
 
 NAN = math.nan
 GPU = "toy"

@@ -88,7 +88,7 @@ def test_every_cell_and_policy_runs(traces: TraceSet) -> None:
 
 def test_catalog_gives_the_same_runs(traces: TraceSet, dir_mirror: Path) -> None:
     import mltraces
-    from mltraces.simulation import load_traces
+    from mltraces.workloads.recurring import load_traces
 
     con = mltraces.connect(tables=["zeus.train", "zeus.power"])
     from_catalog = simulate(load_traces(con), "all", "all", "zeus", 1).history

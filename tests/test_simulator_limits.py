@@ -134,7 +134,7 @@ def test_a_power_row_the_cost_model_cannot_use_is_named(column: str, value: floa
     power = power_frame()
     power[column] = power[column].astype(float)
     power.loc[5, column] = value
-    with pytest.raises(SimulationError, match=rf"zeus.power: {column} must be a positive "
+    with pytest.raises(SimulationError, match=rf"power trace: {column} must be a positive "
                        r"number of .*the first \(gpu toy, dataset squad, .*power_limit 200\)"):
         TraceSet.from_frames(train_frame(), power, gpu="toy")
 
@@ -143,7 +143,7 @@ def test_a_power_row_the_cost_model_cannot_use_is_named(column: str, value: floa
 def test_a_target_epoch_below_one_is_named(value: float) -> None:
     train = train_frame()
     train.loc[3, "target_epoch"] = value
-    with pytest.raises(SimulationError, match=r"zeus\.train: target_epoch must be at least 1"):
+    with pytest.raises(SimulationError, match=r"train trace: target_epoch must be at least 1"):
         TraceSet.from_frames(train, power_frame(), gpu="toy")
 
 

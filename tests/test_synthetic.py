@@ -54,12 +54,13 @@ def _touch(path: Path) -> Path:
 def test_a_writer_for_a_file_its_source_does_not_register_is_refused(tmp_path, monkeypatch
                                                                      ) -> None:
     folder = tmp_path / "sources" / "mine"  # a user's source folder
-    shutil.copytree(registry.DATASETS_DIR / "itp", folder,
+    shutil.copytree(registry.SOURCES_DIR / "itp", folder,
                     ignore=shutil.ignore_patterns("*.py", "__pycache__", "jobs.json"))
     raw = json.loads((folder / "source.json").read_text())
     kept = {k: v for k, v in raw.items() if k not in ("expected_rows", "job_traces")}
     (folder / "source.json").write_text(json.dumps({**kept, "name": "mine"}))
     (folder / "synthetic.py").write_text("WRITERS = {'mine/nope.csv': print}\n")
+    (folder / "schemas").mkdir()  # a user's folder needs its schemas folder to be a source
     monkeypatch.setenv("MLTRACES_SOURCES", str(folder.parent))
     synthetic.writers.cache_clear()
     try:

@@ -11,9 +11,9 @@ from synthetic_sources import served, written_ids
 
 from mltraces import registry
 from mltraces.catalog import connect
+from mltraces.catalog.validation import failed, validate
 from mltraces.download import fetch, verify_cached
 from mltraces.schema import all_schemas, get_schema
-from mltraces.validation import failed, validate
 
 #: sources with a synthetic module that says what its writers produce (expected())
 SYNTHETIC = sorted(name for name in registry.all_sources()

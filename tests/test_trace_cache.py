@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mltraces.simulation import load_traces, simulate, trace_cache
+from mltraces.simulation import simulate
+from mltraces.workloads import recurring_cache as trace_cache
+from mltraces.workloads.recurring import load_traces
 
 pytestmark = pytest.mark.upstream
 

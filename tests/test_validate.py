@@ -18,9 +18,9 @@ from synthetic import edit_cell, single_finding
 
 from mltraces import catalog
 from mltraces.catalog import connect
+from mltraces.catalog.validation import failed, validate
 from mltraces.cli import main
 from mltraces.registry import all_sources
-from mltraces.validation import failed, validate
 
 SEREN = "acme.seren_jobs"
 

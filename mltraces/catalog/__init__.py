@@ -7,7 +7,7 @@ come from ``schemas/<source>/<table>.json`` (never sniffed). One module per job:
 - :mod:`.plan`: what a table is built from (registry files or a literal local
   path), without network unless the table was asked for by name;
 - :mod:`.readers`: readers registered by name (``csv`` built in, a source folder's
-  own in ``mltraces/datasets/<source>/readers.py``) and the protocol they follow;
+  own in ``mltraces/sources/<source>/readers.py``) and the protocol they follow;
 - :mod:`.csv_reader`, :mod:`.text`: the CSV reader and the bounded text helpers;
 - :mod:`.build`, :mod:`.convert`: reuse a Parquet file while it vouches for its
   inputs, else convert once, tied to the bytes it came from;

@@ -115,8 +115,8 @@ def connect(
         con.execute("SET TimeZone = 'UTC';" + "".join(
             f"CREATE SCHEMA IF NOT EXISTS {quote_ident(n)};" for n in sources))
         statuses = _attach_all(con, setups, strict)
-        con.execute(status_sql(statuses) + ";" + view_comments_sql(
-            zip(schemas, statuses, strict=True)))
+        con.execute(status_sql([*statuses, *(broken_rows() if tables is None else [])]) + ";"
+                    + view_comments_sql(zip(schemas, statuses, strict=True)))
         if comments:
             comment_columns(con, schemas)
     except BaseException:
@@ -126,8 +126,19 @@ def connect(
     return con
 
 
+def broken_rows() -> list[TableStatus]:
+    """One ``mltraces.status`` row per broken user source folder (``half.*``, unavailable,
+    why): the catalog of every table says what it could not load, and goes on."""
+    from mltraces.registry import broken_sources, user_source_candidates_by_name
+
+    folders = user_source_candidates_by_name()
+    return [TableStatus(f"{name}.*", UNAVAILABLE, f"local: {folders.get(name, name)}", None,
+                        problem) for name, problem in sorted(broken_sources().items())]
+
+
 def _warn_partial(statuses: list[TableStatus]) -> None:
-    """Warn when a view (``mltraces.jobs``) lacks some of the tables it unites.
+    """Warn when a view (``mltraces.jobs``, ``mltraces.requests``) lacks some of the tables
+    it unites.
 
     A Python query filtered to a missing trace would otherwise return nothing and
     say nothing: the warning names each missing trace with the ``mltraces fetch``
@@ -140,6 +151,8 @@ def _warn_partial(statuses: list[TableStatus]) -> None:
             from mltraces.catalog.jobs import FILTER_MACRO
             from mltraces.errors import PartialViewWarning
 
+            if status.table != "mltraces.jobs":  # another union view: its own filter macro
+                from mltraces.catalog.requests import FILTER_MACRO
             macro = f"{status.table.split('.')[0]}.{FILTER_MACRO}('TRACE')"
             warnings.warn(f"{status.table} is partial: {status.reason}; "
                           f"FROM {macro} raises for a trace it lacks", PartialViewWarning,

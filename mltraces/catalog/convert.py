@@ -19,7 +19,7 @@ from typing import Any
 from mltraces.catalog import store, upkeep
 from mltraces.catalog.plan import Plan
 from mltraces.catalog.problems import disk_problem
-from mltraces.catalog.readers import FileReader, ReadRequest
+from mltraces.catalog.protocol import FileReader, ReadRequest
 from mltraces.catalog.store import CONVERTER_VERSION, Built
 from mltraces.logs import get_logger
 from mltraces.schema import TableSchema

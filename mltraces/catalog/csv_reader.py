@@ -7,7 +7,10 @@ check, so they fail with their file, line and column instead of loading wrong:
 - integers: ``12.5`` would round to 13; a value is accepted only when it is a
   whole number;
 - instants whose schema format carries an offset (``%z``): a time without one
-  would be read as UTC; it must carry ``+HH:MM`` or ``Z``.
+  would be read as UTC; it must carry ``+HH:MM`` or ``Z``;
+- times of a clock written without a zone (a ``TIMESTAMP`` column): a value that
+  carries an offset or a zone name would lose it (DuckDB keeps the wall clock and
+  drops ``+08:00``), so a column mixing zones is refused, never read half-shifted.
 
 ``_row`` is the physical line of each row, counting the newlines inside quoted
 fields, so ``validate`` cites lines an editor shows. Problems are collected in
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
-from mltraces.catalog.readers import Conversion, InputFile, ReadRequest
+from mltraces.catalog.protocol import Conversion, InputFile, ReadRequest
 from mltraces.catalog.text import (
     FileFacts,
     check_last_line,
@@ -48,6 +51,8 @@ _OFFSET = r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?)\s*$"
 # anything else is left to the exact read, which uses _OFFSET
 _OFFSET_LIKE = ("%:__:__+__:__", "%:__:__-__:__", "%:__:__Z", "%:__:__+____", "%:__:__-____")
 _NEWLINES = "coalesce(length({c}) - length(replace({c}, chr(10), '')), 0)"
+# a time of day followed by an offset or a zone name: what a naive clock must not carry
+_ZONED = r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?|[A-Za-z]{2,5})\s*$"
 
 
 class CsvInput(NamedTuple):
@@ -139,14 +144,20 @@ def _prepare(schema: TableSchema, item: InputFile, work: Path) -> CsvInput:
 # How columns are read. "fast": integers as DOUBLE, accepted when whole and below
 # 2**53 (exact there); "exact": integers as text, for files the fast read refused
 # (a 64-bit id); "text": everything as text, for the diagnostic scan. Instants
-# whose format carries an offset are read as text in every mode, to check it.
+# whose format carries an offset are read as text in every mode, to check it, and so
+# are the times of a clock written without a zone (none of them may carry one).
 FAST, EXACT, TEXT = "fast", "exact", "text"
 _EXACT_DOUBLE = 2**53
 
 
+def _naive(f: Field) -> bool:
+    """A time of a clock written without a zone (``TIMESTAMP``): no value may carry one."""
+    return f.type == "datetime" and f.duckdb_type == "TIMESTAMP"
+
+
 def _checked(f: Field) -> bool:
     """Read other than as its type, then converted with a check (a cast would change it)."""
-    return f.type == "integer" or f.needs_offset
+    return f.type == "integer" or f.needs_offset or _naive(f)
 
 
 def _bad_sql(f: Field, q: str) -> str:
@@ -155,6 +166,9 @@ def _bad_sql(f: Field, q: str) -> str:
         return (f"({q} IS NOT NULL AND (TRY_CAST({q} AS BIGINT) IS NULL OR "
                 f"TRY_CAST({q} AS DOUBLE) IS DISTINCT FROM TRY_CAST({q} AS BIGINT)))")
     typed = f"TRY_CAST({q} AS {f.duckdb_type})"
+    if _naive(f):
+        return (f"({q} IS NOT NULL AND ({typed} IS NULL OR "
+                f"regexp_matches({q}, {sql_literal(_ZONED)})))")
     if f.needs_offset:
         return (f"({q} IS NOT NULL AND ({typed} IS NULL OR "
                 f"NOT regexp_matches({q}, {sql_literal(_OFFSET)})))")
@@ -180,7 +194,8 @@ def _column_types(schema: TableSchema, part: CsvInput, mode: str) -> dict[str, s
     types = {}
     for name in part.header:
         f = fields.get(name)
-        if f is None or mode == TEXT or (_checked(f) and (mode == EXACT or f.needs_offset)):
+        if f is None or mode == TEXT or (_checked(f) and (mode == EXACT or f.needs_offset
+                                                           or _naive(f))):
             types[name] = "VARCHAR"
         else:
             types[name] = "DOUBLE" if f.type == "integer" else f.duckdb_type
@@ -273,6 +288,9 @@ def _value_message(f: Field, value: str) -> str:
     shown = value if len(value) <= 80 else value[:77] + "..."
     if f.type == "integer":
         return f'"{shown}" is not a whole number ({f.name} is an integer column)'
+    if _naive(f) and f.duckdb_type == "TIMESTAMP":
+        return (f'"{shown}" carries a UTC offset or zone, but {f.name} is a clock written '
+                "without one: a column holds one zone (a value with its own would lose it)")
     if f.needs_offset and f.duckdb_type == "TIMESTAMPTZ":
         return (f'"{shown}" is not a time with a UTC offset such as +08:00 '
                 f"(format {f.format or 'ISO 8601'})")

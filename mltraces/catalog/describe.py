@@ -6,40 +6,18 @@ import os
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from mltraces.catalog.build import Built, materialize
 from mltraces.catalog.readers import FileReader, reader_for
 from mltraces.catalog.selection import resolve_local
 from mltraces.errors import MltracesError
-from mltraces.schema import TableSchema, get_schema
+from mltraces.schema import TableSchema, constraint_text, get_schema
 
 __all__ = ["describe_table"]
 
 
-def _constraint_text(constraints: Mapping[str, Any]) -> str:
-    parts = []
-    if constraints.get("required"):
-        parts.append("required")
-    if constraints.get("unique"):
-        parts.append("unique")
-    if "minimum" in constraints:
-        parts.append(f">= {constraints['minimum']}")
-    if "maximum" in constraints:
-        parts.append(f"<= {constraints['maximum']}")
-    if "enum" in constraints:
-        values = [str(v) for v in constraints["enum"]]
-        shown = ", ".join(values)
-        if len(shown) > 60:
-            shown = shown[:56].rsplit(", ", 1)[0] + ", ..."
-        parts.append(f"one of {{{shown}}}")
-    if "pattern" in constraints:
-        parts.append(f"matches {constraints['pattern']}")
-    return "; ".join(parts)
-
-
 def _column_rows(schema: TableSchema) -> list[tuple[str, str, str, str, str]]:
-    rows = [(f.name, f.duckdb_type, f.unit or "", _constraint_text(f.constraints), f.description)
+    rows = [(f.name, f.duckdb_type, f.unit or "", constraint_text(f.constraints), f.description)
             for f in schema.fields]
     rows += [(d.name, d.duckdb_type, d.unit or "", f"= {d.sql}", d.description)
              for d in schema.derived]
@@ -72,8 +50,14 @@ def _view_status(schema: TableSchema, local: Path | None = None) -> str:
         status = reader_for(schema).status(schema)  # type: ignore[union-attr]
         if not status.usable:
             return f"unavailable: {status.reason}"
-    con = connect(tables=[schema.name], local={schema.name: local} if local else None,
-                  strict=True)
+    import warnings
+
+    from mltraces.errors import PartialViewWarning
+
+    with warnings.catch_warnings():  # the status line below says what a partial view lacks
+        warnings.simplefilter("ignore", PartialViewWarning)
+        con = connect(tables=[schema.name], local={schema.name: local} if local else None,
+                      strict=True)
     try:
         rows = con.execute(f"SELECT count(*) FROM {schema.qualified}").fetchall()[0][0]
         state, origin, reason = con.execute(

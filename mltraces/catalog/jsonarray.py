@@ -136,6 +136,14 @@ def _next_item(buffer: _Buffer, decoder: json.JSONDecoder, index: int, limit: in
             item, end = decoder.raw_decode(buffer.text, start)
         except json.JSONDecodeError as error:
             problem: json.JSONDecodeError | None = error
+        except RecursionError:  # the C scanner recurses once per level: no record is this deep
+            raise JsonArrayError(buffer.label, "nested deeper than Python's parser can follow; "
+                                 "not one record (is this the right file?)", index,
+                                 buffer.line) from None
+        except ValueError as error:  # Python's integer-digit limit (sys.set_int_max_str_digits)
+            raise JsonArrayError(buffer.label, f"holds a number too long to read ("
+                                 f"{str(error).splitlines()[0][:120]})", index,
+                                 buffer.line) from None
         else:
             problem = None
             # a number may go on in the next chunk ("-1" of "-1.5e-3"); anything else ended

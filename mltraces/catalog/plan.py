@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from mltraces import config
 from mltraces.catalog.problems import DriftProblem, NotFetchedError, SchemaDriftError
-from mltraces.catalog.readers import InputFile
+from mltraces.catalog.protocol import InputFile
 from mltraces.catalog.store import LOCAL_EXTRACTED
 from mltraces.errors import SchemaError
 from mltraces.schema import MEMBER_STEM, SourceSpec, TableSchema
@@ -60,8 +60,31 @@ def _registry_file(schema: TableSchema, file_id: str) -> Any:
 
     try:
         return get_file(file_id)
-    except KeyError as error:
-        raise SchemaError(f"{schema.name}: schema names unknown file {file_id!r}") from error
+    except KeyError:
+        raise SchemaError(unknown_file(schema, file_id)) from None
+
+
+def unknown_file(schema: TableSchema, file_id: str) -> str:
+    """Why a schema's ``file`` names no registry file, and the id it should be: a schema
+    names a file by its id ``SOURCE/NAME`` (a ``files`` entry of the source's card)."""
+    import difflib
+
+    from mltraces.registry import all_sources
+
+    source = all_sources().get(schema.schema_name)
+    ids = [f.id for f in source.files] if source is not None else []
+    base = file_id.rsplit("/", 1)[-1]
+    same = [i for i in ids if i.rsplit("/", 1)[-1] == base]
+    close = same or difflib.get_close_matches(f"{schema.schema_name}/{base}", ids, n=3,
+                                              cutoff=0.5)
+    where = schema.path or schema.name
+    if close:
+        hint = f"it should be {close[0]!r}" + (f" (or {', '.join(map(repr, close[1:]))})"
+                                                if len(close) > 1 else "")
+    else:
+        hint = f"the source's file ids are {', '.join(ids)}" if ids else "the source has no files"
+    return (f"{where}: file {file_id!r} is no file id of {schema.schema_name}'s source.json "
+            f"(a schema names a file by its id, SOURCE/NAME); {hint}")
 
 
 def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, Path],
@@ -80,13 +103,28 @@ def _pick_members(schema: TableSchema, spec: SourceSpec, members: Mapping[str, P
 
 def _not_fetched(schema: TableSchema, missing: list[Any]) -> NotFetchedError:
     ids = " ".join(f.id for f in missing)
+    from mltraces.download import unavailable
+
+    failed = [why for f in missing if (why := unavailable.reasons().get(f.id))]
+    if failed:  # fetching again would fail the same way: say what works instead
+        return NotFetchedError(
+            f"{schema.name}: not fetched, and unavailable here ({failed[0]}); "
+            + unavailable.ADVICE.replace("TABLE", schema.name))
+    first = [f.id for f in missing if f.first_use]
+    unpinned = (f"; {', '.join(first)}: unverified (first use): no hash is published, the "
+                "first download is recorded and pins every later one") if first else ""
     return NotFetchedError(
         f"{schema.name}: not fetched — run `mltraces fetch {ids}` (tables named in "
-        "connect(tables=...) or in a query are fetched on first use)")
+        f"connect(tables=...) or in a query are fetched on first use){unpinned}")
 
 
 def _pin(file: Any) -> str:
-    """The hash the registry pins ``file`` to: what every verified copy of it hashes to."""
+    """The hash the registry pins ``file`` to: what every verified copy of it hashes to (a
+    first-use file: the hash its first download recorded)."""
+    if file.first_use:
+        from mltraces.download.firstuse import effective
+
+        file = effective(file)
     return f"sha256:{file.sha256}" if file.sha256 else f"git-blob:{file.git_blob}"
 
 
@@ -107,7 +145,9 @@ def _registry_plan(schema: TableSchema, fetch: bool) -> Plan:
     for file in missing:
         fetch_file(file)
     keys = [f"{fid}={_pin(f)}" for fid, f in files.items()]
-    return Plan(keys, sorted(files), verified=True, origin="upstream",
+    first = any(f.first_use for f in files.values())
+    return Plan(keys, sorted(files), verified=True,
+                origin="upstream, first-use pinned" if first else "upstream",
                 load=_loader(schema, files))
 
 
@@ -134,8 +174,9 @@ def _registry_inputs(schema: TableSchema, spec: SourceSpec, files: Mapping[str, 
         picked = _pick_members(schema, spec, fetch_members(remote), remote.filename)
         return [i._replace(header=header) for i in picked]
     if spec.member:
+        limits = member_limits(remote) if remote.pinned else _text_limits(schema)
         return [InputFile(spec.member, fetch_file(remote), dict(spec.columns), spec.member,
-                          member_limits(remote), header)]
+                          limits, header)]
     return [InputFile(remote.filename, fetch_file(remote), dict(spec.columns), header=header)]
 
 
@@ -209,13 +250,13 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
         filename = _registry_file(schema, spec.file).filename
         # a streamed member may be there unpacked (cluster_job_log), or its whole archive
         candidates = [Path(spec.member).name] if spec.member else []
-        candidates += [filename, filename.removesuffix(".xz")]
+        candidates += [filename, filename.removesuffix(".xz"), filename.removesuffix(".gz")]
         found = next((names[c] for c in candidates if c in names), None)
         if found is None:
             missing.append(DriftProblem("missing file", str(folder),
                                         f"no file named {' or '.join(dict.fromkeys(candidates))}"))
         elif spec.member and found.name == filename:
-            inputs.append(_local_member(spec, found, _local_header(schema, spec, folder)))
+            inputs.append(_local_member(schema, spec, found, _local_header(schema, spec, folder)))
         else:
             inputs.append(InputFile(found.name, found, dict(spec.columns),
                                     header=_local_header(schema, spec, folder)))
@@ -224,12 +265,24 @@ def _local_dir_inputs(schema: TableSchema, folder: Path) -> list[InputFile]:
     return inputs
 
 
-def _local_member(spec: SourceSpec, archive: Path, header: Path | None) -> InputFile:
+def _local_member(schema: TableSchema, spec: SourceSpec, archive: Path, header: Path | None
+                  ) -> InputFile:
     """One member of a user's own copy of an archive, held to the local-archive limits."""
-    from mltraces.archives import Limits
+    return InputFile(spec.member or "", archive, dict(spec.columns), spec.member,
+                     _text_limits(schema), header)
 
-    return InputFile(spec.member or "", archive, dict(spec.columns), spec.member, Limits.local(),
-                     header)
+
+def _text_limits(schema: TableSchema) -> Any:
+    """The local-archive limits; for a table read as lines of text (its reader counts rows by
+    line: CSV), no line may be longer than a row can be, checked as members are read or
+    unpacked, so an archive of zeros writes nothing past the first such line."""
+    from mltraces.catalog.readers import FileReader, reader_for
+    from mltraces.catalog.text import MAX_LINE_BYTES
+    from mltraces.download.archives import Limits
+
+    reader = reader_for(schema)
+    text = isinstance(reader, FileReader) and reader.row_label == "line"
+    return Limits.local(max_line=MAX_LINE_BYTES if text else None)
 
 
 def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[InputFile]]:
@@ -242,7 +295,7 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
         )
     spec = schema.sources[0]
     if spec.member and _is_archive(path):  # the archive itself: one stream per spec
-        return lambda: [_local_member(s, path, _local_header(schema, s, path.parent))
+        return lambda: [_local_member(schema, s, path, _local_header(schema, s, path.parent))
                         for s in schema.sources]
     if len(schema.sources) != 1:
         raise SchemaError(f"{schema.name} reads {len(schema.sources)} members of "
@@ -252,11 +305,12 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
         def load() -> list[InputFile]:
             import hashlib
 
-            from mltraces.archives import extract_verified
+            from mltraces.download.archives import extract_verified
 
             digest = hashlib.sha256(_stat_key(path).encode()).hexdigest()[:16]
             target = config.cache_dir() / LOCAL_EXTRACTED / f"{path.name}-{digest}"
-            return _pick_members(schema, spec, extract_verified(path, target), path.name)
+            members = extract_verified(path, target, _text_limits(schema))
+            return _pick_members(schema, spec, members, path.name)
         return load
     columns = _expand_columns(spec, path.name) if spec.members else dict(spec.columns)
     return lambda: [InputFile(path.name, path, columns,
@@ -264,7 +318,7 @@ def _local_file_inputs(schema: TableSchema, path: Path) -> Callable[[], list[Inp
 
 
 def _is_archive(path: Path) -> bool:
-    from mltraces.archives import is_zip
+    from mltraces.download.archives import is_zip
 
     return is_zip(path) or _is_tarfile(path)
 

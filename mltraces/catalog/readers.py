@@ -2,7 +2,7 @@
 
 A schema names its reader (``"reader": "csv"`` in its ``mltraces`` block). The
 name resolves to a built-in reader first (``csv``), then to the ``READERS`` dict
-of the schema's own source folder, ``mltraces/datasets/<source>/readers.py``,
+of the schema's own source folder, ``mltraces/sources/<source>/readers.py``,
 imported the first time a table of that source needs it. A source that
 publishes a new format (say, a wide throughput CSV that must be unpivoted)
 adds a reader there and names it in its schemas; the catalog does not change.
@@ -63,108 +63,32 @@ other conversions (it must not raise: ``attach_over`` reports what failed).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
 from functools import cache
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar
 
+from mltraces.catalog.protocol import (
+    Conversion,
+    FileReader,
+    InputFile,
+    Reader,
+    ReadRequest,
+    ViewReader,
+)
 from mltraces.errors import SchemaError
 
 if TYPE_CHECKING:
-    from mltraces.catalog.problems import DriftProblem
-    from mltraces.catalog.status import TableStatus
     from mltraces.schema import TableSchema
 
 __all__ = ["BUILTIN", "Conversion", "FileReader", "InputFile", "ReadRequest", "ViewReader",
            "reader_for", "reader_problem", "resolve"]
 
 
-# Records are NamedTuples: immutable, and cheap to define (a frozen dataclass costs a
-# millisecond of start-up each, and every process that connects defines these).
-
-
-class InputFile(NamedTuple):
-    """One concrete file to read, with the constant columns it contributes.
-
-    ``member`` names a member of the archive at ``path`` that is read as a stream
-    (:meth:`open`), held to ``limits`` (:class:`mltraces.archives.Limits`);
-    ``header`` is a file whose one line names the columns of a headerless CSV.
-    """
-
-    label: str
-    path: Path
-    columns: Mapping[str, str]
-    member: str | None = None
-    limits: Any = None
-    header: Path | None = None
-
-    @contextmanager
-    def open(self) -> Iterator[IO[bytes]]:
-        """The input's bytes: the file itself, or its archive member read as a stream.
-
-        A member the archive lacks is a ``missing file`` drift problem naming it.
-        """
-        if self.member is None:
-            with self.path.open("rb") as handle:
-                yield handle
-            return
-        from mltraces.archives import MissingMemberError, open_member
-        from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-
-        try:
-            with open_member(self.path, self.member, self.limits) as stream:
-                yield stream
-        except MissingMemberError as error:
-            raise SchemaDriftError("", [DriftProblem("missing file", self.label, str(error))]
-                                   ) from None
-
-
-class ReadRequest(NamedTuple):
-    """Everything a :class:`FileReader` gets: what to read, where to write, scratch space."""
-
-    schema: TableSchema
-    inputs: list[InputFile]
-    out: Path
-    work: Path
-
-
-class Conversion(NamedTuple):
-    """What a :class:`FileReader` reports back."""
-
-    rows: int
-    warnings: tuple[DriftProblem, ...] = ()
-
-
-class FileReader(NamedTuple):
-    """A reader whose output the catalog converts once and caches as Parquet."""
-
-    name: str
-    convert: Callable[[ReadRequest], Conversion]
-    row_label: str = "item"  # "line" (physical line of a text file) or "item"
-    kind: str = "file"
-
-
-class ViewReader(NamedTuple):
-    """A reader that creates the table's view itself, over data it manages."""
-
-    name: str
-    attach: Callable[[Any, TableSchema, Path | None], TableStatus]
-    status: Callable[[TableSchema], TableStatus]
-    kind: str = "view"
-    local_status: Callable[[TableSchema, Path], TableStatus] | None = None
-    needs: Callable[[TableSchema], list[str]] | None = None
-    attach_over: Callable[[Any, TableSchema, Path | None, Mapping[str, Any]], TableStatus
-                          ] | None = None
-    prepare: Callable[[TableSchema, Any], None] | None = None
-
-
-Reader = FileReader | ViewReader
-
-
 def _convert_csv(request: ReadRequest) -> Conversion:
-    # the CSV reader follows this protocol, so it is imported by name, and only to convert
-    return importlib.import_module("mltraces.catalog.csv_reader").convert_csv(request)
+    """The built-in CSV reader, loaded only to convert."""
+    from mltraces.catalog.csv_reader import convert_csv
+
+    return convert_csv(request)
 
 
 class _BuiltinReaders(Mapping[str, "Reader"]):
@@ -175,7 +99,8 @@ class _BuiltinReaders(Mapping[str, "Reader"]):
     """
 
     CSV: ClassVar[FileReader] = FileReader("csv", _convert_csv, row_label="line")
-    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs"}
+    MODULES: ClassVar[dict[str, str]] = {"jobs": "mltraces.catalog.jobs",
+                                         "requests": "mltraces.catalog.requests"}
 
     def __getitem__(self, name: str) -> Reader:
         if name == "csv":
@@ -237,7 +162,7 @@ def reader_problem(name: str, source: str) -> str | None:
     if name in own:
         return None
     choices = sorted({*BUILTIN, *own})
-    return (f"reader {name!r} is neither built in nor in mltraces/datasets/{source}/readers.py "
+    return (f"reader {name!r} is neither built in nor in mltraces/sources/{source}/readers.py "
             f"READERS; choose from {', '.join(choices)}")
 
 

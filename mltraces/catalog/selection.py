@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mltraces import config
+from mltraces.errors import RegistryError
 from mltraces.names import canonical
 from mltraces.schema import BUILTIN_FILE_READERS, TableSchema, get_schema, schema_files
 
@@ -36,6 +37,7 @@ def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
     chosen: dict[str, None] = {}
     sources = sorted({n.split(".", 1)[0] for n in known})
     for name in map(canonical, names):
+        raise_if_broken(name)  # a broken user folder's tables are named with its reason
         in_source = [n for n in known if n.split(".", 1)[0] == name]
         if not in_source and name not in known:
             raise KeyError(f"unknown table or source {name!r}; sources: {', '.join(sources)}; "
@@ -44,20 +46,39 @@ def select_schemas(names: str | Iterable[str] | None) -> list[TableSchema]:
     return [get_schema(n) for n in chosen]
 
 
+def raise_if_broken(name: str) -> None:
+    """Raise why ``name``'s source is a broken user folder (what it lacks), if it is one.
+
+    Only a name of a user's folder loads the registry: a warm query of shipped tables
+    stays light."""
+    source = name.split(".", 1)[0]
+    if source not in {folder.name for folder in config.user_source_candidates()}:
+        return
+    from mltraces.registry import source_problem
+
+    problem = source_problem(name)
+    if problem is not None:
+        raise RegistryError(problem)
+
+
 def resolve_local(local: Mapping[str, str | os.PathLike[str]] | None = None) -> dict[str, Path]:
     """``MLTRACES_LOCAL`` overrides updated with ``local``; unknown table names raise.
 
     Paths are taken literally: ``trace[12].csv`` is that one file, never a pattern.
     """
+    from mltraces.local_paths import check_local_path
+
     overrides = {canonical(k): v for k, v in config.local_tables().items()}
-    overrides.update({canonical(k): Path(v).expanduser() for k, v in (local or {}).items()})
+    overrides.update({canonical(k): Path(os.fsdecode(v)).expanduser()
+                      for k, v in (local or {}).items()})
     known = schema_files()
-    for name in overrides:
+    for name, path in overrides.items():
         if name not in known:
             raise KeyError(
                 f"unknown table {name!r} in local overrides; "
                 f"known tables: {', '.join(sorted(known))}"
             )
+        check_local_path(name, path)  # before any of it is used: UTF-8, no pipe, no device
     return overrides
 
 

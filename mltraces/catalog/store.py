@@ -119,7 +119,7 @@ def read_record(target: Path) -> dict[str, Any] | None:
     """The record of ``target``, or None when missing or unreadable."""
     try:
         record = json.loads(record_path(target).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 
@@ -271,7 +271,7 @@ def leased_names(folder: Path) -> set[str]:
         try:
             lease_record = json.loads(path.read_text())
             stale = (lease_record["pid"] if lease_record["host"] == host else None)
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, RecursionError, KeyError, TypeError):
             continue
         if stale is not None and not pid_alive(int(stale)):
             if removable:

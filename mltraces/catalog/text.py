@@ -1,4 +1,5 @@
-"""Text inputs as the readers see them: the header line (bounded), xz streams, byte facts.
+"""Text inputs as the readers see them: the header line (bounded), xz and gzip streams,
+byte facts.
 
 Everything here reads a bounded amount or streams, so a hostile file (a 1 GB
 first line, a non-UTF-8 header) becomes one drift problem naming the file, not
@@ -28,6 +29,7 @@ MAX_HEADER_BYTES = 1 << 20
 #: except a last line longer than its read buffer, which it drops without a word.
 MAX_LINE_BYTES = 2_000_000
 _XZ_MAGIC = b"\xfd7zXZ\x00"
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _problem(kind: str, label: str, message: str, line: int | None = None) -> SchemaDriftError:
@@ -88,33 +90,39 @@ def check_last_line(path: Path, label: str, limit: int = MAX_LINE_BYTES) -> None
 
 
 def plain_csv(label: str, path: Path, work: Path, limit: int | None = None) -> Path:
-    """The input as an uncompressed file (an xz stream is decompressed into ``work``).
+    """The input as an uncompressed file (an xz or gzip stream is decompressed into ``work``).
 
     Decompression streams 1 MiB at a time and stops past ``limit`` bytes
     (``MLTRACES_MAX_UNPACKED``, as for local archives): a few hundred kilobytes of
-    xz can expand to gigabytes. Going past it, and a disk that fills first, are
+    xz or gzip can expand to gigabytes. Going past it, and a disk that fills first, are
     one line naming the file, the limit and the variable; the partial file goes.
     """
     with path.open("rb") as handle:
         magic = handle.read(len(_XZ_MAGIC))
-    if magic != _XZ_MAGIC:
+    kind = "xz" if magic == _XZ_MAGIC else "gzip" if magic.startswith(_GZIP_MAGIC) else None
+    if kind is None:
         return path
+    import gzip
+    import zlib
+
     from mltraces import config
 
     limit = config.max_unpacked() if limit is None else limit
-    out = work / f"{len(list(work.iterdir()))}-{label.removesuffix('.xz')}"
+    stem = label.removesuffix(".xz").removesuffix(".gz")
+    out = work / f"{len(list(work.iterdir()))}-{stem}"
+    opener = lzma.open if kind == "xz" else gzip.open
     written = 0
     try:
-        with lzma.open(path) as source, out.open("wb") as sink:
+        with opener(path) as source, out.open("wb") as sink:
             while chunk := source.read(1 << 20):
                 if written + len(chunk) > limit:
-                    raise _too_large(label, path, limit)
+                    raise _too_large(label, path, limit, kind)
                 sink.write(chunk)
                 written += len(chunk)
-    except (lzma.LZMAError, EOFError) as error:
+    except (lzma.LZMAError, EOFError, zlib.error, gzip.BadGzipFile) as error:
         out.unlink(missing_ok=True)
         raise _problem("unparsable value", label,
-                       f"not a readable xz stream ({error})") from error
+                       f"not a readable {kind} stream ({error})") from error
     except OSError as error:
         out.unlink(missing_ok=True)
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -126,11 +134,11 @@ def plain_csv(label: str, path: Path, work: Path, limit: int | None = None) -> P
     return out
 
 
-def _too_large(label: str, path: Path, limit: int) -> Exception:
+def _too_large(label: str, path: Path, limit: int, kind: str = "xz") -> Exception:
     from mltraces.errors import UnsafeArchiveError
 
     return UnsafeArchiveError(
-        f"{label}: the xz file {path} decompresses to more than {limit:,} bytes "
+        f"{label}: the {kind} file {path} decompresses to more than {limit:,} bytes "
         f"(MLTRACES_MAX_UNPACKED={_setting_text()}); refusing it as a possible decompression "
         "bomb (raise MLTRACES_MAX_UNPACKED if the file is genuine)")
 

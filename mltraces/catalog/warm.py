@@ -53,7 +53,7 @@ def code_version(source: str) -> str:
     """Digest of the code that decides a reuse: changed code never trusts an old answer."""
     digest = hashlib.sha256()
     for folder in (_PACKAGE, _PACKAGE / "catalog", _PACKAGE / "download",
-                   _PACKAGE / "datasets" / source):
+                   _PACKAGE / "sources" / source):
         with contextlib.suppress(OSError), os.scandir(folder) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.endswith(".py"):
@@ -97,7 +97,7 @@ def recall(schema: TableSchema) -> store.Built | None:
         if not _in_tables_dir(record["built"]["parquet"]):
             return None
         return _built(schema, record["built"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, RecursionError, KeyError, TypeError):
         return None
 
 
@@ -160,7 +160,7 @@ def _derived_from(built: store.Built) -> tuple[list[str], list[tuple[str, str]]]
         download = local_path(registry.get_file(file_id))
         files += [download, stamp_path(download)]
         folders.append(download.parent)
-    files.append(registry.DATASETS_DIR)  # a source folder added or removed
+    files.append(registry.SOURCES_DIR)  # a source folder added or removed
     for source in registry.source_folders():
         files += [source / registry.SOURCE_FILE, source / registry.CITATION_FILE]
     unique = list(dict.fromkeys(str(p) for p in files))  # record stamps name the downloads too

@@ -18,9 +18,11 @@ VERBS: dict[str, str] = {
     "simulate": "mltraces.commands.simulate",
     "schedule": "mltraces.commands.schedule",
     "figures": "mltraces.commands.figures",
+    "cache": "mltraces.commands.cache",
     "export": "mltraces.commands.export",
     "import": "mltraces.commands.import_workload",
     "completion": "mltraces.commands.completion",
+    "docs": "mltraces.docs.command",  # the documentation site: a part above the commands
 }
 
 # One-line help per verb, kept here so the top-level --help imports no verb module.
@@ -37,8 +39,11 @@ SUMMARIES: dict[str, str] = {
     "simulate": "replay recurring training jobs on the Zeus traces",
     "schedule": "replay job traces through cluster schedulers (ElasticFlow Fig. 8(b))",
     "figures": "draw the papers' figures (PNG + PDF)",
+    "cache": "replay a request trace's prefix blocks through a KV cache (LRU, LFU, FIFO, "
+             "Belady) at several capacities",
     "export": "write a job trace in another simulator's format (ElasticFlow, Tiresias, Pollux, "
               "Gavel, Philly JSON)",
     "import": "make another simulator's workload file a source (mltraces.jobs, replays)",
     "completion": "print a shell completion script (bash, zsh, tcsh)",
+    "docs": "build the documentation site into a folder (needs the docs extra)",
 }

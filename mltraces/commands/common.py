@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from mltraces.config import local_tables, parse_local
+from mltraces.config import parse_local
 
 if TYPE_CHECKING:
     import duckdb
@@ -24,20 +24,31 @@ def add_table_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def local_overrides(args: argparse.Namespace) -> dict:
-    """``MLTRACES_LOCAL`` overrides, then ``--local`` ones (the command line wins)."""
-    overrides = local_tables()
+def command_line_local(args: argparse.Namespace) -> dict:
+    """The ``--local`` options alone; the catalog merges them over ``MLTRACES_LOCAL``."""
+    overrides: dict = {}
     for spec in getattr(args, "local", []) or []:
         overrides.update(parse_local(spec))
     return overrides
 
 
+def local_overrides(args: argparse.Namespace) -> dict:
+    """Every local override in effect: ``MLTRACES_LOCAL``, then ``--local`` (the command line
+    wins), merged where the catalog merges them (:func:`~mltraces.catalog.selection.resolve_local`,
+    the one reader of the variable)."""
+    from mltraces.catalog.selection import resolve_local
+
+    return resolve_local(command_line_local(args))
+
+
 def open_catalog(
-    args: argparse.Namespace, tables: list[str] | None = None, *, strict: bool = False
+    args: argparse.Namespace, tables: list[str] | None = None, *, strict: bool = False,
+    comments: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A catalog connection honouring the verb's ``--local`` options.
 
-    ``strict`` raises when a table cannot be built, instead of a view that raises when queried.
+    ``strict`` raises when a table cannot be built, instead of a view that raises when queried;
+    ``comments`` attaches every column's description as a DuckDB comment.
     """
     import warnings
 
@@ -46,4 +57,5 @@ def open_catalog(
 
     with warnings.catch_warnings():  # the verbs say what a partial view lacks themselves
         warnings.simplefilter("ignore", PartialViewWarning)
-        return connect(tables=tables, local=local_overrides(args), strict=strict)
+        return connect(tables=tables, local=command_line_local(args), strict=strict,
+                       comments=comments)

@@ -2,7 +2,7 @@
 
 A name a source answers to beyond its registry files (``acme-util``: AcmeTrace's
 utilization files on HuggingFace) is handed to that source's own hook with the
-options it adds (:mod:`mltraces.commands.extras`); such names are fetched only
+options it adds (:mod:`mltraces.download.extras`); such names are fetched only
 when named.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from mltraces.commands.extras import extras, source_names
+    from mltraces.download.extras import extras, source_names
 
     parser.add_argument(
         "names",
@@ -40,7 +40,8 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
     for file in files:
         try:
             path = fetch_file(file)
-            members = fetch_members(file) if file.kind == "tar.gz" else None
+            # an archive marked unpack: false is read member by member, never unpacked
+            members = fetch_members(file) if file.unpacked and file.kind == "tar.gz" else None
         except MltracesError as error:
             failures.append(error)
             continue
@@ -53,15 +54,21 @@ def _fetch_registry(names: list[str], quiet: bool) -> None:
     if failures:
         for error in failures:
             print(f"failed  {error}", file=sys.stderr)
+        from mltraces.download.unavailable import ADVICE
+
         raise MltracesError(
-            f"{len(failures)} of {len(files)} files could not be fetched (each reason above)"
+            f"{len(failures)} of {len(files)} files could not be fetched (each reason above); "
+            f"for the tables that need them, {ADVICE.replace('it (', 'them (')}"
         )
     if not names and not quiet:
+        from mltraces.commands.list_files import say_broken
+
         print(f"fetched {len(all_sources())} sources")
+        say_broken()
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.commands.extras import split
+    from mltraces.download.extras import split
 
     names, chosen = split(args.names)
     asked = {e.name for e in chosen}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from mltraces.commands.common import add_table_options, local_overrides, open_catalog
 from mltraces.figures import figure_sources  # the package's top imports only the stdlib
@@ -82,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
     prepare_folder(args.output)  # before any work: a folder that cannot take files loses none
     tables = sorted({t for spec in specs.values() for t in spec.inputs})  # nothing more
     local = [t for t in local_overrides(args) if t in tables]
-    con = open_catalog(args, tables)
+    with _said_at_the_end():  # a table that cannot be had is told once, after the figures
+        con = open_catalog(args, tables)
     try:
+        missing = _unavailable(con, tables, local)
         broken = {t: p for t in local if (p := figures.table_problem(con, t))}
         results = figures.render_all(
             con, output_dir=args.output, names=list(specs), processes=args.processes,
@@ -91,23 +96,68 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         con.close()
-    return _report(args, results, broken)
+    code = _report(args, results, broken)
+    if missing:
+        print(_unavailable_text(missing), file=sys.stderr)
+    return code
+
+
+@contextmanager
+def _said_at_the_end() -> Iterator[None]:
+    """Hold back the catalog's line per unavailable table while it is set up."""
+    import logging
+
+    from mltraces.logs import get_logger
+
+    logger = get_logger("mltraces.catalog.connection")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _unavailable(con: Any, tables: list[str], local: list[str]) -> dict[str, str]:
+    """The tables the figures need that cannot be read here, with why (not --local ones)."""
+    from mltraces.catalog import read_status
+
+    statuses = read_status(con) or {}
+    return {t: str(s.reason) for t, s in sorted(statuses.items())
+            if t in tables and t not in local and not s.usable}
+
+
+def _unavailable_text(missing: dict[str, str]) -> str:
+    """One paragraph: which tables, why (the first reason), and how to give them."""
+    from mltraces.download.unavailable import ADVICE, short
+
+    first = short(next(iter(missing.values())))
+    return (f"unavailable here: {', '.join(missing)} (the figures that need them were skipped; "
+            f"{first}{'; and so on' if len(missing) > 1 else ''}): "
+            f"{ADVICE.replace('it (', 'them (')}")
 
 
 def _report(args: argparse.Namespace, results: list, broken: dict[str, str]) -> int:
-    """Print what was written and skipped; 1 when a --local file failed or nothing was drawn."""
+    """Say what was written, left alone and skipped; 1 when a --local file failed or nothing
+    was drawn."""
     drawn = [r for r in results if r.paths]
+    written = [r for r in drawn if r.written]
     skipped: dict[str, list[str]] = {}
     for result in results:
-        if result.paths and not args.quiet:
-            others = " ".join(p.suffix for p in result.paths[1:])
-            print(f"wrote {result.paths[0]} (+ {others})" if others else f"wrote {result.paths[0]}")
+        if result.paths and not args.quiet and (result.written or result.data_written):
+            files = [*(result.paths if result.written else ()),
+                     *((result.data,) if result.data_written else ())]
+            others = " ".join(p.suffix for p in files[1:])
+            unchanged = "" if result.written else " (the figure itself unchanged)"
+            print(f"wrote {files[0]} (+ {others}){unchanged}" if others
+                  else f"wrote {files[0]}{unchanged}")
         elif result.skipped:
             skipped.setdefault(result.skipped, []).append(result.name)
     for reason, names in skipped.items():
         print(f"skipped {', '.join(names)}: {reason}", file=sys.stderr)
     if not args.quiet:
-        print(f"{len(drawn)} figures written to {args.output}, {len(results) - len(drawn)} skipped")
+        print(f"{len(written)} figures written to {args.output}, {len(drawn) - len(written)} "
+              f"already there unchanged, {len(results) - len(drawn)} skipped")
     for table, problem in broken.items():
         print(
             f"mltraces figures: error: the local file given for {table} could not be used: "

@@ -50,9 +50,12 @@ def run(args: argparse.Namespace) -> int:
     from mltraces.registry import all_sources
 
     if args.name is None:
+        from mltraces.commands.list_files import say_broken
+
         for source in all_sources().values():
             print(format_source(source.name))
             print()
+        say_broken()
         return 0
     name = canonical(args.name)
     if name in all_sources():
@@ -60,10 +63,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if "." in name:
         from mltraces.catalog import describe_table
-        from mltraces.commands.common import local_overrides
+        from mltraces.commands.common import command_line_local
 
-        print(describe_table(name, local=local_overrides(args)))
+        print(describe_table(name, local=command_line_local(args)))
         return 0
+    from mltraces.catalog.selection import raise_if_broken
+
+    raise_if_broken(name)
     raise KeyError(
         f"unknown source or table {args.name!r}; sources: "
         f"{', '.join(all_sources())}; tables: see `mltraces tables`"

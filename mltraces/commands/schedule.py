@@ -6,7 +6,7 @@ setup: ITP clusters 1-10 and Philly, each on the cluster the artifact gives it
 (Fig. 8(a) is ``--trace elasticflow/pollux --cluster n16g4 --gpu-type T4``).
 A trace runs on ``--cluster``, else on the cluster Fig. 8(b) gives it, else on its
 own capacity (declared in its mapping). ``--generate`` draws a trace with
-ElasticFlow's generator instead (or as well) (:mod:`mltraces.scheduling.generator`;
+ElasticFlow's generator instead (or as well) (:mod:`mltraces.papers.elasticflow_asplos23.generator`;
 ``--save-trace`` writes it). The
 table format prints one line per (trace, policy) with the published Fig. 8(b)
 or 8(a) value beside ours where there is one; ``--jobs`` prints every job and
@@ -17,7 +17,10 @@ unless ``--summary`` is given. Replays run in parallel worker processes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mltraces.commands.common import add_table_options, open_catalog
@@ -73,8 +76,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="cluster spec: n<nodes>g<GPUs per node> (n32g8) or one of the artifact's spec "
         "files; default: the cluster Fig. 8(b) gives the trace, else the trace's own capacity",
     )
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_POLICIES
     from mltraces.scheduling.api import POLICIES
-    from mltraces.scheduling.fig8b import FIG8B_POLICIES
 
     parser.add_argument(
         "--policy", default=",".join(FIG8B_POLICIES),
@@ -103,8 +106,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     output = checked_output(args.output)  # before the replays: a bad -o loses no work
-    from mltraces.scheduling import inputs
     from mltraces.scheduling.errors import SchedulingError
+    from mltraces.workloads import cluster as inputs
 
     if args.list_traces:
         return _list_traces(args, output)
@@ -129,21 +132,41 @@ def run(args: argparse.Namespace) -> int:
                        for table in _own_tables(trace, cluster)])
         clusters = [cluster or inputs.capacity_cluster(con, trace)
                     for trace, cluster in zip(traces, chosen, strict=True)]
-        cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
-                             slot=args.slot)
-                 for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
+        with _notes(getattr(args, "quiet", False)):
+            cases = [inputs.case(con, trace, cluster, gpu_type=args.gpu_type, label=label,
+                                 slot=args.slot)
+                     for label, trace, cluster in zip(labels, traces, clusters, strict=True)]
         cases += _generated_cases(con, generated, args, saved)
     finally:
         con.close()
     result = _replay(cases, args)
     write_text(_render(result, args), output, quiet=getattr(args, "quiet", False))
+    for note in result.notes:  # what a replay wants said beside its numbers (a time limit hit)
+        print(f"mltraces schedule: note: {note}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _notes(quiet: bool) -> Iterator[None]:
+    """Print each :class:`~mltraces.errors.ByDurationWarning` raised inside as one ``note:``
+    line on stderr (a trace's jobs that replay by run time), once per trace."""
+    from mltraces.errors import ByDurationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ByDurationWarning)
+        yield
+    for said in dict.fromkeys(str(w.message) for w in caught
+                              if issubclass(w.category, ByDurationWarning)):
+        if not quiet:
+            print(f"note: {said}", file=sys.stderr)
+    for other in (w for w in caught if not issubclass(w.category, ByDurationWarning)):
+        warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
 
 
 def _generated(args: argparse.Namespace) -> list[Any]:
     """The ``--generate`` settings, checked before anything is read."""
+    from mltraces.papers.elasticflow_asplos23.generator import TraceSpec
     from mltraces.scheduling.errors import SchedulingError
-    from mltraces.scheduling.generator import TraceSpec
 
     specs = [TraceSpec.parse(text) for text in args.generate or []]
     if specs and not args.cluster:
@@ -160,9 +183,9 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
                      saved: Output | None) -> list[Any]:
     """One case per generated trace (its label: the settings), on ``--cluster``; the one
     trace also written to ``saved`` (``--save-trace``), whole or not at all."""
-    from mltraces.scheduling import inputs
+    from mltraces.papers.elasticflow_asplos23.generator import generate_trace
     from mltraces.scheduling.api import Case
-    from mltraces.scheduling.generator import generate_trace
+    from mltraces.workloads import cluster as inputs
 
     if not specs:
         return []
@@ -181,7 +204,7 @@ def _generated_cases(con: Any, specs: list[Any], args: argparse.Namespace,
 def _own_tables(trace: str, cluster: str | None) -> list[str]:
     """The tables a replay of ``trace`` cannot do without: its jobs, and the table its
     capacity comes from when no cluster was given (``--cluster`` never reads it)."""
-    from mltraces.scheduling import inputs
+    from mltraces.workloads import cluster as inputs
 
     entry = inputs.resolve(trace).entry
     return list(entry.tables) if cluster is None else [entry.table]
@@ -202,10 +225,12 @@ def _require(con: Any, tables: list[str]) -> None:
 
 def _chosen(spec: str) -> tuple[list[str], list[str]]:
     """(labels, trace ids): ``all`` is Fig. 8(b) under its own labels (cluster01, ...)."""
-    from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS
+    from mltraces.workloads.cluster import canonical_id
 
     if spec.strip() == "all":
-        return list(FIG8B_TRACE_IDS), list(FIG8B_TRACE_IDS.values())
+        traces = list(FIG8B_TRACE_IDS.values())
+        return [canonical_id(t) for t in traces], traces
     from mltraces.names import canonical
 
     traces = [canonical(t.strip()) for t in spec.split(",") if t.strip()]
@@ -213,15 +238,15 @@ def _chosen(spec: str) -> tuple[list[str], list[str]]:
         from mltraces.scheduling.errors import SchedulingError
 
         raise SchedulingError("no trace given: name one (--list-traces) or use --trace all")
-    return traces, traces
+    return [canonical_id(t) for t in traces], traces  # printed as the jobs view names them
 
 
 def _cluster(trace: str, asked: str | None) -> str | None:
     """The cluster to replay ``trace`` on: the one asked for, else Fig. 8(b)'s; None when it
     comes from the trace's own capacity (read once the catalog is open)."""
-    from mltraces.scheduling import inputs
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
     from mltraces.scheduling.errors import SchedulingError
-    from mltraces.scheduling.fig8b import FIG8B_CLUSTERS, FIG8B_TRACE_IDS
+    from mltraces.workloads import cluster as inputs
 
     replay = inputs.resolve(trace)
     if asked:
@@ -231,7 +256,7 @@ def _cluster(trace: str, asked: str | None) -> str | None:
             ClusterSpec.from_name(asked)  # a size past the limits fails before any download
         return asked
     for label, trace_id in FIG8B_TRACE_IDS.items():
-        if trace_id == trace:
+        if inputs.canonical_id(trace_id) == inputs.canonical_id(trace):
             return FIG8B_CLUSTERS[label]
     if replay.entry.capacity is None:
         raise SchedulingError(f"{trace} declares no capacity and is not a Fig. 8(b) trace, so "
@@ -271,20 +296,21 @@ def _replay(cases: list[Any], args: argparse.Namespace) -> ScheduleResult:
 
 
 def _announce_interpreted(policies: list[Any], quiet: bool) -> None:
-    """Say so in one line when a policy's compiled core runs as plain Python (its extension
-    was not built at install): a replay then takes about 100 times longer than documented.
-
-    The cores are imported only when a policy that runs on them is asked for.
+    """Say so in one line when the policies' compiled cores run as plain Python (their
+    extensions were not built at install): a replay then takes about 100 times longer
+    than documented. Once per process (:func:`~mltraces.scheduling.cores.native.announce`); the
+    cores are imported only when a policy that runs on them is asked for.
     """
-    from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva, native
+    from mltraces.scheduling import Chronus, EDFElastic, ElasticFlow, Gandiva
+    from mltraces.scheduling.cores import native
 
-    if quiet:
-        return
-    for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
-                       (Gandiva, "Gandiva's rounds"), (Chronus, "Chronus's lease packing")):
-        said = any(isinstance(policy, kind) for policy in policies) and native.notice(what)
-        if said:
-            print(said, file=sys.stderr)
+    used = [what for kind, what in (((ElasticFlow, EDFElastic), "ElasticFlow's planner"),
+                                    (Gandiva, "Gandiva's rounds"),
+                                    (Chronus, "Chronus's lease packing"))
+            if any(isinstance(policy, kind) for policy in policies)]
+    if used:
+        what = ", ".join(used[:-1]) + (" and " if len(used) > 1 else "") + used[-1]
+        native.announce(what, plural=len(used) > 1, quiet=quiet)
 
 
 def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
@@ -296,16 +322,33 @@ def _render(result: ScheduleResult, args: argparse.Namespace) -> str:
     columns, rows = frame_rows(_without_deadlines(_with_published(result.summary), result))
     if args.format == "table" and not args.summary:
         return _readable(columns, rows)
+    if args.format == "table":  # every column, each with its unit (csv and json keep the names)
+        return (render_rows([f"{c} ({SUMMARY_UNITS[c]})" if c in SUMMARY_UNITS else c
+                             for c in columns], rows, args.format) + SUMMARY_NOTE)
     return render_rows(columns, rows, args.format)
+
+
+#: the units of the summary's columns (``--summary``): times in the trace's seconds
+SUMMARY_UNITS = {"mean_jct": "s", "median_jct": "s", "mean_queueing_delay": "s",
+                 "makespan": "s", "gpu_seconds": "GPU s", "mean_utilisation": "share of GPUs",
+                 "seconds": "s, wall", "cpu_seconds": "s, CPU"}
+SUMMARY_NOTE = ("times in seconds of the trace's clock (mean JCT, queueing, makespan), the "
+                "replay's own cost in wall and CPU seconds; ratio: deadlines met / jobs with "
+                "one; csv and json carry the same columns, named without units\n")
 
 
 def _with_published(summary: Any) -> Any:
     """The summary with the published ratio of each (trace, policy) where one exists: Fig. 8(b),
     and Fig. 8(a) for the Pollux trace on its cluster."""
-    from mltraces.scheduling.fig8a import FIG8A_CLUSTER, FIG8A_TRACE, PUBLISHED_FIG8A
-    from mltraces.scheduling.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+    from mltraces.papers.elasticflow_asplos23.fig8a import (
+        FIG8A_CLUSTER,
+        FIG8A_TRACE,
+        PUBLISHED_FIG8A,
+    )
+    from mltraces.papers.elasticflow_asplos23.fig8b import FIG8B_TRACE_IDS, PUBLISHED_FIG8B
+    from mltraces.workloads.cluster import canonical_id
 
-    label = {trace_id: label for label, trace_id in FIG8B_TRACE_IDS.items()}
+    label = {canonical_id(trace_id): label for label, trace_id in FIG8B_TRACE_IDS.items()}
 
     def published_for(trace: str, cluster: str, policy: str) -> float | None:
         if (trace, cluster) == (FIG8A_TRACE, FIG8A_CLUSTER):
@@ -326,14 +369,19 @@ def _without_deadlines(summary: Any, result: ScheduleResult) -> Any:
     jobs = result.jobs
     timed = {trace for trace, rows in jobs.groupby("trace") if np.isfinite(rows["deadline"]).any()}
     blank = ~summary["trace"].isin(timed)
-    return summary.assign(deadline_met=summary["deadline_met"].where(~blank),
-                          ddl_satis_ratio=summary["ddl_satis_ratio"].where(~blank))
+    return summary.assign(
+        deadline_met=summary["deadline_met"].where(~blank),
+        ddl_satis_ratio=summary["ddl_satis_ratio"].where(~blank),
+        ddl_satis_ratio_listed=summary["ddl_satis_ratio_listed"].where(~blank))
 
 
 def _readable(columns: list[str], rows: list[tuple]) -> str:
-    note = ("ratio: jobs that met their deadline / all jobs with one (declined ones count; "
-            "- without deadlines); published: ElasticFlow Fig. 8(b) (an earlier state of its "
-            "code), or Fig. 8(a) for the Pollux trace on n16g4; --summary for every column")
+    note = ("ratio: jobs that met their deadline / all jobs with one (ddl_satis_ratio: "
+            "declined ones count, best-effort ones on neither side; - without deadlines); "
+            "--summary adds ddl_satis_ratio_listed, every job against the deadline the trace "
+            "lists, best-effort ones too, as the artifact's Chronus converter counts; "
+            "published: ElasticFlow Fig. 8(b) (an earlier state of its code), or Fig. 8(a) "
+            "for the Pollux trace on n16g4; --summary for every column")
     return view_table(columns, rows, SUMMARY_VIEW) + note + "\n"
 
 

@@ -117,7 +117,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.simulation import SimulationError, load_traces, simulate
+    from mltraces.simulation import SimulationError, simulate
+    from mltraces.workloads.recurring import load_traces
 
     if args.alibaba and (args.seeds is not None or args.recurrences is not None):
         raise SimulationError(
@@ -129,10 +130,9 @@ def run(args: argparse.Namespace) -> int:
     summary = args.summary or (args.format == "table" and not args.history)
     output = checked_output(args.output)  # before the simulation: a bad -o loses no work
     if args.alibaba:
-        from mltraces.simulation.alibaba import GROUPS_TABLE
-        from mltraces.simulation.trace_cache import TABLES
+        from mltraces.workloads.recurring import GROUPS_TABLE, TRACE_TABLES
 
-        con = open_catalog(args, [*TABLES, GROUPS_TABLE], strict=True)  # one error, its cause
+        con = open_catalog(args, [*TRACE_TABLES, GROUPS_TABLE], strict=True)  # one error, its cause
         rows = _alibaba_rows(load_traces(con), con, args, summary)
     else:
         traces = _traces(args)
@@ -161,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
 def _traces(args: argparse.Namespace) -> Any:
     """The Zeus traces: the saved arrays while the catalog vouches for their tables
     (no DuckDB then), else read through the catalog and saved for the next run."""
-    from mltraces.simulation import load_traces, trace_cache
+    from mltraces.workloads import recurring_cache as trace_cache
+    from mltraces.workloads.recurring import load_traces
 
     cacheable = not local_overrides(args)
     key = trace_cache.current_key() if cacheable else None
@@ -181,7 +182,7 @@ def _traces(args: argparse.Namespace) -> Any:
 
 def _alibaba_rows(traces: Any, con: Any, args: argparse.Namespace, summary: bool) -> Rows:
     from mltraces.simulation import replay_alibaba
-    from mltraces.simulation.alibaba import load_groups
+    from mltraces.workloads.recurring import load_groups
 
     history, totals = replay_alibaba(
         traces,

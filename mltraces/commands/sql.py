@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from mltraces.outputs import Output
 
 FORMATS = ("table", "csv", "json", "parquet")
-# source.table, either part quoted ("itp"."jobs")
-_PART = r'(?:"((?:[^"]|"")+)"|(\w+))'  # one name, quoted or bare
-_DOTTED = re.compile(rf'(?<![\w."-]){_PART}\.{_PART}(?![\w("-])')
-
-
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("query",
                         help='SQL, e.g. "SELECT trace, count(*) FROM mltraces.jobs GROUP BY 1"')
@@ -41,33 +36,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def tables_in(query: str) -> list[str] | None:
-    """Catalog tables a query mentions as ``source.table``; None when it names none.
+    """Catalog tables a query reads (as DuckDB parses it); None when it reads none of them.
 
-    A query that names no table but ``source.word`` of a known source (a typo such
-    as ``itp.job``) raises instead of setting up, and fetching, every table.
+    The catalog's own views (``mltraces.status``) need no table set up. A query that
+    reads no catalog table but ``source.word`` of a known source (a typo such as
+    ``itp.job``) raises instead of setting up, and fetching, every table.
     """
     from mltraces.catalog import tables
+    from mltraces.catalog.sqlnames import read_tables
+    from mltraces.catalog.status import STATUS_TABLE
 
     known = tables()
-    code = re.sub(r"'(?:[^']|'')*'", "''", query)  # names inside string literals don't count
-    # every source.word, once; one followed by "(" is a macro (acme.floor_time(...)), not a table
-    named = [(m.group(0), _dotted_name(m)) for m in _DOTTED.finditer(code)]
-    mentioned = {name for _, name in named}
-    found = [name for name in known if name in mentioned]
+    named = [name for name in read_tables(query) if name != STATUS_TABLE]
+    found = [name for name in known if name in named]
     if found:
         return found
+    from mltraces.catalog.selection import raise_if_broken
+
+    for name in named:
+        raise_if_broken(name)
     sources = {name.split(".", 1)[0] for name in known}
-    unknown = [text for text, name in named if name.split(".", 1)[0] in sources]
+    unknown = [name for name in named if name.split(".", 1)[0] in sources]
     if unknown:
         raise KeyError(f"unknown table {unknown[0]!r}; tables: {', '.join(known)}")
     return None
-
-
-def _dotted_name(match: re.Match[str]) -> str:
-    """``source.table`` as the catalog names it: quoted parts exact, bare parts lower-cased."""
-    source = match.group(1).replace('""', '"') if match.group(1) else match.group(2).lower()
-    table = match.group(3).replace('""', '"') if match.group(3) else match.group(4).lower()
-    return f"{source}.{table}"
 
 
 def _write(con, relation, fmt: str, output: Output | None, max_rows: int) -> None:
@@ -141,26 +133,50 @@ def _missing_data(con, named: list[str] | None) -> str | None:
 
 
 def _missing_traces(con, query: str, named: list[str] | None, quiet: bool) -> None:
-    """Say which traces ``mltraces.jobs`` lacks; refuse a query that names one of them.
+    """Say which traces ``mltraces.jobs`` or ``mltraces.requests`` lacks; refuse a query
+    that names one of them.
 
     A query filtered to a trace that is not fetched would print an empty result.
     """
-    from mltraces.jobmap import JOBS_TABLE
+    from mltraces.jobmap import JOBS_TABLE, job_tables
+    from mltraces.requestmap import REQUESTS_TABLE
 
-    if JOBS_TABLE not in (named or []):
+    views = [t for t in (JOBS_TABLE, REQUESTS_TABLE) if t in (named or [])]
+    if not views:
         return
     from mltraces.catalog import read_status
-    from mltraces.catalog.jobs import coverage, missing_notice
+    from mltraces.catalog.sqlnames import string_literals
     from mltraces.errors import MltracesError
 
-    missing = coverage(read_status(con) or {}).missing
-    literals = {m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", query)}
-    asked = [(t, reason) for t, reason in missing if t.trace in literals]
-    if asked:
-        raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
-                            + missing_notice(asked))
-    if missing and not quiet:
-        print(f"note: {missing_notice(missing)}", file=sys.stderr)
+    statuses = read_status(con) or {}
+    literals = string_literals(query)
+    copies = [t for t in job_tables().values()
+              if t.copy_of and t.trace in literals and JOBS_TABLE in views]
+    if copies:
+        names = ", ".join(f"{t.trace} (a copy of {t.copy_of})" for t in copies)
+        raise MltracesError(f"the query names {names}: a copy is left out of mltraces.jobs so "
+                            f"that counts are not doubled; read it by name with FROM "
+                            f"mltraces.jobs_of('{copies[0].trace}')")
+    for table in views:
+        missing, notice = _coverage(table, statuses)
+        asked = [(t, reason) for t, reason in missing if t.trace in literals]
+        if asked:
+            raise MltracesError(f"the query names {', '.join(t.trace for t, _ in asked)}: "
+                                + notice(asked))
+        if missing and not quiet:
+            print(f"note: {notice(missing)}", file=sys.stderr)
+
+
+def _coverage(table: str, statuses: dict) -> tuple[list, object]:
+    """(missing traces the view would hold, with reasons; the notice naming them) of one
+    union view."""
+    from mltraces.catalog import unions
+    from mltraces.catalog.jobs import VIEW as JOBS
+    from mltraces.catalog.requests import VIEW as REQUESTS
+
+    view = JOBS if table == JOBS.table else REQUESTS
+    return (unions.coverage(view, statuses).lacking,
+            lambda missing: unions.missing_notice(view, missing))
 
 
 def _query_error(error: Exception) -> str:
@@ -197,7 +213,11 @@ def run(args: argparse.Namespace) -> int:
         output = prepare(args.output)
     named = args.tables or tables_in(args.query)
     # tables the query names must exist: say why one does not, once, before running it
-    con = open_catalog(args, tables=named, strict=named is not None)
+    from mltraces.catalog.sqlnames import names_word
+
+    # the column descriptions cost ~1 ms a column: attached when the query reads comments
+    con = open_catalog(args, tables=named, strict=named is not None,
+                       comments=names_word(args.query, "comment"))
     try:
         problem = _missing_data(con, named)
         if problem:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from mltraces.commands.common import add_table_options, local_overrides
+from mltraces.commands.common import add_table_options, command_line_local
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +36,15 @@ def _status(schema, overrides: dict) -> str:
     missing = [f for f in schema.file_ids if not cached_path(get_file(f))]
     if not missing:
         return "cached"
-    return f"not cached (fetched on first use), or now: `mltraces fetch {' '.join(missing)}`"
+    from mltraces.download import unavailable
+
+    failed = {f: why for f, why in unavailable.reasons().items() if f in missing}
+    if failed:
+        advice = unavailable.ADVICE.replace("TABLE", schema.name)
+        return (f"UNAVAILABLE here: the last fetch could not obtain {', '.join(failed)} "
+                f"({next(iter(failed.values()))}); {advice}")
+    return (f"not fetched yet: `mltraces fetch {' '.join(missing)}` (or it is fetched when a "
+            "command names it)")
 
 
 def _rows(schema, overrides: dict) -> str:
@@ -52,7 +60,7 @@ def _rows(schema, overrides: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     from mltraces.catalog import resolve_local, select_schemas
 
-    overrides = resolve_local(local_overrides(args))
+    overrides = resolve_local(command_line_local(args))
     for schema in select_schemas(args.names or None):
         line = f"{schema.name:22} {schema.title}"
         print(line)

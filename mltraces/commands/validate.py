@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from mltraces.commands.common import add_table_options, local_overrides
+from mltraces.commands.common import add_table_options, command_line_local
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -47,9 +47,9 @@ def _text(report, show_all: bool) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.validation import failed, validate
+    from mltraces.catalog.validation import failed, validate
 
-    report = validate(args.tables or None, local=local_overrides(args))
+    report = validate(args.tables or None, local=command_line_local(args))
     if args.format == "csv":
         report.assign(examples=report.examples.map(" | ".join)).to_csv(sys.stdout, index=False)
     elif args.format == "json":

@@ -6,15 +6,15 @@ import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from mltraces.commands.extras import source_names
+    from mltraces.download.extras import source_names
 
     parser.add_argument("names", nargs="*", metavar="SOURCE|FILE",
                         help=f"sources ({source_names()}) or file ids; default: all")
 
 
 def run(args: argparse.Namespace) -> int:
-    from mltraces.commands.extras import extras, split
     from mltraces.download import expand, verify_cached
+    from mltraces.download.extras import extras, split
 
     names, chosen = split(args.names)
     files = expand(names) if names or not args.names else []
@@ -29,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"{result.status:8} {result.id}  {result.detail}".rstrip())
     checked = sum(r.status != "missing" for r in results)
     print(f"{checked} cached files checked, {len(bad)} corrupt (deleted)")
+    if not args.names:
+        from mltraces.commands.list_files import say_broken
+
+        say_broken()
     for extra in chosen if args.names else list(extras().values()):
         if extra.verify_cleanup is not None:
             for path in extra.verify_cleanup():

@@ -19,6 +19,7 @@ One module per concern:
 - :mod:`.hosts` remembered unreachable hosts
 - :mod:`.engine` the pooch objects, the downloader and the locked retrieve loop
 - :mod:`.processors` pooch processors: verify + stamp, safe untar
+- :mod:`.firstuse` files no publisher hash pins, pinned by their first download
 - :mod:`.cleanup` leftovers of killed runs
 
 Examples
@@ -52,7 +53,7 @@ from mltraces.logs import get_logger
 from mltraces.registry import RemoteFile
 
 if TYPE_CHECKING:
-    from mltraces.archives import Limits
+    from mltraces.download.archives import Limits
 
 log = get_logger(__name__)
 
@@ -129,7 +130,16 @@ def cached_path(file: RemoteFile) -> Path | None:
     path = local_path(file)
     if file.local:
         return path if path.exists() else None
-    return path if stamps.is_current(path, file) else None
+    return path if stamps.is_current(path, _pinned(file)) else None
+
+
+def _pinned(file: RemoteFile) -> RemoteFile:
+    """``file`` held to its recorded first download when it is a first-use file."""
+    if not file.first_use:
+        return file
+    from mltraces.download.firstuse import effective
+
+    return effective(file)
 
 
 def _local_file(file: RemoteFile) -> Path:
@@ -185,17 +195,20 @@ def fetch_file(file: RemoteFile | str, *, progress: bool | None = None) -> Path:
     file = _resolve(file)
     if file.local:
         return _local_file(file)
+    file = _pinned(file)
     path = local_path(file)
     if not stamps.is_current(path, file):
+        from mltraces.download import unavailable
         from mltraces.download.processors import VerifyPins
 
         _retrieve(file, VerifyPins(file), progress)
+        unavailable.clear(file.id)
     return path
 
 
 def fetch_members(file: RemoteFile | str, *, progress: bool | None = None) -> dict[str, Path]:
     """Unpack a verified archive once (safely, bounded) and return member name → path."""
-    from mltraces import archives
+    from mltraces.download import archives
 
     file = _resolve(file)
     if file.local:  # a folder of a user's source: its files are the members
@@ -232,7 +245,7 @@ def member_limits(file: RemoteFile) -> Limits:
     most ``MLTRACES_MAX_MEMBERS`` headers. An archive no hash pins (a user's own
     file) is held to the local-archive limits (``MLTRACES_MAX_*``).
     """
-    from mltraces.archives import UNBOUNDED, Limits
+    from mltraces.download.archives import UNBOUNDED, Limits
 
     if not file.pinned:
         return Limits.local()
@@ -322,7 +335,7 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
     Leftovers of killed runs (temporary files and staging folders whose owner is
     gone) are removed on the way.
     """
-    from mltraces.archives import disk_error
+    from mltraces.download.archives import disk_error
     from mltraces.download.cleanup import sweep
 
     root = cache_root()
@@ -335,7 +348,7 @@ def verify_cached(files: Iterable[RemoteFile] | None = None) -> list[VerifyResul
 
 def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     """Results for one file (and, for an archive, one per extracted member)."""
-    from mltraces.archives import discard, verify_members
+    from mltraces.download.archives import discard, verify_members
 
     path = local_path(file)
     if file.local:  # a user's file: checked, never deleted
@@ -353,7 +366,9 @@ def _verify_one(file: RemoteFile) -> list[VerifyResult]:
     problem = _recheck(path, file)
     if problem is not None:
         return [VerifyResult(file.id, path, "corrupt", problem)]
-    results = [VerifyResult(file.id, path, "ok", f"{file.hash_kind} matches")]
+    kind = _pinned(file).hash_kind
+    detail = f"{kind} matches" + (" (first-use pinned)" if file.first_use else "")
+    results = [VerifyResult(file.id, path, "ok", detail)]
     if file.unpacked:
         target = extracted_dir(path, stamps.read(path)["sha256"])  # type: ignore[index]
         problems = verify_members(target)

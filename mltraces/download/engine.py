@@ -25,6 +25,7 @@ the next URL.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import logging
 import os
@@ -36,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from mltraces import config
-from mltraces.archives import disk_error
 from mltraces.download import cleanup, hosts, http
+from mltraces.download.archives import disk_error
 from mltraces.download.checks import STALE_HINT, sniff_file
 from mltraces.download.mirrors import candidate_urls, copy_from_directory, is_http
 from mltraces.download.paths import cache_root, local_path, lock_path, part_path, url_parts
@@ -182,6 +183,9 @@ class PinnedDownloader:
                 f"{self.file.id}: {'; '.join(bad_bytes)}. The file was deleted and not used; "
                 + STALE_HINT
             )
+        from mltraces.download import unavailable
+
+        unavailable.note(self.file.id, "; ".join(failures))  # listings say so from now on
         if failures and self.down == len(failures):  # the message says what to do
             raise HostDownError(f"could not download {self.file.id}: " + "; ".join(failures))
         raise FetchError(
@@ -264,7 +268,9 @@ class PinnedDownloader:
 
     def _sniff(self, path: Path, where: str) -> None:
         """Name a finished body that is not the data (deleting it) before pooch hashes it."""
-        problem = sniff_file(path, self.file)
+        # a first-use file's length is judged with its hash (one refusal naming the record)
+        file = dataclasses.replace(self.file, size=None) if self.file.first_use else self.file
+        problem = sniff_file(path, file)
         if problem is not None:
             path.unlink(missing_ok=True)
             raise VerificationError(f"{problem} (from {where})")
@@ -290,6 +296,10 @@ def _pooch_mismatch(file: RemoteFile, error: ValueError) -> PinMismatch:
     """pooch's strict sha256 check failed (it deleted the temp file): say it our way."""
     match = _POOCH_GOT.search(str(error))
     got = match.group(1) if match else "a different hash"
+    if file.first_use:  # held to its recorded first download: say so, and how to re-pin
+        from mltraces.download.firstuse import refused
+
+        return PinMismatch(str(refused(file, got)))
     return PinMismatch(
         f"{file.id}: sha256 mismatch: expected {file.sha256}, got {got}. "
         f"The file was deleted and not used; {STALE_HINT}"

@@ -39,7 +39,7 @@ def _host(url: str) -> str:
 def _load() -> dict[str, dict]:
     try:
         data = json.loads(record_path().read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -6,7 +6,8 @@ A processor is pooch's ``(fname, action, pooch) -> result`` callable, run after
 ``"fetch"`` (the file was already there).
 
 - :class:`VerifyPins` hashes the file once (size, sha256 and git blob in one
-  pass), compares it with every pin of the registry entry, and writes the stamp
+  pass), compares it with every pin of the registry entry (a first-use file: its
+  recorded first download, or it records this one, :mod:`.firstuse`), and writes the stamp
   that lets later calls trust the file without hashing. It is what verifies
   files pinned only by a **git blob id**: pooch knows no such algorithm (the id
   hashes a ``blob <size>\\0`` header before the bytes, so it cannot be a
@@ -14,7 +15,7 @@ A processor is pooch's ``(fname, action, pooch) -> result`` callable, run after
   ("no pooch check") and this processor does the check. A failing file is
   deleted before the per-file lock is released, and no stamp is ever written
   for it, so nothing in mltraces reads it.
-- :class:`SafeUntar` unpacks a verified tarball or zip with :mod:`mltraces.archives`
+- :class:`SafeUntar` unpacks a verified tarball or zip with :mod:`mltraces.download.archives`
   (bounded, no links, no escapes) once per archive hash, like pooch's ``Untar``
   but safe; it returns the member paths.
 - :func:`chain` runs several processors in order.
@@ -28,13 +29,14 @@ returns::
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mltraces.archives import Limits, extract_verified
 from mltraces.download import stamps
+from mltraces.download.archives import Limits, extract_verified
 from mltraces.download.checks import mismatch, rejected, sniff_file
 from mltraces.download.paths import extracted_dir
 from mltraces.errors import VerificationError
@@ -71,19 +73,29 @@ class VerifyPins:
 
     def __call__(self, fname: str, action: str, pooch: Any = None) -> str:
         from mltraces import hashing
+        from mltraces.download import firstuse
 
         path = Path(fname)
-        problem = sniff_file(path, self.file)
+        file = firstuse.effective(self.file)  # a first-use file's recorded pin, once it has one
+        # a first-use file's length is judged with its hash (one refusal naming the record)
+        problem = sniff_file(path, dataclasses.replace(file, size=None) if file.first_use
+                             else file)
         found = None
+        unrecorded = file.first_use and not file.sha256
         if problem is None:
             found = hashing.digest(path)
-            problem = mismatch(self.file, found)
+            problem = None if unrecorded else mismatch(file, found)
         if problem is not None or found is None:
             path.unlink(missing_ok=True)
             stamps.remove(path)
-            error = rejected(self.file, problem or "unreadable")
+            error = (firstuse.refused(file, found.sha256, found.size)
+                     if file.first_use and found is not None
+                     else rejected(file, problem or "unreadable"))
             raise (StaleCopy if action == "fetch" else PinMismatch)(str(error))
-        stamps.write(path, self.file, found)
+        if unrecorded:  # the first verified download of a file no publisher hash pins
+            firstuse.record(file, found)
+            file = firstuse.effective(file)
+        stamps.write(path, file, found)
         return fname
 
 

@@ -42,7 +42,7 @@ def read(path: Path) -> dict | None:
     """The stamp of ``path``, or None when absent or unreadable."""
     try:
         record = json.loads(stamp_path(path).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 

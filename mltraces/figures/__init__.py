@@ -7,8 +7,8 @@ without drawing; call ``.df()``, ``.arrow()`` or ``.pl()`` on it for a frame)
 and a *plot* function that turns that data, as a pandas frame, into a
 :class:`matplotlib.figure.Figure` in one consistent paper-size style. A spec
 says which paper figure it reproduces (``figure="Fig. 1"``), or that it is our
-own analysis (``figure=""``). The registry is plain data: each source folder's
-``figures.py`` (``mltraces/datasets/<source>/figures.py``) ends with a
+own analysis (``figure=""``). The registry is plain data: each paper folder's
+``figures.py`` (``mltraces/papers/<paper>/figures.py``) ends with a
 ``FIGURES`` tuple, found by scanning and read when first asked for.
 
 >>> import mltraces
@@ -26,7 +26,7 @@ import sys
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,11 +54,19 @@ OUTPUT_ENV = "MLTRACES_FIGURES_DIR"
 
 @dataclass(frozen=True)
 class Rendered:
-    """What :func:`render_all` did with one figure: written paths, or why it was skipped."""
+    """What :func:`render_all` did with one figure: its files, or why it was skipped.
+
+    ``written`` is false when the folder already held these very bytes (left alone);
+    ``data`` is the figure's data as CSV beside it (ours next to the published values
+    where the figure shows them), ``data_written`` whether this run wrote it.
+    """
 
     name: str
     paths: tuple[Path, ...] = ()
     skipped: str | None = None
+    written: bool = True
+    data: Path | None = None
+    data_written: bool = False
 
 
 def data(name: str, con: duckdb.DuckDBPyConnection, **kwargs: Any) -> Any:
@@ -257,6 +265,7 @@ def render_all(
     bar = _progress(len(specs), progress)
     executor = render.pool(count) if count > 1 else None
     pending: dict[str, tuple[str, Any]] = {}
+    data_files: dict[str, tuple[Path, bool]] = {}
     record = render.read_record(output_dir)  # what the output folder holds already
 
     def done(name: str, key: str, paths: Sequence[Path], fresh: bool) -> None:
@@ -265,13 +274,14 @@ def render_all(
         bar.update()
 
     def draw_or_reuse(spec: FigureSpec, table: pd.DataFrame) -> None:
+        data_files[spec.name] = write_data(spec.name, table, output_dir)
         task = (spec.name, table, unverified_inputs(con, spec.inputs), str(output_dir), style)
         key = render.render_key(*task[:3], style)
         current = None if redraw else render.up_to_date(spec.name, key, output_dir, record,
                                                            style)
         if current is not None:  # the folder holds this very render: nothing to write
             log.info("%s is up to date", ", ".join(map(str, current)))
-            results[spec.name] = Rendered(spec.name, paths=tuple(current))
+            results[spec.name] = Rendered(spec.name, paths=tuple(current), written=False)
             bar.update()
             return
         reused = None if redraw else render.reuse(spec.name, key, str(output_dir), style)
@@ -310,7 +320,31 @@ def render_all(
         bar.close()
         if executor is not None:
             executor.shutdown()
-    return [results[name] for name in specs]
+    return [replace(results[name], data=data_files[name][0], data_written=data_files[name][1])
+            if name in data_files else results[name] for name in specs]
+
+
+def write_data(name: str, table: pd.DataFrame, output_dir: str | os.PathLike[str]
+               ) -> tuple[Path, bool]:
+    """The figure's data as ``<name>.csv`` beside its images; (path, whether it was written).
+
+    The data is what the plot draws, so ours sits next to the published values wherever
+    the figure shows them. The text is stable (same data, same bytes): a file that already
+    holds it is left alone, and a changed one is replaced whole.
+    """
+    from mltraces.outputs import replace_file
+
+    path = Path(output_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = table.to_csv(index=False, lineterminator="\n")
+    try:
+        if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
+            return path, False
+    except OSError:
+        pass
+    with replace_file(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return path, True
 
 
 @contextmanager

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 #: Modules the forkserver imports once, so each worker starts warm.
-PRELOAD = ["matplotlib", "matplotlib.figure", "pandas", "mltraces.figures.style"]
+#: what the forkserver imports once for every worker (third-party only: see workers.process_pool)
+PRELOAD = ["matplotlib", "matplotlib.figure", "pandas"]
 
 
 def mark_unverified(figure: Any, tables: list[str]) -> None:
@@ -229,7 +230,7 @@ def read_record(output_dir: str | os.PathLike[str]) -> dict[str, dict[str, Any]]
         if not path.is_file() or path.stat().st_size > RECORD_LIMIT:
             return {}
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         from mltraces.logs import get_logger
 
         get_logger(__name__).info("ignoring %s: %s", path, error)

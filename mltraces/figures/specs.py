@@ -1,7 +1,10 @@
-"""The figure registry: :class:`FigureSpec` and the specs each source folder declares.
+"""The figure registry: :class:`FigureSpec` and the specs each paper folder declares.
 
-Each source folder's ``figures.py`` ends with a ``FIGURES`` tuple of specs, found
-by scanning and imported when first asked for. Kept apart from the drawing code
+Each paper folder's ``figures.py`` (``mltraces/papers/<paper>/figures.py``) ends with
+a ``FIGURES`` tuple of specs, found by scanning and imported when first asked for:
+the drawing kit never imports a paper by name. Figures are chosen by the source whose
+data they draw (``mltraces figures zeus itp``), the names each paper's ``paper.json``
+lists, read without importing a figure module. Kept apart from the drawing code
 (:mod:`mltraces.figures`, :mod:`.render`) so both can look figures up by name.
 """
 
@@ -25,7 +28,8 @@ class FigureSpec:
 
     Attributes:
         name: File stem and registry key, e.g. ``"zeus_fig1"``.
-        source: Source folder (``"zeus"``, ``"itp"`` or ``"acme"``).
+        source: The source whose data it draws (``"zeus"``, ``"itp"``, ``"acme"``), by which
+            ``mltraces figures SOURCE`` chooses it.
         title: One line for galleries and listings.
         tables: Catalog tables the data function needs, all of them.
         data: ``data(con) -> duckdb.DuckDBPyRelation`` (or a pandas frame).
@@ -35,8 +39,8 @@ class FigureSpec:
         figure: The paper figure it reproduces (``"Fig. 7"``); else what it draws of the
             authors' (``"repository figure cdf_temperature.pdf"``, ``"our extension of
             Fig. 1"``); empty for our own analysis.
-        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each source's
-            ``figures.py`` says which; no list of sources here).
+        paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each paper's
+            ``figures.py`` says which; no list of papers here).
     """
 
     name: str
@@ -69,17 +73,22 @@ class FigureSpec:
 
 
 def figure_sources() -> list[str]:
-    """Sources whose folder has a ``figures.py``, by name (found without importing them)."""
-    from mltraces.registry import source_folders
+    """Sources some paper draws figures of, by name (from the paper cards, nothing imported)."""
+    return sorted({source for paper in _papers() for source in paper.sources})
 
-    return [folder.name for folder in source_folders() if (folder / "figures.py").is_file()]
+
+def _papers() -> list[Any]:
+    """The cards of the papers that have a ``figures.py``."""
+    papers = importlib.import_module("mltraces.papers")  # found by name: no layer above
+    return [paper for paper in papers.all_papers().values()
+            if (paper.folder / "figures.py").is_file()]
 
 
 @cache
 def _registry() -> dict[str, FigureSpec]:
     found: dict[str, FigureSpec] = {}
-    for source in figure_sources():
-        module = importlib.import_module(f"mltraces.datasets.{source}.figures")
+    for paper in _papers():
+        module = importlib.import_module(f"mltraces.papers.{paper.name}.figures")
         for spec in module.FIGURES:
             if spec.name in found:
                 raise ValueError(f"figure {spec.name!r} is registered twice")

@@ -128,3 +128,21 @@ def values_sql(rows: Sequence[Sequence[object]], columns: Sequence[str], alias: 
 
     body = ", ".join("(" + ", ".join(literal(v) for v in row) + ")" for row in rows)
     return f"(VALUES {body}) AS {alias}({', '.join(columns)})"
+
+
+def requests_sql(tables: Sequence[str], columns: str = "*") -> str:
+    """The rows ``mltraces.requests`` holds for the traces of ``tables`` (``azure_llm.code_2023``),
+    as one relation: each table through its source's request mapping, the same SELECT the
+    union view runs, without setting up or uniting the other traces. Columns: the common
+    ones (``trace``, ``arrival_s``, ``input_tokens``, ...) or ``columns``. The tables are
+    named plainly (``FROM azure_llm.code_2023``), as :mod:`.store` finds the Parquet files
+    a cached query reads."""
+    from mltraces.requestmap import request_table, select_sql
+    from mltraces.schema import get_schema
+
+    parts = []
+    for table in tables:
+        schema = get_schema(table)
+        names = [*schema.field_names, *(d.name for d in schema.derived)]
+        parts.append(f"SELECT {columns} FROM ({select_sql(request_table(table), table, names)})")
+    return "(" + " UNION ALL ".join(parts) + ")"

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,15 +85,75 @@ def provenance_path(path: str | Path) -> Path:
     return Path(f"{path}{SIDECAR}")
 
 
-def _outputs(path: str | Path) -> tuple[Output, Output]:
+def _outputs(path: str | Path, inputs: list[Path]) -> tuple[Output, Output]:
+    """The file and its provenance record, both checked before any work: a file in a
+    folder (not a pipe, a device or a descriptor such as ``/dev/stdout``, which has no
+    folder to hold the record), and none of the files the trace is read from."""
     from mltraces.outputs import prepare
 
     out = prepare(path)
-    if out.stream:
+    if out.stream or _no_folder_of_files(Path(path)):
         raise OutputError(f"cannot write {path}: an export's provenance goes beside it "
-                          f"({provenance_path(path).name}), which a pipe or device cannot have; "
-                          "write to a file")
-    return out, prepare(provenance_path(path))
+                          f"({provenance_path(path).name}), which a pipe, a device or a "
+                          "descriptor cannot have; write to a file")
+    side = prepare(provenance_path(path))
+    for written in (out.final, side.final):
+        clash = next((i for i in inputs if _same_or_inside(written, i)), None)
+        if clash is not None:
+            raise OutputError(f"cannot write {written}: the trace is read from "
+                              f"{clash}{' (a folder holding it)' if clash.is_dir() else ''}, "
+                              "which the export would overwrite; write elsewhere")
+    return out, side
+
+
+def checked_outputs(path: str | Path, inputs: list[Path]) -> tuple[Output, Output]:
+    """The checks of every export (:func:`_outputs`), for the request exporter too."""
+    return _outputs(path, inputs)
+
+
+def _no_folder_of_files(path: Path) -> bool:
+    """True for a path under ``/dev`` or ``/proc`` (``/dev/stdout``, ``/proc/self/fd/1``):
+    even when it ends at a regular file, the record cannot go beside it there."""
+    places = (os.path.realpath(path.parent), os.path.realpath(path))
+    return any(p in ("/dev", "/proc") or p.startswith(("/dev/", "/proc/")) for p in places)
+
+
+def _same_or_inside(path: Path, source: Path) -> bool:
+    """True when writing ``path`` would replace ``source`` or a file of the folder ``source``."""
+    real, origin = os.path.realpath(path), os.path.realpath(source)
+    if real == origin or (os.path.isdir(origin) and real.startswith(origin.rstrip("/") + "/")):
+        return True
+    try:
+        return os.path.samefile(path, source)  # a hard link
+    except OSError:
+        return False
+
+
+def trace_inputs(trace: str, local: dict | None = None) -> list[Path]:
+    """The files (or folders) the trace's tables are read from here: given local copies, a
+    user source's own files, downloaded files in the cache."""
+    entry, _ = resolve_trace(trace)
+    return table_inputs(entry.tables, local)
+
+
+def table_inputs(tables: Iterable[str], local: dict | None = None) -> list[Path]:
+    """The files (or folders) ``tables`` are read from here (see :func:`trace_inputs`)."""
+    from mltraces.catalog.selection import resolve_local
+    from mltraces.download import cached_path
+    from mltraces.registry import get_file
+    from mltraces.schema import get_schema
+
+    overrides = resolve_local(local)
+    found: list[Path] = []
+    for table in tables:
+        if table in overrides:
+            found.append(Path(overrides[table]))
+            continue
+        for file_id in get_schema(table).file_ids:
+            path = cached_path(get_file(file_id))
+            if path is not None:
+                found.append(path)
+    return found
 
 
 def _drop(jobs: pd.DataFrame, keep: pd.Series, dropped: dict[str, int], reason: str
@@ -224,7 +285,7 @@ def _gavel_profiles(fmt: Format, gavel_throughputs: Any) -> Any:
                                 f"most {MAX_PROFILE_BYTES >> 20} MiB (Gavel's is 1.2 MB)")
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:
             raise MltracesError(f"cannot read the Gavel throughputs {path}: {error}") from None
         return annotate.gavel_profiles(raw)
     return None
@@ -391,12 +452,9 @@ def _sorted(batches: Iterable[pd.DataFrame], folder: Path, fmt: Format, rows: in
             con.close()
 
 
-def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None,
-           seed: int = 0, origin: str | None = None, zone: str | None = None,
-           gavel_throughputs: str | Path | None = None, local: dict | None = None,
-           con: duckdb.DuckDBPyConnection | None = None, quiet: bool = True,
-           batch_rows: int = BATCH_ROWS, keep_jobs: bool = False) -> ExportResult:
-    """Write the jobs of ``trace`` in format ``to`` to ``output`` (see the module docstring).
+@dataclass(frozen=True)
+class ExportOptions:
+    """How an export is made, beside what and where: the choices of ``mltraces export``.
 
     ``recipe`` names a published filter (:mod:`mltraces.interop.recipes`); ``seed``
     seeds the annotation; ``origin`` (an instant) and ``zone`` (IANA) place a trace
@@ -405,6 +463,41 @@ def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None
     read at a time; ``keep_jobs`` also returns the written jobs (a frame of the whole
     export: for tests and small traces).
     """
+
+    recipe: str | None = None
+    seed: int = 0
+    origin: str | None = None
+    zone: str | None = None
+    gavel_throughputs: str | Path | None = None
+    batch_rows: int = BATCH_ROWS
+    keep_jobs: bool = False
+
+
+def export(trace: str, to: str, output: str | Path, options: ExportOptions | None = None, *,
+           local: dict | None = None, con: duckdb.DuckDBPyConnection | None = None,
+           quiet: bool = True, **changes: Any) -> ExportResult:
+    """Write the jobs of ``trace`` in format ``to`` to ``output`` (see the module docstring).
+
+    ``options`` (:class:`ExportOptions`), or any of its fields as keywords
+    (``recipe="..."``, ``seed=3``), say how; ``local`` overrides tables with a user's
+    files, ``con`` is an open catalog to read from.
+    """
+    unknown = sorted(set(changes) - set(ExportOptions.__dataclass_fields__))
+    if unknown:
+        raise TypeError(f"export() got unknown options {unknown}; ExportOptions has "
+                        f"{sorted(ExportOptions.__dataclass_fields__)}")
+    chosen_options = replace(options or ExportOptions(), **changes)
+    return _export(trace, to, output, chosen_options, (local, con, quiet))
+
+
+def _export(trace: str, to: str, output: str | Path, options: ExportOptions,
+            reading: tuple[dict | None, duckdb.DuckDBPyConnection | None, bool]
+            ) -> ExportResult:
+    """:func:`export` with its options gathered: (local, con, quiet) in ``reading``."""
+    local, con, quiet = reading
+    recipe, seed, origin, zone = options.recipe, options.seed, options.origin, options.zone
+    gavel_throughputs, batch_rows, keep_jobs = (options.gavel_throughputs, options.batch_rows,
+                                                options.keep_jobs)
     fmt = get_format(to)
     chosen = get_recipe(recipe) if recipe else None
     if batch_rows < 1:
@@ -413,7 +506,7 @@ def export(trace: str, to: str, output: str | Path, *, recipe: str | None = None
         raise MltracesError(f"--seed must be >= 0 (got {seed})")
     resolve_trace(trace)  # an unknown trace fails before anything is written or fetched
     profiles = _gavel_profiles(fmt, gavel_throughputs)
-    out, side = _outputs(output)
+    out, side = _outputs(output, trace_inputs(trace, local))
     own = con is None
     con = con or connect_for(trace, fmt, local, chosen)
     try:

@@ -5,7 +5,7 @@ source folder (the mechanism of "Your own cluster's trace, as a source"): the
 file copied beside a ``source.json`` that pins it (size, sha256, git blob), the
 simulator's paper as its ``citation.bib``, a schema of the format's columns
 (``schemas/jobs.json``) and its mapping onto ``mltraces.jobs`` (``jobs.json``,
-trace ``NAME/jobs``; replay ``NAME/all`` when the format carries run times). A
+trace ``NAME/jobs``, which replays as ``NAME/jobs`` when the format carries run times). A
 ``<file>.provenance.json`` beside an exported file is copied too, and its clock
 (zone and origin) tells how to read a Philly job log written from a trace.
 The folder is built aside and renamed into place whole.
@@ -95,12 +95,12 @@ def default_name(path: Path) -> str:
 
 
 def _check_name(name: str, root: Path) -> None:
-    from mltraces.registry import DATASETS_DIR, RESERVED_NAMES
+    from mltraces.registry import RESERVED_NAMES, SOURCES_DIR
 
     if not _NAME.match(name) or name in RESERVED_NAMES:
         raise MltracesError(f"source name {name!r} must be lower-case letters, digits and '_', "
                             "starting with a letter, and not 'mltraces' (it is a SQL schema)")
-    if (DATASETS_DIR / name).is_dir():
+    if (SOURCES_DIR / name).is_dir():
         raise MltracesError(f"source name {name!r} is a shipped source; choose another --name")
     if (root / name).exists():
         raise MltracesError(f"{root / name} exists already; choose another --name or remove it")
@@ -114,7 +114,7 @@ def _provenance(path: Path) -> dict | None:
         return None
     try:
         found = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:
         raise MltracesError(f"cannot read {sidecar}: {error}") from None
     return found if isinstance(found, dict) else None
 
@@ -178,7 +178,7 @@ def import_workload(path: str | Path, fmt: str | None = None, *, name: str | Non
     _forget_scans()
     mapping = template.mapping
     return ImportedSource(name, root / name, chosen.name, f"{name}/jobs",
-                          f"{name}/all" if "all" in mapping.get("replay", []) else None)
+                          f"{name}/jobs" if "all" in mapping.get("replay", []) else None)
 
 
 def _fill(folder: Path, name: str, fmt: Format, template: ImportTemplate, path: Path,

@@ -44,8 +44,6 @@ Public API::
              slot=60, overhead=None) -> ScheduleResult
     sweep(cases, policies="all", executor=None, *, max_workers=None) -> ScheduleResult
     Case.build(trace, jobs, cluster, throughputs=None, *, slot=60, overhead=Overhead())
-    fig8b_cases(traces, throughputs, clusters=None) -> list[Case]
-    FIG8B_TRACES, FIG8B_CLUSTERS, FIG8B_POLICIES, PUBLISHED_FIG8B, published_frame()
     ScheduleResult: .jobs, .summary, .utilisation (DataFrames), .ratios(), .outcomes
     EDF(), EDFAdmission(), EDFElastic(), Gandiva(shift_invariant=False),
     Tiresias(thresholds=(3250, 7200)), Themis(),
@@ -55,9 +53,12 @@ Public API::
     (engine base: allocate(now, view), optional admit/quantum), get_policy, POLICIES
     ClusterSpec (.from_name("n32g8"), .from_csv(path)), load_profiles(folder),
     Profiles, read_jobs_csv(path), as_jobs(frame), Jobs, JobRecords, Overhead
-    generate_trace(profiles, TraceSpec(num_jobs, lam, seed=0, min_ddl=0.5, max_ddl=1.5,
-                   best_effort=0.0, deadline_seed=None)) -> the artifact's generated
-                   trace format (ElasticFlow Figs. 9-11; :mod:`.generator`)
+
+The engine names no paper setup, no source and no catalog table: the papers' setups
+(traces and clusters per experiment, the artifact's trace generator, the published
+ratios) live in :mod:`mltraces.papers`, and reading job traces, cluster specs and
+throughput profiles from the catalog in :mod:`mltraces.workloads.cluster`. Names that
+moved from here to a paper still work for one release, with a :class:`DeprecationWarning`.
 
 Inputs stay plain: job tables as pandas/pyarrow in the ITP, artifact (Philly)
 or AcmeTrace format (:mod:`.jobs`), the artifact's throughput folder and
@@ -72,7 +73,8 @@ trace's first submission (``Setup.origin``; the result tables add it back).
 
 from __future__ import annotations
 
-from mltraces.scheduling import native
+from typing import Any
+
 from mltraces.scheduling.api import (
     ALIASES,
     POLICIES,
@@ -85,43 +87,39 @@ from mltraces.scheduling.api import (
     sweep,
 )
 from mltraces.scheduling.base import Policy, Setup
-from mltraces.scheduling.chronus import Chronus
 from mltraces.scheduling.cluster import ClusterSpec
-from mltraces.scheduling.edf import EDF
-from mltraces.scheduling.edfadmit import EDFAdmission
-from mltraces.scheduling.efnoadmit import EDFElastic
-from mltraces.scheduling.elasticflow import ElasticFlow
-from mltraces.scheduling.engine import FIFO, SJF, AllocationPolicy, View
+from mltraces.scheduling.cores import native
+from mltraces.scheduling.engine import AllocationPolicy, View
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.fig8b import (
-    FIG8B_CLUSTERS,
-    FIG8B_POLICIES,
-    FIG8B_TRACES,
-    PUBLISHED_FIG8B,
-    fig8b_cases,
-    published_frame,
-)
-from mltraces.scheduling.gandiva import Gandiva
-from mltraces.scheduling.generator import TraceSpec, generate_trace
 from mltraces.scheduling.jobs import COLUMNS, Job, JobRecords, Jobs, as_jobs, read_jobs_csv
 from mltraces.scheduling.overhead import Overhead
+from mltraces.scheduling.policies.baselines import FIFO, SJF
+from mltraces.scheduling.policies.chronus import Chronus
+from mltraces.scheduling.policies.edf import EDF
+from mltraces.scheduling.policies.edfadmit import EDFAdmission
+from mltraces.scheduling.policies.efnoadmit import EDFElastic
+from mltraces.scheduling.policies.elasticflow import ElasticFlow
+from mltraces.scheduling.policies.gandiva import Gandiva
+from mltraces.scheduling.policies.themis import Themis
+from mltraces.scheduling.policies.tiresias import Tiresias
 from mltraces.scheduling.profiles import Curve, Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, Recorder, ScheduleResult
-from mltraces.scheduling.themis import Themis
-from mltraces.scheduling.tiresias import Tiresias
 
 native.install()  # the cores are imported on first use; they may have to run as Python
+
+
+def __getattr__(name: str) -> Any:
+    """Public names that moved to a paper (with a DeprecationWarning), for one release."""
+    from mltraces import _moved
+
+    return _moved.attribute(__name__, name)
 
 __all__ = [
     "ALIASES",
     "COLUMNS",
     "EDF",
     "FIFO",
-    "FIG8B_CLUSTERS",
-    "FIG8B_POLICIES",
-    "FIG8B_TRACES",
     "POLICIES",
-    "PUBLISHED_FIG8B",
     "SJF",
     "AllocationPolicy",
     "Case",
@@ -145,15 +143,11 @@ __all__ = [
     "Setup",
     "Themis",
     "Tiresias",
-    "TraceSpec",
     "View",
     "as_jobs",
-    "fig8b_cases",
-    "generate_trace",
     "get_policy",
     "load_profiles",
     "process_pool",
-    "published_frame",
     "read_jobs_csv",
     "resolve_policies",
     "run_case",

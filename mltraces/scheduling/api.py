@@ -11,21 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from mltraces.scheduling.base import Policy, Setup
-from mltraces.scheduling.chronus import Chronus
 from mltraces.scheduling.cluster import ClusterSpec, as_cluster
-from mltraces.scheduling.edf import EDF
-from mltraces.scheduling.edfadmit import EDFAdmission
-from mltraces.scheduling.efnoadmit import EDFElastic
-from mltraces.scheduling.elasticflow import ElasticFlow
-from mltraces.scheduling.engine import FIFO, SJF
 from mltraces.scheduling.errors import SchedulingError
-from mltraces.scheduling.gandiva import Gandiva
 from mltraces.scheduling.jobs import Jobs, as_jobs
 from mltraces.scheduling.overhead import Overhead
+from mltraces.scheduling.policies.baselines import FIFO, SJF
+from mltraces.scheduling.policies.chronus import Chronus
+from mltraces.scheduling.policies.edf import EDF
+from mltraces.scheduling.policies.edfadmit import EDFAdmission
+from mltraces.scheduling.policies.efnoadmit import EDFElastic
+from mltraces.scheduling.policies.elasticflow import ElasticFlow
+from mltraces.scheduling.policies.gandiva import Gandiva
+from mltraces.scheduling.policies.themis import Themis
+from mltraces.scheduling.policies.tiresias import Tiresias
 from mltraces.scheduling.profiles import Profiles, load_profiles
 from mltraces.scheduling.results import Outcome, ScheduleResult
-from mltraces.scheduling.themis import Themis
-from mltraces.scheduling.tiresias import Tiresias
 from mltraces.workers import Ahead, Deferred, current_ahead, process_pool
 
 #: the shipped policies by name

@@ -158,6 +158,8 @@ class Setup:
 
 
 def _size(count: float) -> str:
+    if count >= 2**50:  # an absurd request: its order of magnitude says enough
+        return f"{count / 2**40:.2g} TiB"
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if count >= scale:
             return f"{count / scale:,.1f} {unit}"

@@ -10,7 +10,7 @@ annotations), ``model``, ``batch_size``, ``iterations`` and ``deadline_s``
 (:func:`from_common`). A trace without iterations gives duration-only jobs; one
 without deadlines, jobs whose deadline is infinite. Accepted inputs:
 
-* a table in the common columns (:func:`mltraces.scheduling.inputs.load_jobs`
+* a table in the common columns (:func:`mltraces.workloads.cluster.load_jobs`
   reads one from the catalog);
 * a table in the columns of a mapped job table (the ITP CSVs, the artifact's
   ``philly_103959.csv``, an AcmeTrace trace): :func:`as_jobs` applies that
@@ -156,6 +156,34 @@ class JobRecords(Sequence[Job]):
     def __iter__(self) -> Iterator[Job]:
         return iter(self.records())
 
+    def by_duration_unless_profiled(self, profiled: set[tuple[str, int]]
+                                    ) -> tuple[Jobs, tuple[str, ...]]:
+        """These jobs, each one whose (model, batch size) is not in ``profiled`` (a
+        :class:`~mltraces.scheduling.profiles.Profiles`' ``curves``, or empty when there are
+        none) turned into a duration-only job (no model, no iterations), with the models
+        that had no profile. Only jobs with a known run time can: one that has neither a
+        profile nor a run time is an error naming it."""
+        frame = self.frame
+        named = frame["model"] != ""
+        keys = zip(frame["model"], frame["batch_size"].astype(int), strict=True)
+        unprofiled = named & ~pd.Series([k in profiled for k in keys], index=frame.index)
+        if not unprofiled.any():
+            return self, ()
+        stuck = unprofiled & frame["duration"].isna()
+        if stuck.any():
+            row = frame[stuck].iloc[0]
+            raise SchedulingError(
+                f"{int(stuck.sum())} jobs name a model with no throughput profile and have no "
+                f"run time to replay by instead (first: job {row['job_id']!r}, model "
+                f"{row['model']!r} at batch size {row['batch_size']}); map a duration for "
+                "them, or load profiles that hold their models")
+        models = tuple(sorted(set(frame.loc[unprofiled, "model"])))
+        changed = frame.copy()
+        changed.loc[unprofiled, "model"] = ""
+        changed.loc[unprofiled, "batch_size"] = 0
+        changed.loc[unprofiled, "iterations"] = math.nan
+        return Jobs(changed, self.origin), models
+
     def __repr__(self) -> str:
         return f"<JobRecords: {len(self)} jobs>"
 
@@ -242,6 +270,34 @@ class Jobs:
 
     def __iter__(self) -> Iterator[Job]:
         return iter(self.records())
+
+    def by_duration_unless_profiled(self, profiled: set[tuple[str, int]]
+                                    ) -> tuple[Jobs, tuple[str, ...]]:
+        """These jobs, each one whose (model, batch size) is not in ``profiled`` (a
+        :class:`~mltraces.scheduling.profiles.Profiles`' ``curves``, or empty when there are
+        none) turned into a duration-only job (no model, no iterations), with the models
+        that had no profile. Only jobs with a known run time can: one that has neither a
+        profile nor a run time is an error naming it."""
+        frame = self.frame
+        named = frame["model"] != ""
+        keys = zip(frame["model"], frame["batch_size"].astype(int), strict=True)
+        unprofiled = named & ~pd.Series([k in profiled for k in keys], index=frame.index)
+        if not unprofiled.any():
+            return self, ()
+        stuck = unprofiled & frame["duration"].isna()
+        if stuck.any():
+            row = frame[stuck].iloc[0]
+            raise SchedulingError(
+                f"{int(stuck.sum())} jobs name a model with no throughput profile and have no "
+                f"run time to replay by instead (first: job {row['job_id']!r}, model "
+                f"{row['model']!r} at batch size {row['batch_size']}); map a duration for "
+                "them, or load profiles that hold their models")
+        models = tuple(sorted(set(frame.loc[unprofiled, "model"])))
+        changed = frame.copy()
+        changed.loc[unprofiled, "model"] = ""
+        changed.loc[unprofiled, "batch_size"] = 0
+        changed.loc[unprofiled, "iterations"] = math.nan
+        return Jobs(changed, self.origin), models
 
 
 def _numbers(values: np.ndarray) -> list[float]:
@@ -359,10 +415,13 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
     entry = job_table(table) if table is not None else _mapping_for(list(frame.columns))
     con = _mapping_connection()
     try:
+        raw = BEST_EFFORT in frame and BEST_EFFORT not in entry.columns
+        if raw:  # passed through as it is, beside the mapping (checked by _flags)
+            frame = frame.rename(columns={BEST_EFFORT: _RAW_FLAGS})
         con.register("_frame", frame)
-        extra = [BEST_EFFORT] if BEST_EFFORT in frame else []
-        query = select_sql(entry, "_frame", list(frame.columns), extra=extra, absolute=True)
-        columns = ", ".join([*COMMON, *extra])
+        query = select_sql(entry, "_frame", list(frame.columns), absolute=True,
+                           extra=[_RAW_FLAGS] if raw else [])
+        columns = ", ".join([*COMMON, f"{_RAW_FLAGS} AS {BEST_EFFORT}" if raw else BEST_EFFORT])
         found = con.sql(f"SELECT {columns} FROM ({query})").to_arrow_table().to_pandas()
     except duckdb.Error as error:
         raise SchedulingError(f"cannot read the jobs as {entry.table} (its mapping, "
@@ -373,6 +432,8 @@ def _common_frame(frame: pd.DataFrame, table: str | None) -> tuple[pd.DataFrame,
 
 
 _MAPPING = threading.local()
+#: a frame's own best_effort column while its mapping is applied (the view has one too)
+_RAW_FLAGS = "_best_effort_as_given"
 
 
 def _mapping_connection() -> Any:

@@ -51,6 +51,11 @@ class Recorder:
         self.efficiency: list[float] = []
         #: the finish the artifact's job log records, where it is not ``finish``
         self.logged_finish: list[float] | None = None
+        #: per job, met by the deadline the trace lists, best-effort jobs too, where the
+        #: policy judges that itself (Chronus); None: derived (see :attr:`Outcome.listed_met`)
+        self.listed_met: list[bool] | None = None
+        #: what the replay wants said beside its result (a solver's time limit reached, ...)
+        self.notes: list[str] = []
         self._speedups = speedups
         self._cluster_gpus = gpus
         #: per job holding GPUs: its throughput there / on one GPU (its term of the efficiency)
@@ -179,6 +184,8 @@ class Recorder:
             rounds=self.rounds,
             efficiency=self.efficiency,
             logged_finish=self.finish if self.logged_finish is None else self.logged_finish,
+            listed_met=self.listed_met,
+            notes=list(self.notes),
         )
 
 
@@ -208,17 +215,42 @@ class Outcome:
     rounds: list[float] = field(default_factory=list)
     efficiency: list[float] = field(default_factory=list)
     logged_finish: list[float] | None = None
+    #: per job, met by its listed deadline, best-effort jobs too (see :attr:`listed_ratio`)
+    listed_met: list[bool] | None = None
+    #: what the replay said beside its result (e.g. Chronus's solver time limit reached)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
         """Deadline satisfactory ratio: jobs done by their deadline / all jobs (rejected too).
 
         Best-effort jobs have no deadline and count on neither side (the artifact
-        counts only the others as accepted or declined).
+        counts only the others as accepted or declined). This is the ratio the CLI
+        prints (``ddl_satis_ratio``).
         """
         timed = ~JobRecords.of(self.jobs).best_effort
         count = int(timed.sum())
         return int((np.array(self.met, bool) & timed).sum()) / count if count else NAN
+
+    def listed_hits(self) -> np.ndarray:
+        """Per job: done by the deadline the trace lists, best-effort jobs included (their
+        listed deadline, not none); the policy's own verdict where it gives one."""
+        jobs = JobRecords.of(self.jobs)
+        if self.listed_met is not None:
+            return np.array(self.listed_met, bool)
+        finish = np.array(self.finish, float)
+        judged = np.isfinite(finish) & (finish <= jobs.listed_deadline)
+        return np.where(jobs.best_effort, judged, np.array(self.met, bool))
+
+    @property
+    def listed_ratio(self) -> float:
+        """Met / all jobs with a listed deadline, best-effort jobs counted against theirs:
+        the count the artifact's Chronus converter makes (it writes every job as a deadline
+        job). Equal to :attr:`ratio` on a trace without best-effort jobs
+        (``ddl_satis_ratio_listed``)."""
+        listed = np.isfinite(JobRecords.of(self.jobs).listed_deadline)
+        count = int(listed.sum())
+        return int((self.listed_hits() & listed).sum()) / count if count else NAN
 
     def job_frame(self) -> pd.DataFrame:
         jobs, origin = JobRecords.of(self.jobs), self.origin
@@ -271,6 +303,7 @@ class Outcome:
             "finished": int(done.sum()),
             "deadline_met": int((np.array(self.met, bool) & ~best_effort).sum()),
             "ddl_satis_ratio": self.ratio,
+            "ddl_satis_ratio_listed": self.listed_ratio,
             "mean_jct": float(jct[done].mean()) if done.any() else NAN,
             "median_jct": float(np.median(jct[done])) if done.any() else NAN,
             "mean_queueing_delay": float(queue[started].mean()) if started.any() else NAN,
@@ -279,6 +312,7 @@ class Outcome:
             "mean_utilisation": busy / (self.cluster_gpus * makespan) if makespan > 0 else NAN,
             "seconds": self.seconds,
             "cpu_seconds": self.cpu_seconds,
+            "notes": "; ".join(self.notes),
         }
 
     def utilisation_frame(self) -> pd.DataFrame:
@@ -326,9 +360,12 @@ class ScheduleResult:
             gpu_seconds (times in the trace's seconds).
         summary: One row per replay: jobs, best_effort (jobs without a deadline),
             admitted, finished, deadline_met, ddl_satis_ratio (met / all jobs with
-            a deadline, rejected ones included), mean/median
-            JCT, mean queueing delay, makespan, GPU-seconds, mean utilisation,
-            and the replay's wall and CPU time in seconds.
+            a deadline, rejected ones included; best-effort jobs on neither side: what
+            the CLI prints), ddl_satis_ratio_listed (met / all jobs with a listed
+            deadline, best-effort ones counted against theirs: how the artifact's Chronus
+            converter counts), mean/median JCT, mean queueing delay, makespan,
+            GPU-seconds, mean utilisation, the replay's wall and CPU time in seconds,
+            and its notes (e.g. a solver time limit reached).
         utilisation: The allocated-GPU step series (time, allocated_gpus) per replay:
             GPUs held from that time until the next row.
         efficiency: The cluster efficiency after each scheduling round (time,
@@ -357,6 +394,11 @@ class ScheduleResult:
     @property
     def efficiency(self) -> pd.DataFrame:
         return pd.concat([o.efficiency_frame() for o in self.outcomes], ignore_index=True)
+
+    @property
+    def notes(self) -> list[str]:
+        """Every replay's notes, each as ``trace / policy: note``."""
+        return [f"{o.trace} / {o.policy}: {note}" for o in self.outcomes for note in o.notes]
 
     def ratios(self) -> pd.DataFrame:
         """Deadline satisfactory ratio as a trace × policy table."""

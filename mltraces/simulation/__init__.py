@@ -41,7 +41,6 @@ from mltraces.simulation.traces import (
     SimulationError,
     TraceSet,
     Workload,
-    load_traces,
 )
 
 __all__ = [
@@ -68,7 +67,6 @@ __all__ = [
     "ZeusBatchSizeOptimizer",
     "cumulative",
     "get_policy",
-    "load_traces",
     "replay_alibaba",
     "simulate",
     "simulate_job",
@@ -77,9 +75,12 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``replay_alibaba`` loads on first use: its module needs pandas, the sweep does not."""
+    """``replay_alibaba`` loads on first use: its module needs pandas, the sweep does not.
+    Names that moved to :mod:`mltraces.workloads` warn for one release."""
     if name == "replay_alibaba":
         from mltraces.simulation.alibaba import replay_alibaba
 
         return replay_alibaba
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from mltraces import _moved
+
+    return _moved.attribute(__name__, name)

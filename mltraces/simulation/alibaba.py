@@ -1,4 +1,4 @@
-"""Replay the Alibaba recurring-job groups (``zeus.alibaba_groups``) with overlapping runs.
+"""Replay the Alibaba recurring-job groups (the Zeus release's) with overlapping runs.
 
 Each group is one recurring job (one of the six workloads) whose submissions
 come from the Alibaba GPU cluster trace. A submission starts at its trace start
@@ -52,16 +52,12 @@ from mltraces.simulation.traces import (
     SimulationError,
     TraceSet,
     get_workload,
-    load_traces,
-    read_table,
 )
 from mltraces.workers import process_pool
 
 #: Fewer groups than this per extra process are replayed with fewer processes.
 GROUPS_PER_WORKER = 100
 GROUP_COLUMNS = ["group", "start_time", "end_time", "dataset", "runtime_ratio"]
-#: the catalog table of the recurring groups
-GROUPS_TABLE = "zeus.alibaba_groups"
 #: One recorded run of the replay: the job's place in its group, its time slot, then
 #: the run as in the sequential replay, with time, energy and cost scaled by the runtime ratio.
 REPLAY_DTYPE = np.dtype(
@@ -194,8 +190,8 @@ def replay_alibaba(
     """Replay every Alibaba group on ``gpu``; return (history, summary).
 
     Args:
-        traces: A :class:`TraceSet`, or a catalog connection (``groups`` then
-            defaults to ``zeus.alibaba_groups``).
+        traces: A :class:`TraceSet` (:func:`mltraces.workloads.recurring.replay_alibaba` also takes
+            a catalog connection, and reads the groups from it).
         groups: Rows with group, start_time, end_time, dataset, runtime_ratio.
         gpu: A GPU name, a comma list, ``"all"`` or an iterable of names.
         policies: Policy names, a comma list, ``"all"`` or :class:`Policy` objects.
@@ -212,10 +208,17 @@ def replay_alibaba(
     check_knobs([eta], [beta])
     if processes is not None and processes < 1:
         raise SimulationError(f"processes must be at least 1, got {processes}")
+    if not isinstance(traces, TraceSet):  # a catalog connection: read by the workloads layer
+        from mltraces import _moved
+
+        if groups is None:
+            groups = _moved.call("mltraces.workloads.recurring:load_groups", traces,
+                                 old="mltraces.simulation.replay_alibaba(<connection>)")
+        traces = _moved.call("mltraces.workloads.recurring:load_traces", traces,
+                             old="mltraces.simulation.replay_alibaba(<connection>)")
     if groups is None:
-        groups = load_groups(traces)
-    if not isinstance(traces, TraceSet):
-        traces = load_traces(traces)
+        raise SimulationError("replay_alibaba needs the groups with a TraceSet (read them "
+                              "from a catalog with mltraces.workloads.recurring.load_groups)")
     gpus = resolve_names(gpu, traces.gpus, "GPU")
     chosen = [get_policy(p) for p in resolve_names(policies, list(POLICIES), "policy")]
     datasets = resolve_names(workloads, list(WORKLOADS), "workload")
@@ -232,11 +235,6 @@ def replay_alibaba(
         histories.append(_replay_history(name, _run_tasks(tasks, models, workers)))
     history = pd.concat(histories, ignore_index=True)
     return history, summarize_replay(history)
-
-
-def load_groups(con: Any) -> pd.DataFrame:
-    """Read ``zeus.alibaba_groups`` from a catalog connection."""
-    return pd.DataFrame(read_table(con, GROUPS_TABLE, GROUP_COLUMNS))
 
 
 def split_groups(groups: pd.DataFrame) -> list[Group]:

@@ -21,7 +21,6 @@ from mltraces.simulation.traces import (
     TraceSet,
     Workload,
     get_workload,
-    load_traces,
 )
 
 if TYPE_CHECKING:
@@ -139,11 +138,13 @@ def simulate(
     """Replay recurring training jobs on the Zeus traces.
 
     Args:
-        traces: A :class:`TraceSet`, or a catalog connection with ``zeus.train``
-            and ``zeus.power``.
-        gpus, workloads, policies: Names, comma-separated names, or ``"all"``;
-            workloads and policies may also be :class:`Workload` / :class:`Policy`
-            objects (your own).
+        traces: A :class:`TraceSet` (:func:`mltraces.simulate` also takes a catalog
+            connection; a connection here still works, with a DeprecationWarning).
+        gpus: Names, comma-separated names, or ``"all"``.
+        workloads: Names, comma-separated names, ``"all"``, or :class:`Workload` objects
+            (your own).
+        policies: Names, comma-separated names, ``"all"``, or :class:`Policy` objects
+            (your own).
         seeds: One seed or several; each (job, policy, seed) is deterministic.
         recurrences: Recurrences per job; default 2·|B|·|P| of that job.
         eta: Weight of energy in the cost, η·ETA + (1−η)·MaxPower·TTA; one or several.
@@ -156,8 +157,11 @@ def simulate(
     >>> result = simulate(traces, "v100", "librispeech", ["zeus", "default"], range(1, 11))
     ... # doctest: +SKIP
     """
-    if not isinstance(traces, TraceSet):
-        traces = load_traces(traces)
+    if not isinstance(traces, TraceSet):  # a catalog connection: read by the workloads layer
+        from mltraces import _moved
+
+        traces = _moved.call("mltraces.workloads.recurring:load_traces", traces,
+                             old="mltraces.simulation.simulate(<connection>)")
     etas, betas = _floats(eta, "eta"), _floats(beta, "beta")
     check_knobs(etas, betas)
     if recurrences is not None and recurrences < 1:

@@ -26,7 +26,6 @@ import numpy as np
 from mltraces.errors import MltracesError
 
 if TYPE_CHECKING:
-    import duckdb
     import pandas as pd
 
 JOIN_KEYS = ["dataset", "network", "batch_size", "optimizer"]
@@ -35,6 +34,8 @@ POWER_COLUMNS = ["gpu", *JOIN_KEYS, "power_limit", "time_per_epoch", "average_po
 GPUS = ("v100", "a40", "p100", "rtx6000")
 NAME_COLUMNS = {"gpu", "dataset", "network", "optimizer"}
 INT_COLUMNS = {"batch_size", "power_limit", "run"}
+#: how errors name the two traces unless told otherwise (the catalog names its tables)
+LABELS = ("train trace", "power trace")
 
 
 class SimulationError(MltracesError):
@@ -195,22 +196,24 @@ class JobTrace:
 class TraceSet:
     """The Zeus train trace plus the power traces of one or more GPUs.
 
-    Build it from the catalog (:func:`load_traces`), from data frames (or
-    mappings of column arrays) shaped like the upstream CSVs (:meth:`from_frames`),
-    or from a folder of those CSVs (:meth:`from_csv_dir`). :meth:`job` compiles one
-    (GPU, workload) once.
+    Build it from data frames (or mappings of column arrays) shaped like the
+    upstream CSVs (:meth:`from_frames`), from a folder of those CSVs
+    (:meth:`from_csv_dir`), or from the catalog (:func:`mltraces.workloads.recurring.load_traces`).
+    :meth:`job` compiles one (GPU, workload) once. ``labels`` name the two traces in
+    error messages (the catalog's reader names its tables).
 
     Row order in the train trace matters only for which repetition a given seed
     draws; trace order is kept so results match the Zeus artifact run for run.
     """
 
     def __init__(self, train: pd.DataFrame | Mapping[str, Any],
-                 power: pd.DataFrame | Mapping[str, Any]) -> None:
-        _require_columns(train, TRAIN_COLUMNS, "train trace")
-        _require_columns(power, POWER_COLUMNS, "power trace")
+                 power: pd.DataFrame | Mapping[str, Any],
+                 labels: tuple[str, str] = LABELS) -> None:
+        _require_columns(train, TRAIN_COLUMNS, labels[0])
+        _require_columns(power, POWER_COLUMNS, labels[1])
         self._train = _arrays(train, TRAIN_COLUMNS)
         self._power = _arrays(power, POWER_COLUMNS)
-        _check_values(self._train, self._power)
+        _check_values(self._train, self._power, labels)
         self._jobs: dict[tuple[str, Workload], JobTrace] = {}
 
     @cached_property
@@ -238,14 +241,14 @@ class TraceSet:
         return self._power
 
     @classmethod
-    def from_arrays(cls, train: Mapping[str, np.ndarray], power: Mapping[str, np.ndarray]
-                    ) -> TraceSet:
+    def from_arrays(cls, train: Mapping[str, np.ndarray], power: Mapping[str, np.ndarray],
+                    labels: tuple[str, str] = LABELS) -> TraceSet:
         """From columns already in the simulator's form (:attr:`train_arrays`,
-        :attr:`power_arrays`; how :mod:`.trace_cache` restores a saved set)."""
+        :attr:`power_arrays`; how a saved set is restored)."""
         traces = cls.__new__(cls)
         traces._train = {name: train[name] for name in TRAIN_COLUMNS}
         traces._power = {name: power[name] for name in POWER_COLUMNS}
-        _check_values(traces._train, traces._power)
+        _check_values(traces._train, traces._power, labels)
         traces._jobs = {}
         return traces
 
@@ -290,28 +293,6 @@ class TraceSet:
         return self._jobs[key]
 
 
-def load_traces(con: duckdb.DuckDBPyConnection) -> TraceSet:
-    """Read ``zeus.train`` and ``zeus.power`` from a catalog connection."""
-    return TraceSet(
-        read_table(con, "zeus.train", TRAIN_COLUMNS), read_table(con, "zeus.power", POWER_COLUMNS)
-    )
-
-
-def read_table(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]
-               ) -> dict[str, np.ndarray]:
-    """``columns`` of a catalog table as numpy arrays; an unreadable table is a SimulationError."""
-    import duckdb
-
-    names = ", ".join(f'"{c}"' for c in columns)
-    try:
-        return con.sql(f"SELECT {names} FROM {table}").fetchnumpy()
-    except (duckdb.InvalidInputException, duckdb.CatalogException, duckdb.IOException) as error:
-        raise SimulationError(
-            f"cannot read {table}: {error}; fetch it (mltraces fetch zeus) or pass "
-            f"--local {table}=PATH (MLTRACES_LOCAL) with a copy in the upstream format"
-        ) from None
-
-
 def _arrays(table: pd.DataFrame | Mapping[str, Any], columns: list[str]
             ) -> dict[str, np.ndarray]:
     """Columns as numpy arrays: names as str objects (optimizers lower-cased), numbers
@@ -343,25 +324,24 @@ def _at_least_one(values: np.ndarray) -> np.ndarray:
     return np.isfinite(values) & (values >= 1)
 
 
-#: (table, column, what a usable value is, test) for the values the cost model divides by
-#: or multiplies with; a never-reached target (missing epoch) is fine
+#: (trace: 0 train, 1 power; column, what a usable value is, test) for the values the cost
+#: model divides by or multiplies with; a never-reached target (missing epoch) is fine
 _USABLE = (
-    ("zeus.power", "time_per_epoch", "a positive number of seconds", _positive),
-    ("zeus.power", "average_power", "a positive number of watts", _positive),
-    ("zeus.power", "power_limit", "a positive number of watts", _positive),
-    ("zeus.power", "batch_size", "at least 1", _at_least_one),
-    ("zeus.train", "batch_size", "at least 1", _at_least_one),
-    ("zeus.train", "target_epoch", "at least 1, or missing",
-     lambda v: np.isnan(v) | _at_least_one(v)),
+    (1, "time_per_epoch", "a positive number of seconds", _positive),
+    (1, "average_power", "a positive number of watts", _positive),
+    (1, "power_limit", "a positive number of watts", _positive),
+    (1, "batch_size", "at least 1", _at_least_one),
+    (0, "batch_size", "at least 1", _at_least_one),
+    (0, "target_epoch", "at least 1, or missing", lambda v: np.isnan(v) | _at_least_one(v)),
 )
 
 
-def _check_values(train: dict[str, np.ndarray], power: dict[str, np.ndarray]) -> None:
+def _check_values(train: dict[str, np.ndarray], power: dict[str, np.ndarray],
+                  labels: tuple[str, str]) -> None:
     """Refuse values the cost model cannot use (a zero-second epoch divides by zero, a
-    negative one pays energy back), naming the first row that has one."""
-    tables = {"zeus.train": train, "zeus.power": power}
-    for table, column, usable, test in _USABLE:
-        columns = tables[table]
+    negative one pays energy back), naming the trace (``labels``) and its first such row."""
+    for trace, column, usable, test in _USABLE:
+        columns, table = (train, power)[trace], labels[trace]
         values = columns[column].astype(float)
         with np.errstate(invalid="ignore"):
             bad = np.flatnonzero(~test(values))

@@ -73,12 +73,15 @@ def template(first_line: str | None) -> ImportTemplate:
             + (f"missing {missing}; " if missing else "")
             + f"expected {', '.join(HEADER)} (or the artifact's submit_time, iteration, ddl)")
     fields = [{"name": c, "type": KNOWN[c], "constraints": {
-        "required": c != "best_effort", **({"minimum": 0} if KNOWN[c] == "integer" else {})}}
+        "required": c != "best_effort", **({"minimum": 0} if KNOWN[c] == "integer" else {}),
+        **({"maximum": 1} if c == "best_effort" else {})}}  # a 0/1 flag
         for c in header]
     columns = {"job_id": chosen["job_id"], "submit": chosen["submit"],
                "duration": chosen["duration"], "num_gpu": chosen["num_gpu"],
                "model": chosen["model"], "batch_size": chosen["batch_size"],
                "iterations": chosen["iterations"], "deadline": chosen["deadline"]}
+    if "best_effort" in header:  # the generator's column: such a job asks for no guarantee
+        columns["best_effort"] = "best_effort"
     return ImportTemplate(fields, {"time": {"kind": "relative"}, "columns": columns,
                                    "synthetic": True, "replay": ["all"]},
                           primary_key=["job_id"])

@@ -124,7 +124,7 @@ def template(first_line: str | None) -> ImportTemplate:
                                    "states": {"Pass": "COMPLETED", "Failed": "FAILED",
                                               "Killed": "CANCELLED"},
                                    "replay": ["all", "vc/{vc}"]},
-                          reader="philly_jobs", readers_module="mltraces.datasets.philly.readers",
+                          reader="philly_jobs", readers_module="mltraces.sources.philly.readers",
                           primary_key=["job_id"])
 
 

@@ -37,6 +37,11 @@ from mltraces.interop.annotate import POLLUX_BATCH_SIZES
 from mltraces.interop.formats.base import Format, ImportTemplate, Written, exact_header, rows_of
 
 HEADER = ("name", "time", "application", "num_replicas", "batch_size")
+#: the strings ``pandas.read_csv`` reads as missing by default (its ``na_values``), quoted or
+#: not: Pollux's parser would see a job so named as nameless
+PANDAS_MISSING = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+                  "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan",
+                  "null")
 
 
 def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) -> Written:
@@ -46,6 +51,12 @@ def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) 
     unique = bool(options.get("unique_ids", False))
     if not unique:
         notes.append("job ids are not unique: names are <application>-<index>, as Pollux's own")
+    elif options.get("missing_like_ids"):
+        shown = ", ".join(repr(i) for i in options["missing_like_ids"])
+        notes.append(f"{options['missing_like_count']} job id(s) ({shown}) are strings "
+                     "pandas.read_csv reads as missing by default, as Pollux's simulator reads "
+                     "this file: they are written as they are; read the names with "
+                     "keep_default_na=False (mltraces import does) to get them back")
     with open(path, "w", newline="", encoding="utf-8") as handle:
         out = csv.writer(handle, lineterminator="\n")
         out.writerow(HEADER)
@@ -57,11 +68,17 @@ def write(jobs: Iterable[pd.DataFrame], path: Path, options: Mapping[str, Any]) 
 
 
 def facts(con: Any, jobs: str) -> dict[str, Any]:
-    """Whether every job id is unique and not empty (then they are the names)."""
+    """Whether every job id is unique and not empty (then they are the names), and the ids
+    pandas' defaults would read as missing (said in the provenance)."""
     [(distinct, total, empty)] = con.execute(
         f"SELECT count(DISTINCT job_id), count(*), count(*) FILTER (WHERE job_id = '' OR "
         f"job_id IS NULL) FROM {jobs}").fetchall()
-    return {"unique_ids": bool(distinct == total and not empty)}
+    missing = ", ".join("'" + v.replace("'", "''") + "'" for v in PANDAS_MISSING)
+    [(count, examples)] = con.execute(
+        f"SELECT count(*), list(DISTINCT job_id ORDER BY job_id)[:5] FROM {jobs} "
+        f"WHERE job_id IN ({missing})").fetchall()
+    return {"unique_ids": bool(distinct == total and not empty),
+            "missing_like_count": int(count), "missing_like_ids": list(examples or [])}
 
 
 def template(first_line: str | None) -> ImportTemplate:

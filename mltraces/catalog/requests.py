@@ -1,0 +1,55 @@
+"""``mltraces.requests``: every mapped request table of every source, in one typed view.
+
+Each source maps its request logs onto the common columns in its folder's
+``requests.json`` (:mod:`mltraces.requestmap`); this module only names the view's
+parts for :mod:`.unions`, which unites them as ``mltraces.jobs`` unites job tables:
+the tables that can be read now, a ``partial`` status naming each missing trace with
+its fetch command, and ``FROM mltraces.requests_of('mooncake/conversation')`` (a trace
+or a source) that raises that command instead of returning no rows.
+"""
+
+from __future__ import annotations
+
+from mltraces.catalog.unions import UnionView, reader
+
+__all__ = ["FILTER_MACRO", "READER", "VIEW"]
+
+#: ``mltraces.requests_of(name)``: the requests view filtered to one trace or source
+FILTER_MACRO = "requests_of"
+
+
+def _entries() -> dict:
+    from mltraces.requestmap import request_tables
+
+    return request_tables()
+
+
+def _select(entry: object) -> str:
+    from mltraces.requestmap import table_select_sql
+
+    return table_select_sql(entry)  # type: ignore[arg-type]
+
+
+def _empty() -> str:
+    from mltraces.requestmap import empty_sql
+
+    return empty_sql()
+
+
+def _select_over(entry: object, relation: str, names: list[str], origin: str | None) -> str:
+    from mltraces.requestmap import select_sql
+
+    return select_sql(entry, relation, names, origin=origin)  # type: ignore[arg-type]
+
+
+def _origin(entry: object, relation: str, names: list[str]) -> str:
+    from mltraces.requestmap import origin_sql
+
+    return origin_sql(entry, relation, names)  # type: ignore[arg-type]
+
+
+VIEW = UnionView("mltraces.requests", FILTER_MACRO, _entries, _select, _empty, "request",
+                 _select_over, _origin)
+
+#: The built-in ``requests`` reader (``mltraces.catalog.readers.BUILTIN``).
+READER = reader(VIEW)

@@ -1,0 +1,1 @@
+"""ElasticFlow (ASPLOS'23): its replay setups, figures, published numbers and notebook cells."""

@@ -1,0 +1,1 @@
+"""Zeus (NSDI'23): its figures, evaluation sweeps, published numbers and notebook cells."""

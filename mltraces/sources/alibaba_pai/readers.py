@@ -1,0 +1,147 @@
+"""Alibaba PAI's own reader: its jobs with what their tasks asked for.
+
+``pai_job_table`` says when a job was submitted and how it ended, but not what
+it asked for: that is in ``pai_task_table``, per task role and **per instance**
+(alibaba/clusterdata#129: a task with ``inst_num = 4`` and ``plan_gpu = 100``
+asks for 4 GPUs). ``alibaba_pai.jobs`` joins the two, and the group and
+workload tag of ``pai_group_tag_table``, once at conversion, so the common
+``mltraces.jobs`` view, the scheduler and the figures read a job's GPUs from
+one table. Each of the three headerless CSVs is read by the built-in ``csv``
+reader with its own column names (the ``.header`` files) and typed checks; this
+reader only joins them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from mltraces.catalog.buildcon import build_connection
+from mltraces.catalog.csv_reader import convert_csv
+from mltraces.catalog.problems import DriftProblem, SchemaDriftError
+from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal, sql_path
+
+#: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)
+JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
+#: input label prefix -> the part it is
+PARTS = {"pai_job_table": "jobs", "pai_task_table": "tasks", "pai_group_tag_table": "tags"}
+
+_JOIN = """
+WITH tasks AS (
+    SELECT job_name,
+           count(*) AS num_tasks,
+           sum(inst_num) AS num_instances,
+           coalesce(sum(plan_gpu * inst_num), 0) / 100 AS num_gpu,
+           sum(plan_cpu * inst_num) / 100 AS num_cpu,
+           sum(plan_mem * inst_num) AS mem_gb,
+           -- the distinct GPU types asked for, sorted, '|'-joined; NULL for none (an
+           -- ordered DISTINCT string_agg, the same, cost a fifth of the whole conversion)
+           CASE WHEN len(list_distinct(list(gpu_type) FILTER (WHERE plan_gpu > 0))) > 0
+                THEN array_to_string(list_sort(list_distinct(
+                    list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END AS gpu_type,
+           min(start_time) FILTER (WHERE start_time > 0) AS first_task_start,
+           max(end_time) FILTER (WHERE end_time > 0) AS last_task_end
+    FROM read_parquet({tasks}) GROUP BY job_name
+), tags AS (
+    SELECT inst_id, any_value("group") AS "group", any_value(workload) AS workload,
+           any_value(gpu_type_spec) AS gpu_type_spec
+    FROM read_parquet({tags}) GROUP BY inst_id
+)
+SELECT {columns}, j._source, j._row
+FROM read_parquet({jobs}) AS j
+LEFT JOIN tasks AS t USING (job_name)
+LEFT JOIN tags AS g ON g.inst_id = j.inst_id
+ORDER BY j._row
+"""
+
+
+def _part_schema(schema: TableSchema, part: str) -> TableSchema:
+    """The schema one input is read with: the published job columns, or its own table's."""
+    if part == "tasks":
+        return get_schema("alibaba_pai.tasks")
+    if part == "tags":
+        return get_schema("alibaba_pai.group_tags")
+    fields = tuple(f for f in schema.fields if f.name in JOB_COLUMNS)
+    return dataclasses.replace(schema, fields=fields, primary_key=(), checks=(), derived=())
+
+
+def _parts(request: ReadRequest) -> dict[str, InputFile]:
+    """Each input by the part it is (its label names its table)."""
+    found: dict[str, InputFile] = {}
+    for item in request.inputs:
+        part = next((p for prefix, p in PARTS.items() if item.label.startswith(prefix)), None)
+        if part is not None:
+            found[part] = item
+    missing = [prefix for prefix, part in PARTS.items() if part not in found]
+    if missing:
+        problems = [DriftProblem("missing file", ", ".join(i.label for i in request.inputs),
+                                 f"no {prefix}.csv among the inputs") for prefix in missing]
+        raise SchemaDriftError(request.schema.name, problems)
+    return found
+
+
+MAX_REPORTED = 200
+
+
+def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
+    """Times outside their schema's bounds (a second count on PAI's clock, 0 for unknown, up
+    to 2**32 - 1), each named with its file, line and column. Such a value is no instant of
+    the trace: kept, it would move the jobs view's origin for every job (-1e12) or fail every
+    query that reads its instant (1e17), so the table is refused instead."""
+    import duckdb
+
+    problems: list[DriftProblem] = []
+    con = duckdb.connect()
+    try:
+        for f in schema.fields:
+            low, high = f.constraints.get("minimum"), f.constraints.get("maximum")
+            if f.unit != "s" or low is None or high is None:
+                continue
+            q = quote_ident(f.name)
+            bad = con.execute(
+                f"SELECT _source, _row, {q} FROM read_parquet({sql_path(parquet)}) WHERE {q} IS "
+                f"NOT NULL AND (NOT isfinite({q}) OR {q} < {low} OR {q} > {high}) ORDER BY _row "
+                f"LIMIT {MAX_REPORTED}").fetchall()
+            problems += [DriftProblem("unparsable value", source, f"{value!r} s is no time of "
+                                      f"the trace (from {low} to {high:,} s; 0: unknown)",
+                                      f.name, int(row)) for source, row, value in bad]
+    finally:
+        con.close()
+    return problems
+
+
+def convert_jobs(request: ReadRequest) -> Conversion:
+    """Read the job, task and group-tag CSVs with typed checks, then join them into one Parquet."""
+    schema = request.schema
+    outputs: dict[str, Path] = {}
+    warnings: list[DriftProblem] = []
+    errors: list[DriftProblem] = []
+    for part, item in _parts(request).items():
+        work = request.work / part
+        work.mkdir()
+        outputs[part] = request.work / f"{part}.parquet"
+        part_schema = _part_schema(schema, part)
+        try:
+            done = convert_csv(ReadRequest(part_schema, [item], outputs[part], work))
+        except SchemaDriftError as error:
+            errors.extend(error.problems)
+            continue
+        warnings.extend(done.warnings)
+        errors.extend(_time_problems(part_schema, outputs[part]))
+    if errors:
+        raise SchemaDriftError(schema.name, errors)
+    columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
+                        if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
+    query = _JOIN.format(columns=columns, **{k: sql_path(v) for k, v in outputs.items()})
+    con = build_connection(request.work)
+    try:
+        con.execute(f"COPY ({query}) TO {sql_literal(str(request.out))} "
+                    "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+        rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
+        return Conversion(int(rows.fetchall()[0][0]), tuple(warnings))
+    finally:
+        con.close()
+
+
+READERS = {"pai_jobs": FileReader("pai_jobs", convert_jobs, row_label="line")}
