@@ -23,9 +23,7 @@ the ones an open view reads, exactly as for conversions.
 What the part holds is the caller's: :class:`Part` carries the view, the member's
 conversion and the ``SELECT`` of the view's columns over the member's typed rows
 (:func:`member_relation`). A union view (:mod:`.unions`: ``mltraces.jobs``,
-``mltraces.requests``) that names its ``select_over`` gets its parts from
-:func:`union_part_files` when attached and :func:`prepare_union_part` as each member
-is converted.
+``mltraces.requests``) that names its ``select_over`` builds its parts there.
 """
 
 from __future__ import annotations
@@ -34,9 +32,9 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog import store
 from mltraces.catalog.store import CONVERTER_VERSION, Built
@@ -48,11 +46,8 @@ if TYPE_CHECKING:
 
     import duckdb
 
-    from mltraces.catalog.unions import UnionView
-
-__all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_relation",
-           "parts_select_sql", "parts_view_sql", "prepare_union_part", "union_part",
-           "union_part_files"]
+__all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_names",
+           "member_relation", "parts_select_sql", "parts_view_sql"]
 
 #: Bumped when parts change meaning without their SQL changing.
 PART_VERSION = 1
@@ -82,6 +77,12 @@ def member_relation(member: Built) -> str:
     from mltraces.catalog.views import typed_select_sql
 
     return f"({typed_select_sql(member.schema, member.parquet)})"
+
+
+def member_names(member: Built) -> list[str]:
+    """The columns of :func:`member_relation`: the member's fields and derived columns."""
+    schema = member.schema
+    return [*schema.field_names, *(d.name for d in schema.derived)]
 
 
 def _key(part: Part) -> str:
@@ -280,57 +281,3 @@ def parts_select_sql(view: TableSchema, parts: Sequence[Path]) -> str:
     files = ", ".join(sql_path(p) for p in parts)
     return f"SELECT {columns} FROM read_parquet([{files}])"
 
-
-# --------------------------------------------------------------------------- union views
-
-
-def _member_names(member: Built) -> list[str]:
-    schema = member.schema
-    return [*schema.field_names, *(d.name for d in schema.derived)]
-
-
-def union_part(view: UnionView, schema: TableSchema, entry: Any, member: Built) -> Part:
-    """The part of the mapped table ``entry`` of a union view, read from its conversion
-    ``member``; built with its second 0 found once (the view's own SQL scans for it in
-    every seconds column), as a constant read back exactly."""
-    from mltraces.schema import sql_literal as literal
-
-    assert view.select_over is not None and view.origin is not None
-    relation, names = member_relation(member), _member_names(member)
-
-    def prepare(con: duckdb.DuckDBPyConnection) -> str:
-        [(second,)] = con.execute(f"SELECT {view.origin(entry, relation, names)}").fetchall()
-        # the double as text (a repr round-trips; a bare decimal literal would be a
-        # DECIMAL, rounded on its way to a double)
-        origin = "CAST(NULL AS DOUBLE)" if second is None else (
-            f"CAST({literal(repr(float(second)))} AS DOUBLE)")
-        return view.select_over(entry, relation, names, origin)
-
-    return Part(schema, member, view.select_over(entry, relation, names, None), prepare)
-
-
-def union_part_files(view: UnionView, schema: TableSchema, united: Sequence[Any],
-                     members: Mapping[str, Built]) -> dict[str, Path | None]:
-    """Each united table's materialised part, leased; None for a table with no conversion
-    here or whose part cannot be written (a read-only cache, or a mapping that fails on
-    the data, which a query of the view then reports as before)."""
-    tables = [t for t in united if t.table in members]
-    built = leased_parts([union_part(view, schema, t, members[t.table]) for t in tables])
-    return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
-
-
-def prepare_union_part(view: UnionView, schema: TableSchema, member: Built) -> None:
-    """Write ``member``'s part as soon as its conversion exists (``connect()`` runs this
-    beside the other conversions); a part that cannot be written is left to the view's
-    attach, which reads that table through its mapping (and says why in the log)."""
-    import duckdb
-
-    from mltraces.catalog.unions import copy_of
-
-    entry = view.entries().get(member.schema.name)
-    if entry is None or copy_of(entry) is not None:  # a copy is not in the view
-        return
-    try:
-        materialize_part(union_part(view, schema, entry, member))
-    except (MltracesError, duckdb.OutOfMemoryException):
-        return

@@ -26,7 +26,7 @@ and this module does the rest, as ``mltraces.jobs`` does for job tables
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -44,9 +44,12 @@ from mltraces.errors import MltracesError
 if TYPE_CHECKING:
     import duckdb
 
+    from mltraces.catalog.parts import Part
+    from mltraces.catalog.store import Built
     from mltraces.schema import TableSchema
 
-__all__ = ["Coverage", "UnionView", "coverage", "missing_notice", "reader"]
+__all__ = ["Coverage", "UnionView", "coverage", "missing_notice", "prepare_union_part",
+           "reader", "union_part", "union_part_files"]
 
 
 class UnionView(NamedTuple):
@@ -236,8 +239,6 @@ def _attach_over(view: UnionView) -> Callable[[Any, TableSchema, Path | None,
             return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
         files = {}
         if view.select_over is not None and any(t.table in members for t in found.united):
-            from mltraces.catalog.parts import union_part_files
-
             files = union_part_files(view, schema, found.united, members)
         con.execute(view_sql(view, schema, found.present, files) + ";" + macro)
         return _status(view, schema, found)
@@ -273,13 +274,64 @@ def _cached_status(view: UnionView) -> Callable[[TableSchema], TableStatus]:
     return status
 
 
+# --------------------------------------------------------------------------- parts
+
+
+def union_part(view: UnionView, schema: TableSchema, entry: Any, member: Built) -> Part:
+    """The part of the mapped table ``entry`` of a union view, read from its conversion
+    ``member``; built with its second 0 found once (the view's own SQL scans for it in
+    every seconds column), as a constant read back exactly."""
+    from mltraces.catalog.parts import Part, member_names, member_relation
+    from mltraces.schema import sql_literal as literal
+
+    assert view.select_over is not None and view.origin is not None
+    relation, names = member_relation(member), member_names(member)
+
+    def prepare(con: duckdb.DuckDBPyConnection) -> str:
+        [(second,)] = con.execute(f"SELECT {view.origin(entry, relation, names)}").fetchall()
+        # the double as text (a repr round-trips; a bare decimal literal would be a
+        # DECIMAL, rounded on its way to a double)
+        origin = "CAST(NULL AS DOUBLE)" if second is None else (
+            f"CAST({literal(repr(float(second)))} AS DOUBLE)")
+        return view.select_over(entry, relation, names, origin)
+
+    return Part(schema, member, view.select_over(entry, relation, names, None), prepare)
+
+
+def union_part_files(view: UnionView, schema: TableSchema, united: Sequence[Any],
+                     members: Mapping[str, Built]) -> dict[str, Path | None]:
+    """Each united table's materialised part, leased; None for a table with no conversion
+    here or whose part cannot be written (a read-only cache, or a mapping that fails on
+    the data, which a query of the view then reports as before)."""
+    from mltraces.catalog.parts import leased_parts
+
+    tables = [t for t in united if t.table in members]
+    built = leased_parts([union_part(view, schema, t, members[t.table]) for t in tables])
+    return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
+
+
+def prepare_union_part(view: UnionView, schema: TableSchema, member: Built) -> None:
+    """Write ``member``'s part as soon as its conversion exists (``connect()`` runs this
+    beside the other conversions); a part that cannot be written is left to the view's
+    attach, which reads that table through its mapping (and says why in the log)."""
+    import duckdb
+
+    from mltraces.catalog.parts import materialize_part
+
+    entry = view.entries().get(member.schema.name)
+    if entry is None or copy_of(entry) is not None:  # a copy is not in the view
+        return
+    try:
+        materialize_part(union_part(view, schema, entry, member))
+    except (MltracesError, duckdb.OutOfMemoryException):
+        return
+
+
 def reader(view: UnionView) -> ViewReader:
     """The catalog's reader of ``view`` (a built-in reader named after its table)."""
     prepare = None
     if view.select_over is not None:
         def prepare(schema: TableSchema, member: Any) -> None:
-            from mltraces.catalog.parts import prepare_union_part
-
             prepare_union_part(view, schema, member)
 
     return ViewReader(view.table.split(".", 1)[1], _attach(view), _cached_status(view),
