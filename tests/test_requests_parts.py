@@ -86,3 +86,21 @@ def test_a_changed_request_file_rebuilds_only_its_own_part(azure_files, tmp_path
         assert rows(con, "FROM mltraces.requests") == rows(con, _mapped(list(azure_files)))
     finally:
         con.close()
+
+
+def test_traces_never_fetched_take_no_place_among_the_builds(azure_files, monkeypatch) -> None:
+    """The view names every mapped table: those never downloaded only say so, at once,
+    instead of each waiting for a build worker (a warm connect meets one per such trace)."""
+    from mltraces.catalog import connection
+
+    pooled: list[str] = []
+    real = connection._input_bytes
+    monkeypatch.setattr(connection, "_input_bytes",
+                        lambda setup: pooled.append(setup.schema.name) or real(setup))
+    con = _connect(azure_files)
+    try:
+        assert sorted(pooled) == sorted(azure_files)  # the three given, none of the others
+        status = dict(rows(con, "SELECT table_name, reason FROM mltraces.status"))
+        assert "not fetched" in status["mooncake.conversation"]
+    finally:
+        con.close()

@@ -255,6 +255,10 @@ def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Pre
     views reading it derive from it (so that overlaps the other builds too), largest
     inputs first; the first error in their order is raised under ``strict``, once every
     build has ended."""
+    unfetched = [s for s in setups if _unfetched(s)]
+    for setup in unfetched:  # each only says so, at once: no place in the pool
+        _build(setup, strict)
+    setups = [s for s in setups if s not in unfetched]
     if len(setups) < 2 or (os.cpu_count() or 1) < 2:  # (a warm connect loads nothing more)
         for setup in setups:
             _build_and_prepare(setup, strict, preparers)
@@ -276,6 +280,21 @@ def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Pre
             _build_and_prepare(setup, strict, preparers)
         else:
             done[id(setup)].result()
+
+
+def _unfetched(setup: _Setup) -> bool:
+    """A table set up only for a view over it (never fetched for it) whose files are not
+    in the cache: a warm connect naming ``mltraces.requests`` meets one per trace not
+    fetched."""
+    if setup.local is not None or setup.fetch:
+        return False
+    from mltraces.download.paths import local_path
+    from mltraces.registry import get_file
+
+    try:  # never downloaded at all (a file there, current or not, takes the full path)
+        return any(not local_path(get_file(f)).exists() for f in setup.schema.file_ids)
+    except (KeyError, MltracesError):  # the build says what is wrong
+        return False
 
 
 def _input_bytes(setup: _Setup) -> int:
