@@ -50,6 +50,7 @@ SCHEDULE = ["schedule", "--trace", "itp/cluster10", "--policy", "edf,elasticflow
 
 CPU: list[float] = [0.0]  # CPU seconds of the last run()'s process tree
 INSTALL_CPU: list[float] = [0.0]  # CPU seconds of the last timed install
+MEASURED: dict[str, str] = {}  # what --record writes into results.json, by part
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
@@ -192,11 +193,14 @@ def bench_wheel(clone: Path, python: Path) -> None:
     with_deps, _ = run([str(other), "-m", "pip", "install", "--quiet", f"{wheel}[test]"], clone)
     alone, _ = run([str(other), "-m", "pip", "install", "--quiet", "--no-deps",
                     "--force-reinstall", str(wheel)], clone)
-    check = ("from mltraces.scheduling import native; import sys; "
+    check = ("from mltraces.scheduling.cores import native; import sys; "
              "sys.exit(0 if native.build().compiled else 1)")
     compiled = run([str(other), "-c", check], venv, check=False)[1].returncode == 0
     print(f"  the wheel into a fresh venv with its [test] dependencies: {with_deps:.1f} s; "
           f"the wheel alone: {alone:.1f} s; cores compiled there: {compiled} ({load()})")
+    MEASURED["wheel"] = (f"`pip wheel . --no-deps` {build:.0f} s once; that wheel into a fresh "
+                         f"venv with its [test] dependencies {with_deps:.0f} s, alone "
+                         f"{alone:.1f} s, cores compiled: {compiled} ({load()})")
 
 
 def main() -> None:
@@ -206,6 +210,8 @@ def main() -> None:
     parser.add_argument("--parts", default="schedule,figures",
                         help="schedule, figures, tests, wheel (comma-separated)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--record", action="store_true", help="write the installs and the "
+                        "wheel into benchmarks/results.json (harness.record_result)")
     args = parser.parse_args()
     if not (UPSTREAM / "MANIFEST.tsv").exists():
         raise SystemExit(f"needs the upstream files at {UPSTREAM}")
@@ -218,7 +224,10 @@ def main() -> None:
         clone, python, install = prepare(rev, name)
         print(f"  pip install -e '.[test]': {install:.1f} s, {INSTALL_CPU[0]:.1f} CPU-s  "
               f"({load()})")
-        print(f"  {install_cost(clone, python)}")
+        cost = install_cost(clone, python)
+        print(f"  {cost}")
+        MEASURED[f"install {name}"] = (f"{name} ({rev}) {install:.0f} s, {INSTALL_CPU[0]:.0f} "
+                                       f"CPU-s ({load()}; {cost})")
         if "schedule" in parts:
             bench_schedule(clone, args.repeat)
         if "figures" in parts:
@@ -227,6 +236,14 @@ def main() -> None:
             bench_tests(clone, python)
         if "wheel" in parts:
             bench_wheel(clone, python)
+    if args.record:
+        from harness import record_result
+
+        record_result("benchmarks/bench_cold.py",
+                      "set-up in a fresh clone and venv: `pip install -e \".[test]\"` for this "
+                      "checkout against a base commit in one run (CPU seconds beside the wall "
+                      "time), and a wheel built once, installed where nothing is compiled",
+                      "; ".join(f"{k}: {v}" for k, v in MEASURED.items()))
 
 
 if __name__ == "__main__":
