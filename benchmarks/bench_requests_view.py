@@ -72,7 +72,9 @@ FROM mltraces.requests GROUP BY trace ORDER BY trace
 
 def _uniform(seed: int, stream: int) -> str:
     """SQL for a uniform draw in [0, 1) per row ``i``, from a hash (no thread-order state)."""
-    return f"((hash(i, {seed}, {stream}) >> 11) / 9007199254740992.0)"
+    # one value hashed (a hash of several values combines theirs: draws of two streams
+    # came out correlated)
+    return f"((hash(i * 16 + {stream} + {seed} * 4294967296) >> 11) / 9007199254740992.0)"
 
 
 def _tokens(seed: int, stream: int, median: float, sigma: float) -> str:
@@ -90,9 +92,9 @@ def write_week(path: Path, rows: int, start: str, context: tuple[float, float],
 
     arrival = (f"CAST(floor({_uniform(seed, 0)} * {WEEK_US}) AS BIGINT)")
     whole = f"{_uniform(seed, 1)} < 0.05"
-    con = duckdb.connect(config={"memory_limit": "2GB", "temp_directory": str(path.parent),
-                                 "enable_progress_bar": False})
+    con = duckdb.connect(config={"memory_limit": "2GB", "temp_directory": str(path.parent)})
     try:
+        con.execute("SET enable_progress_bar = false")
         con.execute(f"""
         COPY (
           SELECT strftime(TIMESTAMP '{start}' + to_microseconds(us), '%Y-%m-%d %H:%M:%S')
