@@ -38,7 +38,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 #: the scheduling cores (largest first: the longest compile starts first) and their package
-CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore")
+CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore", "mergesort")
 SCHEDULING = "mltraces.scheduling.cores"
 #: compiled cores outside the scheduling folder, by module name (the prefix-cache replay)
 MORE_CORES = ("mltraces.prefixcache.cachecore",)

@@ -34,7 +34,7 @@ def build_parser(verb: str | None, *, every_verb: bool = False, alone: bool = Fa
     """
     parser = argparse.ArgumentParser(
         prog="mltraces",
-        description="Public GPU-cluster traces (`mltraces list` names them): verified "
+        description="Public GPU-cluster and LLM-serving traces (`mltraces list`): verified "
         "downloads, SQL, simulation and figures.",
         epilog="Environment: MLTRACES_CACHE, MLTRACES_MIRROR, MLTRACES_OFFLINE=1, "
         "MLTRACES_LOCAL='TABLE=PATH,...'. Run `mltraces VERB --help` for a verb's options.",

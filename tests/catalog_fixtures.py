@@ -63,12 +63,11 @@ class Catalog:
 
 
 @pytest.fixture(scope="session")
-def real_catalog(upstream_server: str, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[Catalog]:
-    """The real tables, fetched over the loopback mirror into a session cache."""
+def real_catalog(upstream_server: str, shared_real_cache: Path) -> Iterator[Catalog]:
+    """The real tables, fetched over the loopback mirror into the session's shared cache."""
     from mltraces.catalog import connect
 
-    cache = tmp_path_factory.mktemp("real-catalog-cache")
+    cache = shared_real_cache
     with pytest.MonkeyPatch.context() as patch:
         for name in ("MLTRACES_OFFLINE", "MLTRACES_LOCAL"):
             patch.delenv(name, raising=False)

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import http.server
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from fakes import DemoRegistry, FakeServer
+# Each worker imports ~180 test modules, rewriting their asserts, and the package's modules:
+# cached bytecode halves that on every run after the first, even where the environment sets
+# PYTHONDONTWRITEBYTECODE (the caches go to __pycache__ folders, which git ignores).
+sys.dont_write_bytecode = False
 
-from mltraces import download as fetch_module
-from mltraces.registry import set_override
+import pytest  # noqa: E402
+from fakes import DemoRegistry, FakeServer  # noqa: E402
+
+from mltraces import download as fetch_module  # noqa: E402
+from mltraces.registry import set_override  # noqa: E402
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream"
 ENV_VARS = (
@@ -57,6 +63,24 @@ def upstream_dir() -> Path:
             pytest.fail(reason + " and MLTRACES_REQUIRE_UPSTREAM is set (CI)")
         pytest.skip(reason + " (CI always has them)")
     return UPSTREAM
+
+
+@pytest.fixture(scope="session")
+def shared_real_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for every fixture that only reads the real upstream files, shared by the
+    session's workers (xdist's workers share the parent of their temp folders).
+
+    The catalog converts each file once under a lock per file, and downloads under a lock
+    too, so workers and fixtures reuse each other's downloads and conversions instead of
+    fetching and converting the same real files four times. Tests that change a cache
+    keep using ``isolated_cache`` or a folder of their own.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    cache = root / "shared-real-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

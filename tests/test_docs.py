@@ -165,6 +165,7 @@ def test_a_bad_status_file_names_each_problem(tmp_path, monkeypatch) -> None:
 # --------------------------------------------------------------------------- the site
 
 
+@pytest.mark.slow  # a whole mkdocs build (~10 s)
 def test_the_site_builds_offline_and_a_new_source_gets_its_page(tmp_path: Path) -> None:
     """`mltraces docs` with a user's source folder: its page is there, live example
     included, with no edit to docs/; no page asks a web font or script from the network."""

@@ -76,12 +76,12 @@ def test_reader_refuses_a_file_of_another_shape(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def figure_con(upstream_server: str, tmp_path_factory: pytest.TempPathFactory):
+def figure_con(upstream_server: str, shared_real_cache):
     import mltraces
     from mltraces import figures
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLTRACES_CACHE", str(tmp_path_factory.mktemp("elasticflow-figures")))
+        patch.setenv("MLTRACES_CACHE", str(shared_real_cache))
         patch.setenv("MLTRACES_MIRROR", upstream_server)
         con = mltraces.connect(figures.tables_for("elasticflow"))
     yield con

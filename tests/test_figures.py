@@ -36,11 +36,11 @@ SEREN_ROWS, KALOS_ROWS = 6000, 2500
 
 @pytest.fixture(scope="module")
 def real_con(
-    upstream_server: str, tmp_path_factory: pytest.TempPathFactory
+    upstream_server: str, shared_real_cache: Path
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """One catalog over the real files (fetched from the loopback mirror into a temp cache)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLTRACES_CACHE", str(tmp_path_factory.mktemp("figures-cache")))
+        patch.setenv("MLTRACES_CACHE", str(shared_real_cache))
         patch.setenv("MLTRACES_MIRROR", upstream_server)
         patch.delenv("MLTRACES_LOCAL", raising=False)
         con = mltraces.connect(
@@ -500,6 +500,7 @@ def test_real_figures_carry_no_unverified_mark(real_con) -> None:
     assert not any("unverified" in t.get_text() for t in figure.texts)
 
 
+@pytest.mark.slow  # renders every figure it can
 @pytest.mark.upstream
 def test_render_all_skips_figures_without_inputs_and_says_what_to_fetch(
     http_mirror: str, tmp_path: Path
@@ -532,6 +533,7 @@ def test_cli_draws_a_source_into_the_output_folder(
     assert "1 figures written" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # renders twice in three formats
 @pytest.mark.upstream
 def test_cli_paper_style_writes_pdf_and_svg_without_titles_byte_stably(
     http_mirror: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -39,8 +39,9 @@ def test_the_cores_run_compiled_where_a_compiler_built_them() -> None:
     import mltraces.scheduling.cores.efrounds as efrounds
     import mltraces.scheduling.cores.gandivacore as gandivacore
     import mltraces.scheduling.cores.leasecore as leasecore
+    import mltraces.scheduling.cores.mergesort as mergesort
 
-    for module in (efcore, efrounds, gandivacore, leasecore, chronuscore):
+    for module in (efcore, efrounds, gandivacore, leasecore, chronuscore, mergesort):
         assert not module.__file__.endswith(".py"), module.__file__
 
 
@@ -63,10 +64,11 @@ import sys
 sys.modules["cython"] = None  # as if Cython were not installed: the stand-in decorators
 sys.path.insert(0, {tests!r})
 from test_scheduling import WIDE, crowded_trace, mixed_trace, profiles, schedule
-from mltraces.scheduling.cores import chronuscore, efcore, efrounds, gandivacore, leasecore, native
+from mltraces.scheduling.cores import (chronuscore, efcore, efrounds, gandivacore, leasecore,
+                                       mergesort, native)
 assert not native.build().compiled
 assert all(m.__file__.endswith(".py")
-           for m in (efcore, efrounds, gandivacore, leasecore, chronuscore))
+           for m in (efcore, efrounds, gandivacore, leasecore, chronuscore, mergesort))
 schedule(mixed_trace(40, 3), "n2g8", profiles(), "elasticflow,gandiva,chronus").jobs.to_csv(
     {out!r} + "mixed.csv", index=False)
 schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
@@ -102,7 +104,8 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
-    cores = 'CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore")'
+    cores = ('CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore", '
+             '"mergesort")')
     more = 'MORE_CORES = ("mltraces.prefixcache.cachecore",)'
     assert cores in setup and more in setup
     (tmp_path / "setup.py").write_text(

@@ -30,6 +30,7 @@ def test_readme_has_a_tour_that_the_example_tests_run() -> None:
     assert README in docs_examples.PAGES
 
 
+@pytest.mark.slow  # two pytest sessions in child processes
 @pytest.mark.parametrize("options", [["-n", "0"], ["-p", "no:xdist", "-o",
                                                    "addopts=-m 'not slow'"]])
 def test_the_documented_single_process_runs_work(options: list[str]) -> None:

@@ -279,20 +279,20 @@ assert core.__file__.endswith(".py"), core.__file__
 seen = dict.fromkeys(("redealt", "shrunk", "held", "crowded", "waited"), 0)
 real_rebalance, real_seat, real_deal = core.rebalance, core.seat, core.deal
 
-def rebalance(*args):
-    nsets, state = args[2].copy(), args[7]
-    real_rebalance(*args)
-    seen["shrunk"] += int((args[2] < nsets).any())
-    seen["held"] += int(state[core.PHANTOM] > 0)
+def rebalance(sets):
+    nsets = sets.nsets.copy()
+    real_rebalance(sets)
+    seen["shrunk"] += int((sets.nsets < nsets).any())
+    seen["held"] += int(sets.state[core.PHANTOM] > 0)
 
 def deal(row, n, jobs, m, *rest):
     seen["redealt"] += int(m > 1)
     real_deal(row, n, jobs, m, *rest)
 
-def seat(j, k, order, nsets, span, capacity, *rest):
-    placed = real_seat(j, k, order, nsets, span, capacity, *rest)
-    count = rest[5]
-    seen["crowded"] += int(placed and (count[order[k, :nsets[k]]] > capacity[k]).any())
+def seat(j, k, sets):
+    placed = real_seat(j, k, sets)
+    order, count = sets.order, sets.links.count
+    seen["crowded"] += int(placed and (count[order[k, :sets.nsets[k]]] > sets.capacity[k]).any())
     seen["waited"] += int(not placed)
     return placed
 
@@ -1015,9 +1015,9 @@ def test_a_job_past_its_deadline_takes_what_is_free_now() -> None:
     jobs = itp([("A", 0, 800, 0, 4), ("B", 0, 800, 10, 4)])
     setup = Case.build("t", jobs, "n1g8", profiles({1: 1.0, 2: 2.0, 4: 4.0})).setup()
     tables, _ = model_tables(setup)
-    planner = efcore.Planner(2, *tables.arrays())
-    efcore.estimate(100.0, 8, 60.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]),
-                    tables.model, False, planner)
+    planner = efcore.Planner(2, efcore.Tables(*tables.arrays()), 8, 60.0)
+    efcore.estimate(100.0, np.array([800.0, 800.0]), np.array([0.0, 10.0]), tables.model, False,
+                    planner)
     ptr, _, ag, _, real_end, _, _ = planner.estimated(2)
     assert [ag[ptr[0]], ag[ptr[1]]] == [4, 4]
     assert real_end.tolist() == [300.0, 300.0]

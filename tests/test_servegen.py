@@ -17,11 +17,11 @@ REAL = ["servegen.deepseek_r1_windows", "servegen.deepseek_r1_lengths",
 
 
 @pytest.fixture(scope="module")
-def servegen(upstream_server: str, tmp_path_factory: pytest.TempPathFactory):
+def servegen(upstream_server: str, shared_real_cache):
     """The DeepSeek-R1 and Qwen-VL clients here (216 files), fetched over the loopback mirror
-    once for this module (the shared real catalogs leave them out: OWN_CATALOGS)."""
+    into the session's shared cache (the shared real catalogs leave them out: OWN_CATALOGS)."""
     assert "servegen" in OWN_CATALOGS
-    cache = tmp_path_factory.mktemp("servegen-cache")
+    cache = shared_real_cache
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLTRACES_CACHE", str(cache))
         patch.setenv("MLTRACES_MIRROR", upstream_server)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import functools
 import logging
 import os
 import posixpath
@@ -72,11 +73,26 @@ def known_hash(file: RemoteFile) -> str | None:
 
 
 def _layout(files: Sequence[RemoteFile]) -> tuple[list[str], dict[str, str]]:
-    """The common folder of the files' ``host/path`` and each file's name under it."""
+    """The common folder of the files' ``host/path`` and each file's name under it.
+
+    Computed once per set of files: fetching each of a source's N files asks for the
+    layout of all N, which checked every part of N URLs N times (ServeGen's 846 files:
+    10 s of its 216 downloads here went to this alone).
+    """
+    common, names = _layout_of(tuple(files))
+    return list(common), dict(names)
+
+
+_Layout = tuple[tuple[str, ...], tuple[tuple[str, str], ...]]
+
+
+@functools.lru_cache(maxsize=64)
+def _layout_of(files: tuple[RemoteFile, ...]) -> _Layout:
+    """:func:`_layout` of a hashable tuple, as tuples (the cached value cannot be changed)."""
     keys = {f.id: "/".join(url_parts(f.url, f"the URL of {f.id}")) for f in files}
     common = posixpath.commonpath([posixpath.dirname(k) for k in keys.values()]) if keys else ""
-    names = {fid: key[len(common) :].lstrip("/") for fid, key in keys.items()}
-    return (common.split("/") if common else []), names
+    names = tuple((fid, key[len(common) :].lstrip("/")) for fid, key in keys.items())
+    return (tuple(common.split("/")) if common else ()), names
 
 
 def pooch_for_files(files: Sequence[RemoteFile]) -> Any:

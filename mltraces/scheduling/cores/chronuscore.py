@@ -30,8 +30,11 @@ except ImportError:  # installed without its compiled extensions: run as Python
 
 if cython.compiled:
     from cython.cimports.libc.math import ceil
+    from cython.cimports.mltraces.scheduling.cores import mergesort
 else:
     from math import ceil
+
+    from mltraces.scheduling.cores import mergesort
 
 i64 = cython.typedef(cython.longlong)
 f64 = cython.typedef(cython.double)
@@ -305,68 +308,53 @@ def rank(pending: list, now: i64) -> cython.void:
                             + job.progress) * job.gpus
 
 
-@cython.cfunc
-@cython.exceptval(check=False)
-def _ahead(a: Job, b: Job, spare: cython.bint) -> cython.bint:
-    """Whether ``a`` sorts strictly before ``b``, the larger key first: the queue's key
-    (priority, urgency, submission: the latest first) or the spare GPUs' (past the estimate
-    first, then priority, urgency, seniority: the earliest submitted first), compared
-    field by field as Python compares the tuples (no urgency is NaN)."""
-    if spare and a.overdue != b.overdue:
-        return a.overdue > b.overdue
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    if a.urgency != b.urgency:
-        return a.urgency > b.urgency
-    if spare:
-        return a.seniority > b.seniority
-    return a.submit > b.submit
+#: the room :func:`queue` sorts in (a queue is sorted every 240-s step, ~20,000 times a
+#: replay, one at a time)
+QUEUED = mergesort.Positions()
+
+
+@cython.final
+@cython.cclass
+class Queue(mergesort.Ranking):
+    """The waiting jobs (``jobs``, by position) in the queue's order, the larger key first:
+    (priority, urgency, submission: the latest first), or with ``spare`` the spare GPUs'
+    (past the estimate first, then priority, urgency, seniority: the earliest submitted
+    first), compared field by field as Python compares the tuples (no urgency is NaN)."""
+
+    jobs: list
+    spare: cython.bint
+
+    @cython.wraparound(False)  # no index is negative
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def before(self, i: i64, k: i64) -> cython.bint:
+        a: Job = self.jobs[i]
+        b: Job = self.jobs[k]
+        if self.spare and a.overdue != b.overdue:
+            return a.overdue > b.overdue
+        if a.priority != b.priority:
+            return a.priority > b.priority
+        if a.urgency != b.urgency:
+            return a.urgency > b.urgency
+        if self.spare:
+            return a.seniority > b.seniority
+        return a.submit > b.submit
 
 
 @cython.ccall
 def queue(pending: list, spare: cython.bint) -> list:
-    """The waiting jobs in the queue's order (``spare``: the spare GPUs'), as Python's
-    stable ``sort(key=..., reverse=True)`` leaves them: equal keys keep their order
-    (bottom-up merge sort)."""
+    """The waiting jobs in the queue's order (``spare``: the spare GPUs', see
+    :class:`Queue`), as Python's stable ``sort(key=..., reverse=True)`` leaves them:
+    equal keys keep their order."""
     n: i64 = len(pending)
-    src: list = list(pending)
-    dst: list = list(pending)
-    swap: list
-    run: i64 = 1
-    low: i64
-    middle: i64
-    high: i64
-    i: i64
-    j: i64
-    at: i64
-    while run < n:
-        low = 0
-        while low < n:
-            middle = min(low + run, n)
-            high = min(low + 2 * run, n)
-            i, j, at = low, middle, low
-            while i < middle and j < high:
-                if _ahead(src[j], src[i], spare):
-                    dst[at] = src[j]
-                    j += 1
-                else:
-                    dst[at] = src[i]
-                    i += 1
-                at += 1
-            while i < middle:
-                dst[at] = src[i]
-                i += 1
-                at += 1
-            while j < high:
-                dst[at] = src[j]
-                j += 1
-                at += 1
-            low = high
-        swap = src
-        src = dst
-        dst = swap
-        run *= 2
-    return src
+    k: i64
+    ranking: Queue = Queue.__new__(Queue)
+    ranking.jobs, ranking.spare = pending, spare
+    ranked: i64[:] = mergesort.positions(QUEUED, n, ranking)
+    out: list = []
+    for k in range(n):
+        out.append(pending[ranked[k]])
+    return out
 
 
 @cython.ccall

@@ -16,10 +16,12 @@ per plan, lists of arrays, reference counts. So a round's plans write into
 one workspace of 2-D rows (see :class:`Planner`), the small helpers are C
 functions the compiler inlines, and the arrays that travel together are
 attributes of small classes (:class:`Tables`, :class:`Current`,
-:class:`Offers`, :class:`Prices`, :class:`Work`, :class:`Merged`) that
-compiled code reads in place. :mod:`.efrounds` calls :func:`bisect_left`,
+:class:`Offers`, :class:`Prices`, :class:`Work`, :class:`Merged`, all held by the
+:class:`Planner`) that compiled code reads in place; a plan reads the models and
+writes through a :class:`Sheet`. :mod:`.efrounds` calls :func:`bisect_left`,
 :func:`rate`, :func:`estimate` and :func:`scale_up` as C functions: their
-signatures are also declared in ``efcore.pxd``, which must change with them.
+signatures and the classes are also declared in ``efcore.pxd``, which must change
+with them.
 
 Conventions. A timeline is ``(times, free, n)``: the first ``n`` entries of a
 float64 and an int64 array (arrays may be longer). An allocation is
@@ -338,11 +340,11 @@ def fit_of(fit: i64p, n: i64, x: i64) -> i64:
 
 @cython.cfunc
 @cython.inline
-def rate(speed2: f64[:, :], m: i64, g: i64) -> f64:
+def rate(tables: Tables, m: i64, g: i64) -> f64:
     """Iterations per second of model row ``m`` on ``g`` GPUs; a count the profile lacks raises."""
-    if g < 0 or g >= speed2.shape[1] or isnan(speed2[m, g]):
+    if g < 0 or g >= tables.speed2.shape[1] or isnan(tables.speed2[m, g]):
         raise KeyError("no throughput for this GPU count")
-    return speed2[m, g]
+    return tables.speed2[m, g]
 
 
 @cython.cfunc
@@ -392,22 +394,29 @@ def collect(nt: f64p, aval: i64p, aset: u8p, lo: i64, hi: i64, at: f64p, ag: i64
 
 @cython.cfunc
 @cython.inline
-def finish_plan(nt: f64p, nf: i64p, nn: i64, aval: i64p, aset: u8p, xt: f64, xv: i64,
-                end_step: f64, end_value: i64, at: f64p, ag: i64p,
+def finish_plan(sheet: Sheet, nn: i64, end_step: f64, end_value: i64,
                 marked: i64) -> tuple[i64, i64]:
     """Collect the allocation steps (sorted, repeats dropped) and note the end step.
 
-    ``xt``/``xv`` is an allocation step at a time that is not on the timeline
-    (NaN: none); only a start that the timeline lost has one (the released
+    The sheet's ``xt``/``xv`` is an allocation step at a time that is not on the
+    timeline (NaN: none); only a start that the timeline lost has one (the released
     timeline of a job holding more GPUs than were free, which the reference
     would have refused by an assertion). Writes the allocation to ``at``/``ag``
-    and returns ``(n, na)``: the timeline's length and the allocation's. The end
+    and returns ``(n, na)``: the timeline's length (``nn``) and the allocation's. The end
     step (``end_step``/``end_value``; NaN: none) is left just past the timeline, in
     ``nt[n]``/``nf[n]``, for :func:`compact` to set: most plans are only priced,
     and inserting it would shift the timeline's tail for nothing. No step from
     ``marked`` on is marked (a plan that ends by its deadline marks none past the
     deadline slot): the search stops there.
     """
+    nt: f64p = sheet.nt
+    nf: i64p = sheet.nf
+    aval: i64p = sheet.aval
+    aset: u8p = sheet.aset
+    at: f64p = sheet.at
+    ag: i64p = sheet.ag
+    xt: f64 = sheet.xt
+    xv: i64 = sheet.xv
     na: i64 = 0
     last: i64 = -1
     marked = min(marked, nn)
@@ -472,25 +481,30 @@ def compact(nt: f64p, nf: i64p, nn: i64, ct: f64p, cf: i64p) -> i64:
 
 
 @cython.cfunc
-def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, m: i64,
-         speed2: f64[:, :], levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:],
-         cap2: i64[:], total: i64, slot: f64, assign: i64, nt: f64p, nf: i64p,
-         aval: i64p, aset: u8p, at: f64p, ag: i64p) -> tuple[i64, i64, f64, f64, f64, cython.bint]:
-    """Plan a job from ``start`` backwards from its deadline on the timeline.
+def plan(sheet: Sheet, times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64,
+         m: i64, assign: i64) -> tuple[i64, i64, f64, f64, f64, cython.bint]:
+    """Plan a job (model row ``m``) from ``start`` backwards from its deadline on the
+    timeline (``times``/``free``, ``n`` steps).
 
     With ``assign`` the job first holds that many GPUs until the timeline's
     next step (how a scale-up is priced), then is planned as usual. Writes the
-    timeline with the plan to ``nt``/``nf`` (its end step past its end, see
-    :func:`finish_plan`) and the allocation to ``at``/``ag``;
+    timeline with the plan to the sheet's ``nt``/``nf`` (its end step past its end, see
+    :func:`finish_plan`) and the allocation to its ``at``/``ag``;
     returns ``(n, na, end, real_end, aligned, fast)``: besides the plan, its deadline
     slot and whether the assigned count alone finished it before the timeline's next
     step, which a price needs and would otherwise compute again (see :func:`price`).
     """
-    fr: i64 = fitrow[m]
-    fitp: i64p = irow(fit2, fr)
-    fitw: i64 = fit2.shape[1]
-    cap: i64 = cap2[m]
-    nl: i64 = nlev[m]
+    tables: Tables = sheet.tables
+    total: i64 = sheet.total
+    slot: f64 = sheet.slot
+    nt: f64p = sheet.nt
+    nf: i64p = sheet.nf
+    aval: i64p = sheet.aval
+    aset: u8p = sheet.aset
+    fitp: i64p = irow(tables.fit2, tables.fitrow[m])
+    fitw: i64 = tables.fit2.shape[1]
+    cap: i64 = tables.cap2[m]
+    nl: i64 = tables.nlev[m]
     k: i64
     i: i64
     u: i64
@@ -537,19 +551,19 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         nn = insert_step(nt, nf, nn, hi, aligned, carried)
     lo = 0 if nn and nt[0] >= start else bisect_left(nt, nn, start)  # mostly: now
     i_start: i64 = lo if lo < nn and nt[lo] == start else -1
-    xt: f64 = NAN  # the start's allocation when the timeline lacks the start
-    xv: i64 = 0
+    sheet.xt = NAN  # the start's allocation when the timeline lacks the start
+    sheet.xv = 0
     if i_start < 0:
-        xt = start
+        sheet.xt = start
     else:
         aset[i_start] = True
     event: f64 = start
     if assign:
-        sp = rate(speed2, m, assign)
+        sp = rate(tables, m, assign)
         nxt = bisect_right(times, n, start)
         future = times[nxt] if nxt < n else aligned
         if i_start < 0:
-            xv = assign
+            sheet.xv = assign
         else:
             aval[i_start] = assign
         real_end = float(ceil(start + left / sp))
@@ -568,9 +582,9 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             if step_index(times, n, end) < 0:
                 if back == NONE:
                     raise TypeError("a timeline step without a value")
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag, nn)
+                nn, na = finish_plan(sheet, nn, end, back, nn)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, nn)
+                nn, na = finish_plan(sheet, nn, NAN, 0, nn)
             return nn, na, end, real_end, aligned, True
         left -= ((deadline if future == aligned else future) - start) * sp
         nf[wrap(i_start, nn)] -= assign
@@ -587,7 +601,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     rg: f64 = NAN
     rg_of: i64 = -1
     for i in range(nl):
-        q = levels2[m, i]
+        q = tables.levels2[m, i]
         if q > total:
             break
         until = aligned
@@ -597,7 +611,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             p = nt[k]
             if nf[k] >= q and q:
                 if rq != rq:
-                    rq = rate(speed2, m, q)
+                    rq = rate(tables, m, q)
                 sp = rq
             else:
                 got = min(q, fit_of(fitp, fitw, nf[k]))
@@ -605,15 +619,14 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                     until = p
                     continue
                 if got != rg_of:  # the rate of the last count asked, kept
-                    rg = rate(speed2, m, got)
+                    rg = rate(tables, m, got)
                     rg_of = got
                 sp = rg
             gathered += ((deadline if until == aligned else until) - p) * sp
             if gathered >= left:
-                nn, na, end, real_end = forward(
-                    times, free, n, nt, nf, nn, aval, aset, xt, xv, start, event, left,
-                    deadline, aligned, speed2, m, fit2, fr, q, last_q, p, total, slot, at, ag,
-                    lo, hi + 1)
+                sheet.m, sheet.deadline, sheet.aligned, sheet.event = m, deadline, aligned, event
+                nn, na, end, real_end = forward(sheet, times, free, n, nn, left, q, last_q, p,
+                                                lo, hi + 1)
                 return nn, na, end, real_end, aligned, False
             until = p
         last_q = q
@@ -628,7 +641,7 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
         if last_k >= 0:
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
-                left -= ((deadline if t == aligned else t) - last_t) * rate(speed2, m, last_a)
+                left -= ((deadline if t == aligned else t) - last_t) * rate(tables, m, last_a)
         last_t, last_k, last_a = t, k, min(last_q, fit_of(fitp, fitw, nf[k]))
     # 3. after the deadline: whatever fits, up to the cap, until done
     last_t = max(aligned, event)
@@ -643,9 +656,9 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
             continue
         aval[wrap(lk, nn)] = q
         aset[wrap(lk, nn)] = True
-        gained = (t - last_t) * rate(speed2, m, q)
+        gained = (t - last_t) * rate(tables, m, q)
         if gained >= left:
-            real_end = float(ceil(last_t + left / rate(speed2, m, q)))
+            real_end = float(ceil(last_t + left / rate(tables, m, q)))
             end = align(start, real_end, slot)
             u = end_search(times, n, end)
             if u > 0 and times[u - 1] >= aligned:  # the last step in [aligned, end)
@@ -655,9 +668,9 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
                     raise TypeError("free GPUs unset")
                 nf[wrap(lk, nn)] = carried - q
             if not (u < n and times[u] == end):  # no step at the end: it gets one
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, carried, at, ag, nn)
+                nn, na = finish_plan(sheet, nn, end, carried, nn)
             else:
-                nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, nn)
+                nn, na = finish_plan(sheet, nn, NAN, 0, nn)
             return nn, na, end, real_end, aligned, False
         left -= gained
         for u in range(n):
@@ -672,30 +685,39 @@ def plan(times: f64p, free: i64p, n: i64, start: f64, left: f64, deadline: f64, 
     if not q:
         q = -1
         for i in range(nl):
-            g = levels2[m, i]
+            g = tables.levels2[m, i]
             if g <= min(total, cap) and g > q:
                 q = g
         if q < 0:
-            q = levels2[m, 0]
+            q = tables.levels2[m, 0]
     aval[wrap(lk, nn)] = q
     aset[wrap(lk, nn)] = True
-    real_end = float(ceil(last_t + left / rate(speed2, m, q)))
+    real_end = float(ceil(last_t + left / rate(tables, m, q)))
     end = align(start, real_end, slot)
     nf[wrap(lk, nn)] = total - q
-    nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, total, at, ag, nn)
+    nn, na = finish_plan(sheet, nn, end, total, nn)
     return nn, na, end, real_end, aligned, False
 
 
 @cython.cfunc
 @cython.inline
-def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: i64p,
-            aset: u8p, xt: f64, xv: i64, start: f64, event: f64, left: f64, deadline: f64,
-            aligned: f64, speed2: f64[:, :], m: i64, fit2: i64[:, :], fr: i64, q: i64,
-            prev_q: i64, point: f64, total: i64, slot: f64, at: f64p,
-            ag: i64p, first: i64, marked: i64) -> tuple[i64, i64, f64, f64]:
-    """Allocate from ``event`` (step ``first``): ``prev_q`` before ``point``, ``q`` from
-    it, until done. Only the first ``marked`` steps can be marked (up to the deadline
-    slot's, see :func:`finish_plan`)."""
+def forward(sheet: Sheet, times: f64p, free: i64p, n: i64, nn: i64, left: f64, q: i64,
+            prev_q: i64, point: f64, first: i64, marked: i64) -> tuple[i64, i64, f64, f64]:
+    """Allocate the sheet's job from its ``event`` (step ``first`` of the ``nn`` of the
+    plan's timeline): ``prev_q`` before ``point``, ``q`` from it, until ``left`` is done.
+    Only the first ``marked`` steps can be marked (up to the deadline slot's, see
+    :func:`finish_plan`)."""
+    tables: Tables = sheet.tables
+    total: i64 = sheet.total
+    slot: f64 = sheet.slot
+    nf: i64p = sheet.nf
+    nt: f64p = sheet.nt
+    aval: i64p = sheet.aval
+    aset: u8p = sheet.aset
+    m: i64 = sheet.m
+    deadline: f64 = sheet.deadline
+    aligned: f64 = sheet.aligned
+    event: f64 = sheet.event
     k: i64
     u: i64
     t: f64
@@ -709,8 +731,8 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
     last_k: i64 = -1
     last_a: i64 = 0
     sp_of: i64 = -1
-    fitp: i64p = irow(fit2, fr)
-    fitw: i64 = fit2.shape[1]
+    fitp: i64p = irow(tables.fit2, tables.fitrow[m])
+    fitw: i64 = tables.fit2.shape[1]
     for k in range(first, nn):
         t = nt[k]
         if t > aligned:
@@ -719,7 +741,7 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
             hold(aval, aset, nf, last_k, last_a)
             if last_a:
                 if last_a != sp_of:  # the rate of the last count asked, kept
-                    sp = rate(speed2, m, last_a)
+                    sp = rate(tables, m, last_a)
                     sp_of = last_a
                 gained = ((deadline if t == aligned else t) - last_t) * sp
                 if last_t < point or gained < left:
@@ -735,16 +757,16 @@ def forward(times: f64p, free: i64p, n: i64, nt: f64p, nf: i64p, nn: i64, aval: 
         if last_k < 0:
             raise TypeError("nothing to allocate before the deadline")
         hold(aval, aset, nf, last_k, last_a)
-        real_left = float(ceil(left / rate(speed2, m, last_a)))
+        real_left = float(ceil(left / rate(tables, m, last_a)))
         end = last_t + align(0.0, real_left, slot)
         real_end = last_t + real_left
     # the value before the plan at its end: the last step in [event, end), else ``total``
     u = end_search(times, n, end)
     back: i64 = free[u - 1] if u > 0 and times[u - 1] >= event else total
     if not (u < n and times[u] == end):
-        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, end, back, at, ag, marked)
+        nn, na = finish_plan(sheet, nn, end, back, marked)
     else:
-        nn, na = finish_plan(nt, nf, nn, aval, aset, xt, xv, NAN, 0, at, ag, marked)
+        nn, na = finish_plan(sheet, nn, NAN, 0, marked)
     return nn, na, end, real_end
 
 
@@ -839,8 +861,8 @@ def released(times: f64p, free: i64p, n: i64, at: f64p, ag: i64p, na: i64, end: 
 
 @cython.ccall
 @cython.exceptval(-1)
-def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], model: i64[:],
-             stop_on_miss: cython.bint, planner: Planner) -> i64:
+def estimate(now: f64, left: f64[:], deadline: f64[:], model: i64[:], stop_on_miss: cython.bint,
+             planner: Planner) -> i64:
     """Plan jobs (deadline order) one after another on an empty cluster.
 
     Returns whether every plan meets its deadline (1 or 0; ``stop_on_miss``
@@ -855,7 +877,7 @@ def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], mo
     na: i64
     e: f64
     re: f64
-    tables: Tables = planner.tables
+    sheet: Sheet = planner.sheet
     m: i64 = left.shape[0]
     width: i64 = 2 * m + 8  # a plan adds at most two steps (its aligned deadline and its end)
     times: f64p = fptr(planner.times)
@@ -864,19 +886,18 @@ def estimate(now: f64, total: i64, slot: f64, left: f64[:], deadline: f64[:], mo
     end: f64[:] = planner.end
     real_end: f64[:] = planner.real_end
     times[0] = now
-    free[0] = total
+    free[0] = planner.total
     n: i64 = 1
     for i in range(m + 1):
         ptr[i] = 0
+    sheet.nt, sheet.nf = fptr(planner.nt), iptr(planner.nf)
+    sheet.aval, sheet.aset = iptr(planner.aval), bptr(planner.aset)
+    sheet.at, sheet.ag = fptr(planner.at), iptr(planner.ag)
     ok: cython.bint = True
     for i in range(m):
         if n + 3 > width:
             raise RuntimeError("planner workspace too small")
-        nn, na, e, re, _, _ = plan(times, free, n, now, left[i], deadline[i], model[i],
-                             tables.speed2, tables.levels2, tables.nlev, tables.fit2,
-                             tables.fitrow, tables.cap2, total, slot, 0, fptr(planner.nt),
-                             iptr(planner.nf), iptr(planner.aval), bptr(planner.aset),
-                             fptr(planner.at), iptr(planner.ag))
+        nn, na, e, re, _, _ = plan(sheet, times, free, n, now, left[i], deadline[i], model[i], 0)
         n = compact(fptr(planner.nt), iptr(planner.nf), nn, times, free)
         if ptr[i] + na > planner.at_all.shape[0]:
             planner.at_all = np.concatenate((np.asarray(planner.at_all),
@@ -931,14 +952,8 @@ def sort_desc(order: i64[:], key: f64[:]) -> cython.void:
 @cython.cclass
 class Tables:
     """The jobs' scaling models (see the module docstring): ``speed2``, ``levels2``,
-    ``nlev``, ``fit2``, ``fitrow``, ``cap2``."""
-
-    speed2: f64[:, :]
-    levels2: i64[:, :]
-    nlev: i64[:]
-    fit2: i64[:, :]
-    fitrow: i64[:]
-    cap2: i64[:]
+    ``nlev``, ``fit2``, ``fitrow``, ``cap2``, one argument wherever they go (the
+    attributes are declared in ``efcore.pxd``: :mod:`.efrounds` reads them too)."""
 
     def __init__(self, speed2, levels2, nlev, fit2, fitrow, cap2) -> None:
         self.speed2, self.levels2, self.nlev = speed2, levels2, nlev
@@ -946,12 +961,28 @@ class Tables:
 
 
 @cython.cclass
+class Sheet:
+    """What a plan reads besides the timeline and the job, and where it writes.
+
+    Set once: the model ``tables``, the cluster's GPUs (``total``) and the ``slot``.
+    Set before each plan (pointers into arrays the caller owns, compiled; the arrays or
+    rows themselves as Python): the timeline with the plan ``nt``/``nf``, its marks
+    ``aval``/``aset`` and the allocation ``at``/``ag`` (see :func:`plan` for their
+    room). Set by the plan for its later steps (:func:`forward`, :func:`finish_plan`):
+    the start's allocation off the timeline ``xt``/``xv``, the job's model row ``m``,
+    ``deadline`` and deadline slot ``aligned``, and the time its search starts
+    (``event``). The attributes are declared in ``efcore.pxd``.
+    """
+
+    def __init__(self, tables: Tables, total: i64, slot: f64) -> None:
+        self.tables, self.total, self.slot = tables, total, slot
+        self.xt, self.xv, self.m = NAN, 0, 0
+        self.deadline, self.aligned, self.event = NAN, NAN, NAN
+
+
+@cython.cclass
 class Current:
     """Per job (a row each): its allocation ``cat``/``cag``, ``cna`` steps long."""
-
-    cat: f64[:, :]
-    cag: i64[:, :]
-    cna: i64[:]
 
     def __init__(self, cat, cag, cna) -> None:
         self.cat, self.cag, self.cna = cat, cag, cna
@@ -963,16 +994,6 @@ class Offers:
     (``on`` long), allocation ``oat``/``oag`` (``ona`` long) and ends ``oend``/``oreal``,
     and whether it is valid for the current timeline (``has``)."""
 
-    ot: f64[:, :]
-    of: i64[:, :]
-    on: i64[:]
-    oat: f64[:, :]
-    oag: i64[:, :]
-    ona: i64[:]
-    oend: f64[:]
-    oreal: f64[:]
-    has: u8[:]
-
     def __init__(self, ot, of, on, oat, oag, ona, oend, oreal, has) -> None:
         self.ot, self.of, self.on, self.oat, self.oag = ot, of, on, oat, oag
         self.ona, self.oend, self.oreal, self.has = ona, oend, oreal, has
@@ -982,13 +1003,6 @@ class Offers:
 class Prices:
     """Per job: its price (``marginal``) and what :func:`keep` needs to know when it still
     holds (``reuse``, ``r_step``, ``r_horizon``, ``r_jump``, ``r_fast``)."""
-
-    marginal: f64[:]
-    reuse: u8[:]
-    r_step: f64[:]
-    r_horizon: f64[:]
-    r_jump: i64[:]
-    r_fast: u8[:]
 
     def __init__(self, marginal, reuse, r_step, r_horizon, r_jump, r_fast) -> None:
         self.marginal, self.reuse, self.r_step = marginal, reuse, r_step
@@ -1001,13 +1015,6 @@ class Work:
     the last offer's deadline slot ``aligned`` and whether it finished in its first
     period (``fast``, see :func:`plan`)."""
 
-    rt: f64[:]
-    rf: i64[:]
-    aval: i64[:]
-    aset: u8[:]
-    aligned: f64
-    fast: cython.bint
-
     def __init__(self, rt, rf, aval, aset) -> None:
         self.rt, self.rf, self.aval, self.aset = rt, rf, aval, aset
         self.aligned, self.fast = NAN, False
@@ -1016,10 +1023,6 @@ class Work:
 @cython.cclass
 class Merged:
     """:func:`keep`'s scratch: the two timelines' steps, the change at each, the next change."""
-
-    keys: f64[:]
-    delta: i64[:]
-    next_change: f64[:]
 
     def __init__(self, keys, delta, next_change) -> None:
         self.keys, self.delta, self.next_change = keys, delta, next_change
@@ -1035,7 +1038,10 @@ class Planner:
     ``ptr``, ``at_all``, ``ag_all``, ``end``, ``real_end``) and :func:`scale_up`
     its result (``order``, ``gpus``, ``up_end``, ``up_real``, ``started``,
     ``next_change``, ``step_job``/``step_end`` … ``nsteps``); Python reads them with
-    :meth:`estimated` and :meth:`scaled` (the attributes are C-only when compiled). A scale-up's
+    :meth:`estimated` and :meth:`scaled` (the attributes are C-only when compiled). It plans
+    on a cluster of ``total`` GPUs, ``slot`` seconds a slot, by the model ``tables`` (what
+    every plan reads, with where it writes, is its :class:`Sheet`); a scale-up's jobs'
+    ``left``, ``deadline`` and ``model`` are those :func:`scale_up` was given. A scale-up's
     rows are ``width`` wide for ``rows`` jobs (see :func:`reserve`): the cluster
     timeline's two rows ``tt``/``tf`` (row ``cur`` after the last step, the other
     before it, for :func:`keep`), then per job its allocation (:class:`Current`) and
@@ -1043,9 +1049,12 @@ class Planner:
     (:class:`Work`, :class:`Merged`). The attributes are declared in ``efcore.pxd``.
     """
 
-    def __init__(self, jobs, speed2, levels2, nlev, fit2, fitrow, cap2) -> None:
+    def __init__(self, jobs: i64, tables: Tables, total: i64, slot: f64) -> None:
         n = max(int(jobs), 1)
-        self.tables = Tables(speed2, levels2, nlev, fit2, fitrow, cap2)
+        self.tables, self.total, self.slot = tables, total, slot
+        self.sheet = Sheet(tables, total, slot)
+        self.left, self.deadline = np.empty(0), np.empty(0)
+        self.model = np.empty(0, np.int64)
         width = 2 * n + 8
         self.times, self.nt, self.at = (np.empty(width) for _ in range(3))
         self.free, self.nf, self.aval, self.ag = (np.empty(width, np.int64) for _ in range(4))
@@ -1151,10 +1160,9 @@ def scratch(width: i64) -> tuple:
 
 @cython.cfunc
 @cython.inline
-def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p, n: i64,
-               current: Current, end: f64[:], left: f64[:], deadline: f64[:], model: i64[:],
-               next_level: i64[:], offers: Offers, work: Work, tables: Tables) -> i64:
-    """Plan job ``p`` one step up on the timeline with its own GPUs handed back.
+def make_offer(p: i64, now: f64, times: f64p, free: i64p, n: i64, planner: Planner) -> i64:
+    """Plan job ``p`` one step up on the timeline (``times``/``free``, ``n`` steps) with its
+    own GPUs handed back.
 
     The released timeline it was planned on is left in ``work`` (with the plan's
     deadline slot and whether it was fast); returns its length.
@@ -1165,15 +1173,20 @@ def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
     re: f64
     aligned: f64
     fast: cython.bint
+    current: Current = planner.current
+    offers: Offers = planner.offers
+    work: Work = planner.work
+    sheet: Sheet = planner.sheet
     rt: f64p = fptr(work.rt)
     rf: i64p = iptr(work.rf)
     rn: i64 = released(times, free, n, frow(current.cat, p), irow(current.cag, p),
-                       current.cna[p], end[p], total, rt, rf)
-    nn, na, e, re, aligned, fast = plan(
-        rt, rf, rn, now, left[p], deadline[p], model[p], tables.speed2, tables.levels2,
-        tables.nlev, tables.fit2, tables.fitrow, tables.cap2, total, slot, next_level[p],
-        frow(offers.ot, p), irow(offers.of, p), iptr(work.aval), bptr(work.aset),
-        frow(offers.oat, p), irow(offers.oag, p))
+                       current.cna[p], planner.up_end[p], planner.total, rt, rf)
+    sheet.nt, sheet.nf = frow(offers.ot, p), irow(offers.of, p)
+    sheet.aval, sheet.aset = iptr(work.aval), bptr(work.aset)
+    sheet.at, sheet.ag = frow(offers.oat, p), irow(offers.oag, p)
+    nn, na, e, re, aligned, fast = plan(sheet, rt, rf, rn, now, planner.left[p],
+                                        planner.deadline[p], planner.model[p],
+                                        planner.next_level[p])
     work.aligned = aligned
     work.fast = fast
     offers.on[p] = nn
@@ -1186,18 +1199,21 @@ def make_offer(p: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
 
 @cython.cfunc
 @cython.inline
-def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64p, free: i64p,
-          n: i64, gpus: i64[:], current: Current, end: f64[:], left: f64[:], deadline: f64[:],
-          model: i64[:], next_level: i64[:], prices: Prices, offers: Offers, work: Work,
-          tables: Tables) -> cython.void:
-    """The GPU-time per added GPU of scaling job ``p`` one step now (+inf for idle jobs).
+def price(p: i64, spare: i64, now: f64, times: f64p, free: i64p, n: i64,
+          planner: Planner) -> cython.void:
+    """The GPU-time per added GPU of scaling job ``p`` one step now (+inf for idle jobs),
+    with ``spare`` GPUs free, on the timeline ``times``/``free`` (``n`` steps).
 
     Notes, for :func:`keep`, the window of the timeline the price read: from
     its first step after now to the first step at or after its deadline slot
     and its end (if the deadline slot comes earlier, it reads more).
     """
-    level: i64 = next_level[p]
-    g: i64 = gpus[p]
+    prices: Prices = planner.prices
+    offers: Offers = planner.offers
+    current: Current = planner.current
+    work: Work = planner.work
+    level: i64 = planner.next_level[p]
+    g: i64 = planner.gpus[p]
     prices.reuse[p] = False
     offers.has[p] = False
     if level - g > spare or level == g:
@@ -1206,12 +1222,12 @@ def price(p: i64, spare: i64, now: f64, total: i64, slot: f64, times: f64p, free
     if g == 0:
         prices.marginal[p] = INF  # idle jobs come first; plan them only when chosen
         return
-    rn: i64 = make_offer(p, now, total, slot, times, free, n, current, end, left, deadline,
-                         model, next_level, offers, work, tables)
+    rn: i64 = make_offer(p, now, times, free, n, planner)
     rt: f64p = fptr(work.rt)
     rf: i64p = iptr(work.rf)
     new: f64 = gpu_time(frow(offers.oat, p), irow(offers.oag, p), offers.ona[p], offers.oend[p])
-    old: f64 = gpu_time(frow(current.cat, p), irow(current.cag, p), current.cna[p], end[p])
+    old: f64 = gpu_time(frow(current.cat, p), irow(current.cag, p), current.cna[p],
+                        planner.up_end[p])
     prices.marginal[p] = (new - old) / (level - g)
     aligned: f64 = work.aligned
     k: i64
@@ -1353,14 +1369,15 @@ def longest(counts: i64[:], m: i64) -> i64:
 
 
 @cython.ccall
-def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in: f64[:],
-             free_in: i64[:], gpus_in: i64[:], left: f64[:], deadline: f64[:], model: i64[:],
-             end_in: f64[:], real_end_in: f64[:], ptr: i64[:], at_all: f64[:], ag_all: i64[:],
-             planner: Planner) -> f64:
+def scale_up(now: f64, reprice_all: cython.bint, gpus_in: i64[:], left: f64[:],
+             deadline: f64[:], model: i64[:], end_in: f64[:], planner: Planner) -> f64:
     """Give free GPUs one scaling step at a time to the job with the best offer.
 
     Jobs are given by position (the runnable list after planning, in deadline
-    order). As in the reference, every job is priced again after each step;
+    order): their GPUs now, iterations left, deadlines, model rows and planned
+    ends. The rest is what :func:`estimate` left in ``planner`` for the same jobs:
+    the timeline their plans leave, each plan's allocation and unaligned end. As in the
+    reference, every job is priced again after each step;
     a price whose inputs the step provably left unchanged is reused (see
     :func:`keep`). With ``reprice_all`` false, the faster approximation:
     only the job that grew is re-priced, and when the spare GPUs cover every
@@ -1377,8 +1394,10 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     tables: Tables = planner.tables
     levels2: i64[:, :] = tables.levels2
     nlev: i64[:] = tables.nlev
+    total: i64 = planner.total
     m: i64 = gpus_in.shape[0]
-    n: i64 = times_in.shape[0]
+    n: i64 = planner.timeline
+    ptr: i64[:] = planner.ptr
     p: i64
     i: i64
     k: i64
@@ -1413,11 +1432,12 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     has: u8[:] = offers.has
     spare: i64 = total
     need: i64 = 0
+    planner.left, planner.deadline, planner.model = left, deadline, model
     for p in range(m):
         order[p] = p
         gpus[p] = gpus_in[p]
         end[p] = end_in[p]
-        real_end[p] = real_end_in[p]
+        real_end[p] = planner.real_end[p]
         started[p] = False
         stale[p] = True
         marginal[p] = 0.0
@@ -1445,12 +1465,12 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
     cag: i64[:, :] = current.cag
     cur: i64 = 0
     for k in range(n):
-        tt[0, k] = times_in[k]
-        tf[0, k] = free_in[k]
+        tt[0, k] = planner.times[k]
+        tf[0, k] = planner.free[k]
     for p in range(m):
         for k in range(cna[p]):
-            cat[p, k] = at_all[ptr[p] + k]
-            cag[p, k] = ag_all[ptr[p] + k]
+            cat[p, k] = planner.at_all[ptr[p] + k]
+            cag[p, k] = planner.ag_all[ptr[p] + k]
     if spare != 0 and not reprice_all and spare >= need:
         # fill up: idle jobs first, then the rest, each planned once at its top level
         fill: i64[:] = planner.fill
@@ -1472,8 +1492,7 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
                 roomier(n, longest(cna, m), planner)
                 width, tt, tf = planner.width, planner.tt, planner.tf
             next_level[p] = top
-            make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end, left,
-                       deadline, model, next_level, offers, planner.work, tables)
+            make_offer(p, now, frow(tt, cur), irow(tf, cur), n, planner)
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)
             gpus[p] = top
@@ -1495,9 +1514,7 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             for i in range(m):
                 p = order[i]
                 if stale[p]:
-                    price(p, spare, now, total, slot, frow(tt, cur), irow(tf, cur), n, gpus,
-                          current, end, left, deadline, model, next_level, prices, offers,
-                          planner.work, tables)
+                    price(p, spare, now, frow(tt, cur), irow(tf, cur), n, planner)
             sort_desc(order[:m], marginal)
         if spare <= 0 or not grew:
             break
@@ -1509,8 +1526,7 @@ def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint, times_in
             if step > spare or step == 0:
                 continue
             if not has[p]:  # priced without a plan (idle job) or on an older timeline
-                make_offer(p, now, total, slot, frow(tt, cur), irow(tf, cur), n, current, end,
-                           left, deadline, model, next_level, offers, planner.work, tables)
+                make_offer(p, now, frow(tt, cur), irow(tf, cur), n, planner)
             old_n = n
             cur = 1 - cur
             n = take_offer(p, offers, tt, tf, cur, current)

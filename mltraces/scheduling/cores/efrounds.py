@@ -5,11 +5,13 @@ around it (moving each job's end event three times a round, laying jobs on
 nodes, building arrays for the planner) were a third of a replay. Like the
 planner, this file is Cython's pure Python mode (see :mod:`.native`).
 
-Two rounds share the event list, placement and record below: ElasticFlow's
-(:func:`replay`) and the artifact's ``ef``, ElasticFlow without admission
-control (:class:`NoAdmit`, described in :mod:`.efnoadmit`), whose job lists
-follow the artifact's ``running``/``pending`` order and whose jobs are laid
-on fresh nodes every round, in start order.
+Two rounds share the event list, placement and record below, and a replay's
+state (:class:`Replay`): ElasticFlow's (:class:`Admit`) and the artifact's
+``ef``, ElasticFlow without admission control (:class:`NoAdmit`, described in
+:mod:`.efnoadmit`), whose job lists follow the artifact's ``running``/``pending``
+order and whose jobs are laid on fresh nodes every round, in start order. Each
+takes the jobs (:class:`Jobs`), the cluster (:class:`Cluster`), the model tables
+(:class:`.efcore.Tables`) and the record to fill (:class:`Record`).
 
 What it mirrors, step by step, so per-job outcomes are bit-identical:
 
@@ -53,11 +55,11 @@ except ImportError:  # installed without its compiled extensions: run as Python
 if cython.compiled:
     from cython.cimports.libc.math import ceil, trunc
     from cython.cimports.libc.string import memmove
-    from cython.cimports.mltraces.scheduling.cores import efcore
+    from cython.cimports.mltraces.scheduling.cores import efcore, mergesort
 else:
     from math import ceil, trunc
 
-    from mltraces.scheduling.cores import efcore
+    from mltraces.scheduling.cores import efcore, mergesort
 
 i64 = cython.typedef(cython.longlong)
 f64 = cython.typedef(cython.double)
@@ -118,7 +120,8 @@ class Nodes:
 class Record:
     """What the :class:`.results.Recorder` keeps per job: ``start``, ``finish``,
     ``gpu_seconds``, ``met``, ``admitted``, the GPUs ``held`` ``since`` when, and the
-    planned end the artifact's job log records (``logged_end``)."""
+    planned end the artifact's job log records (``logged_end``). The caller gives the
+    arrays it reads afterwards (``start`` … ``logged_end``); the others are made here."""
 
     start: f64[:]
     finish: f64[:]
@@ -129,11 +132,10 @@ class Record:
     since: f64[:]
     logged_end: f64[:]
 
-    def __init__(self, start, finish, gpu_seconds, met, admitted, held, since,
-                 logged_end) -> None:
+    def __init__(self, start, finish, gpu_seconds, met, admitted, logged_end) -> None:
         self.start, self.finish, self.gpu_seconds = start, finish, gpu_seconds
-        self.met, self.admitted, self.held, self.since = met, admitted, held, since
-        self.logged_end = logged_end
+        self.met, self.admitted, self.logged_end = met, admitted, logged_end
+        self.held, self.since = np.zeros(start.shape[0], np.int64), np.zeros(start.shape[0])
 
 
 @cython.cclass
@@ -172,7 +174,11 @@ class Placement:
     count, capacity, used GPUs, filing size, jobs (``gjobs``, ``gnj`` long), nodes
     (``gnl``) and jobs not yet released (``gheld``), and each job's group. The free
     nodes outlive a round: once one group has been released they queue by their number
-    within their switch (``fq``, ``fqn`` long per number), see :func:`free_node`."""
+    within their switch (``fq``, ``fqn`` long per number), see :func:`free_node`.
+
+    Made for ``pool`` nodes and ``jobs`` jobs, up to ``group_jobs`` jobs and
+    ``group_nodes`` nodes a group, and ``queues`` queues of free nodes (the nodes per
+    switch) ``queue_length`` long."""
 
     files: i64[:, :]
     nfiles: i64[:]
@@ -189,12 +195,15 @@ class Placement:
     fq: i64[:, :]
     fqn: i64[:]
 
-    def __init__(self, files, nfiles, gfirst, gnodes, gcap, gused, gsize, gjobs, gnj,
-                 group_of, gnl, gheld, fq, fqn) -> None:
-        self.files, self.nfiles, self.gfirst, self.gnodes = files, nfiles, gfirst, gnodes
-        self.gcap, self.gused, self.gsize, self.gjobs = gcap, gused, gsize, gjobs
-        self.gnj, self.group_of, self.gnl, self.gheld = gnj, group_of, gnl, gheld
-        self.fq, self.fqn = fq, fqn
+    def __init__(self, pool, jobs, group_jobs, group_nodes, queues, queue_length) -> None:
+        self.files, self.nfiles = np.empty((257, pool), np.int64), np.zeros(257, np.int64)
+        self.gfirst, self.gnodes, self.gcap, self.gused, self.gsize = (
+            np.zeros(pool, np.int64) for _ in range(5))
+        self.gjobs, self.gnj = np.empty((pool, group_jobs), np.int64), np.zeros(pool, np.int64)
+        self.group_of = np.full(jobs, -1, np.int64)
+        self.gnl, self.gheld = np.empty((pool, group_nodes), np.int64), np.zeros(pool, np.int64)
+        self.fq = np.empty((queues, queue_length), np.int64)
+        self.fqn = np.zeros(queues, np.int64)
 
 
 @cython.cclass
@@ -223,6 +232,51 @@ class Buffers:
         self.e_model, self.g_gpus, self.g_model = (np.empty(n, np.int64) for _ in range(3))
         self.keys, self.e_left, self.e_deadline = np.empty(n), np.empty(n), np.empty(n)
         self.g_left, self.g_deadline, self.g_end = np.empty(n), np.empty(n), np.empty(n)
+
+
+@cython.cclass
+class Cluster:
+    """The cluster and the rules of its rounds: its GPUs (``total``), ``nodes``, GPUs per
+    node, nodes per switch, the ``slot`` (s), the period of the periodic restart in rounds
+    (``restart_every``; 0: none) and a (re)start's overhead by GPU count: plain, at a
+    periodic restart, from a cached communicator (``cost_*``)."""
+
+    total: i64
+    nodes: i64
+    per_node: i64
+    per_switch: i64
+    slot: f64
+    restart_every: i64
+    cost_plain: f64[:]
+    cost_restart: f64[:]
+    cost_cached: f64[:]
+
+    def __init__(self, total, nodes, per_node, per_switch, slot, restart_every, cost_plain,
+                 cost_restart, cost_cached) -> None:
+        self.total, self.nodes, self.per_node, self.per_switch = total, nodes, per_node, per_switch
+        self.slot, self.restart_every = slot, restart_every
+        self.cost_plain, self.cost_restart, self.cost_cached = cost_plain, cost_restart, cost_cached
+
+
+@cython.cclass
+class Jobs:
+    """The jobs: their arrivals grouped by time (``etimes``, jobs
+    ``ejobs[eptr[i]:eptr[i+1]]`` in index order) and each one's iterations (``left``),
+    ``deadline``, row of the model tables (``model``) and whether it is best-effort (it
+    waits when its arrival is declined; ElasticFlow's round only)."""
+
+    etimes: f64[:]
+    eptr: i64[:]
+    ejobs: i64[:]
+    left: f64[:]
+    deadline: f64[:]
+    model: i64[:]
+    best_effort: u8[:]
+
+    def __init__(self, etimes, eptr, ejobs, left, deadline, model, best_effort) -> None:
+        self.etimes, self.eptr, self.ejobs = etimes, eptr, ejobs
+        self.left, self.deadline, self.model = left, deadline, model
+        self.best_effort = best_effort
 
 
 # -- the event list ------------------------------------------------------------------------
@@ -502,61 +556,6 @@ def remove_from(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
     raise ValueError("list.remove(x): x not in list")
 
 
-@cython.cfunc
-@cython.exceptval(check=False)
-def before(a: f64, b: f64) -> cython.bint:
-    """Whether key ``a`` sorts strictly before ``b`` (NaN last, as numpy sorts)."""
-    return a < b or (a == a and b != b)
-
-
-@cython.cfunc
-def sort_by_key(items: i64[:], n: i64, key: f64[:], spare: i64[:]) -> cython.void:
-    """Sort ``items[:n]`` by ``key[item]`` in place, stably (what ``sorted(key=...)`` and
-    numpy's stable sort give); ``spare`` is scratch of the same size. A bottom-up merge
-    sort compiled; numpy's own stable sort as Python."""
-    if not cython.compiled:
-        head = items[:n]
-        items[:n] = head[np.argsort(key[head], kind="stable")]
-        return
-    width: i64 = 1
-    lo: i64
-    mid: i64
-    hi: i64
-    i: i64
-    j: i64
-    k: i64
-    src: i64[:] = items
-    dst: i64[:] = spare
-    in_spare: cython.bint = False
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if before(key[src[j]], key[src[i]]):
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-        src, dst = dst, src
-        in_spare = not in_spare
-        width *= 2
-    if in_spare:
-        for i in range(n):
-            items[i] = src[i]
-
-
 # -- placement -----------------------------------------------------------------------------
 # slots of PS: the next free node while none was released yet, groups made this round,
 # nodes, whether released nodes queue by number (fq), free nodes, nodes per switch
@@ -763,451 +762,7 @@ def first_rank(job: i64, pl: Placement, per_node: i64, gpus_of: i64[:]) -> i64:
     raise KeyError("job not in its group")
 
 
-# -- the steps of a round ------------------------------------------------------------------
-@cython.cfunc
-def progress(now: f64, step: f64, runnable: i64[:], gpus: i64[:], end: f64[:],
-             real_end: f64[:], done_at: f64[:], overhead: f64[:], left: f64[:], model: i64[:],
-             speed2: f64[:, :], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
-    """Advance running jobs by ``step`` seconds; a job ahead of its plan ends at this event."""
-    i: i64
-    j: i64
-    g: i64
-    run: f64
-    lost: f64
-    sp: f64
-    done: f64
-    fin: f64
-    for i in range(S[NRUNNABLE]):
-        j = runnable[i]
-        g = gpus[j]
-        if not g:
-            continue
-        run = step - (now - real_end[j] if now > real_end[j] else 0.0)
-        lost = overhead[j]
-        run = 0.0 if run < lost else run - lost
-        sp = efcore.rate(speed2, model[j], g)
-        done = run * sp
-        if left[j] <= done and end[j] > now:
-            fin = now - step + ceil(left[j] / sp)
-            done = (end[j] - now + step) * sp
-            move_end(j, end[j], now, ev, nodes, S)
-            end[j] = fin
-            done_at[j] = fin
-        left[j] -= done
-        overhead[j] = 0.0
-
-
-@cython.cfunc
-def start_planned(now: f64, pending: i64[:], status: i64[:], gpus: i64[:], end: f64[:],
-                  start: f64[:], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
-    """Start the pending jobs that the round's plans gave GPUs; their ends become events."""
-    j: i64
-    i: i64 = 0
-    while i < S[NPEND]:
-        j = pending[i]
-        if gpus[j] > 0:
-            remove_from(pending, S, NPEND, j)
-            status[j] = RUNNING
-            S[NRUN] += 1
-            if start[j] != start[j]:
-                start[j] = now
-            add_end(j, end[j], ev, nodes, S)
-        else:
-            i += 1
-
-
-@cython.cfunc
-def place(now: f64, runnable: i64[:], gpus: i64[:], placed: u8[:], cached: u8[:],
-          seen: i64[:, :], generation: i64, pl: Placement, PS: i64[:], per_node: i64,
-          scratch: i64[:], keys: f64[:], spare: i64[:], rec: Record, marks: Marks,
-          S: i64[:]) -> cython.void:
-    """Record the round's allocations and lay the jobs on nodes, largest first.
-
-    A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
-    this ``generation`` (the periodic restart starts a new one).
-    """
-    i: i64
-    j: i64
-    g: i64
-    r: i64
-    n: i64 = S[NRUNNABLE]
-    for i in range(n):  # handle() released them all before it planned: none is left
-        release_job(runnable[i], pl, PS)
-    for i in range(n):  # largest first, stably, as Python's sort by -gpus
-        keys[runnable[i]] = -float(gpus[runnable[i]])
-    sort_by_key(runnable, n, keys, spare)
-    pl.nfiles[:] = 0  # no groups yet: the groups are made afresh every round
-    PS[GROUPS] = 0
-    m: i64 = 0
-    for i in range(n):
-        j = runnable[i]
-        g = gpus[j]
-        set_gpus(j, now, g, rec, marks, S)
-        if g:
-            if not place_job(j, g, pl, per_node, PS):
-                raise RuntimeError("no room for a job on its GPUs")
-            scratch[m] = j
-            m += 1
-            placed[j] = True
-    for i in range(m):
-        j = scratch[i]
-        r = first_rank(j, pl, per_node, gpus)
-        cached[j] = seen[r, gpus[j]] == generation
-        seen[r, gpus[j]] = generation
-
-
-@cython.cfunc
-def charge_overhead(restart: cython.bint, runnable: i64[:], gpus: i64[:], cached: u8[:],
-                    overhead: f64[:], end: f64[:], cost_plain: f64[:], cost_restart: f64[:],
-                    cost_cached: f64[:], ev: Events, nodes: Nodes, S: i64[:]) -> cython.void:
-    """Price this round's (re)starts and push the planned ends back by them."""
-    i: i64
-    j: i64
-    g: i64
-    cost: f64
-    for i in range(S[NRUNNABLE]):
-        j = runnable[i]
-        g = gpus[j]
-        if g:
-            if cached[j]:
-                cost = cost_cached[g]
-            elif restart:
-                cost = cost_restart[g]
-            else:
-                cost = cost_plain[g]
-            overhead[j] = cost
-            move_end(j, end[j], end[j] + cost, ev, nodes, S)
-            end[j] += cost
-
-
-@cython.cfunc
-def log_efficiency(now: f64, runnable: i64[:], gpus: i64[:], model: i64[:], speed2: f64[:, :],
-                   rounds: Rounds, S: i64[:]) -> Rounds:
-    """Log the round: ``now`` and Σ speedup (throughput on its GPUs ÷ on one) of the jobs
-    holding GPUs, the artifact's cluster efficiency before ÷ GPUs. Returns the log, a
-    larger one when it was full (amortised: it doubles)."""
-    i: i64
-    j: i64
-    total: f64 = 0.0
-    for i in range(S[NRUNNABLE]):
-        j = runnable[i]
-        if gpus[j]:
-            total += efcore.rate(speed2, model[j], gpus[j]) / efcore.rate(speed2, model[j], 1)
-    n: i64 = S[NROUND]
-    if n == rounds.log.shape[1]:
-        grown = np.empty((2, 2 * n + 64))
-        grown[:, :n] = rounds.owner[:, :n]
-        rounds = Rounds(grown)
-    rounds.log[0, n] = now
-    rounds.log[1, n] = total
-    S[NROUND] = n + 1
-    return rounds
-
-
-# -- the run -------------------------------------------------------------------------------
-def replay(now: f64, etimes: f64[:], eptr: i64[:], ejobs: i64[:], left_in: f64[:],
-           deadline: f64[:], model: i64[:], total: i64, slot: f64, reprice_all: cython.bint,
-           nodes_total: i64, per_node: i64, per_switch: i64, cost_plain: f64[:],
-           cost_restart: f64[:], cost_cached: f64[:], restart_every: i64, speed2: f64[:, :],
-           levels2: i64[:, :], nlev: i64[:], fit2: i64[:, :], fitrow: i64[:], cap2: i64[:],
-           admitted: u8[:], start: f64[:], finish: f64[:], met: u8[:], gpu_seconds: f64[:],
-           best_effort: u8[:], logged_end: f64[:]):
-    """Replay ElasticFlow's rounds; fill the per-job outcome arrays; return the GPU series.
-
-    Arrivals come grouped by time (``etimes``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
-    in index order); a declined event's ``best_effort`` arrivals wait instead.
-    ``logged_end`` gets each finished job's planned end (slot-aligned, with the
-    overheads since), the end the artifact's job log records.
-    Returns ``(times, allocated, n, rounds, m)``: the first ``n`` points of the
-    GPU series, and ``rounds[:, :m]``, each round's time and the speedups summed
-    by :func:`log_efficiency`.
-    """
-    k: i64
-    ns: i64
-    nd: i64
-    need: i64
-    size: i64
-    n: i64 = left_in.shape[0]
-    left: f64[:] = np.array(left_in, np.float64)
-    status: i64[:] = np.zeros(n, np.int64)
-    gpus: i64[:] = np.zeros(n, np.int64)
-    end: f64[:] = np.zeros(n)
-    real_end: f64[:] = np.zeros(n)
-    done_at: f64[:] = np.full(n, np.nan)
-    overhead: f64[:] = np.zeros(n)
-    cached: u8[:] = np.zeros(n, np.bool_)
-    placed: u8[:] = np.zeros(n, np.bool_)
-    runnable: i64[:] = np.empty(n, np.int64)
-    pending: i64[:] = np.empty(n, np.int64)
-    starts: i64[:] = np.empty(n, np.int64)
-    ends: i64[:] = np.empty(n + 16, np.int64)
-    old_end: f64[:] = np.zeros(n)
-    S: i64[:] = np.zeros(9, np.int64)
-    ev: Events
-    nodes: Nodes
-    ev, nodes = arrivals(etimes, eptr, ejobs, n, S)
-    # the recorder
-    rec = Record(start, finish, gpu_seconds, met, admitted, np.zeros(n, np.int64), np.zeros(n),
-                 logged_end)
-    marks = Marks(np.empty(1024), np.empty(1024, np.int64))
-    rounds_log = Rounds(np.empty((2, 1024)))
-    # placement (rebuilt every round) and the cached GPU sets
-    pool: i64 = max(nodes_total, 1)
-    pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
-                   np.zeros(pool, np.int64), np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                   np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                   np.empty((pool, n), np.int64), np.zeros(pool, np.int64),
-                   np.full(n, -1, np.int64), np.empty((pool, pool), np.int64),
-                   np.zeros(pool, np.int64),
-                   np.empty((per_switch, -(-pool // per_switch)), np.int64),
-                   np.zeros(per_switch, np.int64))  # fmt: skip
-    # placement's counters, and the cache's stamps (== generation: (rank, gpus) seen)
-    PS: i64[:] = np.zeros(6, np.int64)
-    PS[NODES] = nodes_total
-    PS[FREE_NODES] = nodes_total
-    PS[PER_SWITCH] = per_switch
-    seen: i64[:, :] = np.zeros((total, total + 1), np.int64)
-    generation: i64 = 1
-    planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
-    buf = Buffers(n)
-    efcore.estimate(now, total, slot, left[:0], deadline[:0], model[:0], False, planner)
-    rounds: i64 = 0
-    step: f64 = 0.0
-    first_change: f64
-    nxt: f64
-    restart: cython.bint
-    if S[NE] == 0:
-        return marks.times_owner, marks.allocated_owner, 0, rounds_log.owner, 0
-    now = first_time(ev, S)
-    while S[NE] or S[NPEND] or S[NRUN]:
-        # a round adds at most 5n + 1 events and list nodes: up to n end moves in each of
-        # progress, handle (arrivals included), scale-up and overhead, n starts, a wake-up
-        need = 5 * n + 8
-        if S[EFREE] < need:
-            ev = grown_events(ev, S, need)
-        if S[NFREE] < need:
-            nodes = grown_nodes(nodes, S, need)
-        if S[NMARK] + 3 * n + 8 > marks.times.shape[0]:
-            size = 2 * marks.times.shape[0] + 3 * n + 8
-            grown = Marks(np.empty(size), np.empty(size, np.int64))
-            grown.times[: S[NMARK]] = marks.times[: S[NMARK]]
-            grown.allocated[: S[NMARK]] = marks.allocated[: S[NMARK]]
-            marks = grown
-        progress(now, step, runnable, gpus, end, real_end, done_at, overhead, left, model,
-                 speed2, ev, nodes, S)
-        k = find_event(ev.et, S[NE], now)
-        if k >= 0:
-            ns, nd = take_event(k, ev, nodes, S, starts, ends)
-            if not S[NPEND] and not S[NRUN] and ns == 0 and nd == 0:
-                if S[NE] == 0:
-                    break
-                now = first_time(ev, S)
-                step = 0.0
-                continue
-            handle(now, ns, nd, starts, ends, runnable, pending, status, placed, gpus, end,
-                   real_end, done_at, old_end, left, deadline, model, total, slot, planner,
-                   buf, ev, nodes, S, rec, marks, pl, PS, best_effort)
-        start_planned(now, pending, status, gpus, end, start, ev, nodes, S)
-        first_change = scale_up(now, total, slot, reprice_all, planner, buf, runnable, pending,
-                                status, gpus, end, real_end, left, deadline, model, ev, nodes,
-                                S, start)
-        place(now, runnable, gpus, placed, cached, seen, generation, pl, PS, per_node, starts,
-              buf.keys, buf.spare, rec, marks, S)
-        rounds_log = log_efficiency(now, runnable, gpus, model, speed2, rounds_log, S)
-        if first_change < INF and (S[NE] == 0 or first_change < first_time(ev, S)):
-            event_at(first_change, ev, S)
-        if S[NE] == 0:
-            break
-        # charge this round's restarts and push planned ends back by them
-        restart = restart_every > 0 and rounds > 0 and rounds % restart_every == 0
-        rounds += 1
-        if restart:
-            generation += 1
-        charge_overhead(restart, runnable, gpus, cached, overhead, end, cost_plain,
-                        cost_restart, cost_cached, ev, nodes, S)
-        merge_slot(now, slot, ev, nodes, S)
-        nxt = first_time(ev, S)
-        step = nxt - now
-        now = nxt
-    return marks.times_owner, marks.allocated_owner, S[NMARK], rounds_log.owner, S[NROUND]
-
-
-@cython.cfunc
-@cython.exceptval(-1)
-def estimate_in_order(now: f64, total: i64, slot: f64, m: i64, stop_on_miss: cython.bint,
-                      left: f64[:], deadline: f64[:], model: i64[:], planner: efcore.Planner,
-                      buf: Buffers) -> i64:
-    """:func:`.efcore.estimate` of the jobs ``buf.order[:m]``, in that order."""
-    i: i64
-    j: i64
-    for i in range(m):
-        j = buf.order[i]
-        buf.e_left[i] = left[j]
-        buf.e_deadline[i] = deadline[j]
-        buf.e_model[i] = model[j]
-    return efcore.estimate(now, total, slot, buf.e_left[:m], buf.e_deadline[:m],
-                           buf.e_model[:m], stop_on_miss, planner)
-
-
-@cython.cfunc
-def by_deadline(jobs: i64[:], n: i64, deadline: f64[:], buf: Buffers) -> cython.void:
-    """``buf.order[:n]``: ``jobs[:n]`` stably sorted by deadline (``sorted(key=deadline)``)."""
-    i: i64
-    for i in range(n):
-        buf.order[i] = jobs[i]
-    sort_by_key(buf.order, n, deadline, buf.spare)
-
-
-@cython.cfunc
-def release_in_order(m: i64, buf: Buffers, pl: Placement, PS: i64[:]) -> cython.void:
-    """Release the jobs ``buf.order[:m]`` from their groups, in that (deadline) order."""
-    i: i64
-    for i in range(m):
-        release_job(buf.order[i], pl, PS)
-
-
-@cython.cfunc
-@cython.inline
-def enqueue(j: i64, old_end: f64[:], status: i64[:], pending: i64[:], runnable: i64[:],
-            S: i64[:]) -> cython.void:
-    """An admitted arrival waits, runnable, for the plans to give it GPUs."""
-    old_end[j] = 0.0
-    status[j] = PENDING
-    pending[S[NPEND]] = j
-    S[NPEND] += 1
-    runnable[S[NRUNNABLE]] = j
-    S[NRUNNABLE] += 1
-
-
-@cython.cfunc
-def handle(now: f64, ns: i64, nd: i64, starts: i64[:], ends: i64[:], runnable: i64[:],
-           pending: i64[:], status: i64[:], placed: u8[:], gpus: i64[:], end: f64[:],
-           real_end: f64[:], done_at: f64[:], old_end: f64[:], left: f64[:], deadline: f64[:],
-           model: i64[:], total: i64, slot: f64, planner: efcore.Planner, buf: Buffers,
-           ev: Events, nodes: Nodes, S: i64[:], rec: Record, marks: Marks, pl: Placement,
-           PS: i64[:], best_effort: u8[:]) -> cython.void:
-    """End jobs, admit or decline arrivals (best-effort ones wait when their event is
-    declined), and re-plan every runnable job (the plans are left in ``planner``). Ending
-    jobs leave their node groups first, then the runnable jobs in deadline order, as the
-    reference releases them (see :func:`free_node`)."""
-    i: i64
-    j: i64
-    p: i64
-    r: i64
-    e: f64
-    fin: f64
-    ok: i64
-    finish: f64[:] = rec.finish
-    met: u8[:] = rec.met
-    admitted: u8[:] = rec.admitted
-    for i in range(nd):
-        j = ends[i]
-        if placed[j]:
-            release_job(j, pl, PS)
-            remove_from(runnable, S, NRUNNABLE, j)
-            S[NRUN] -= 1
-            status[j] = DONE
-            fin = done_at[j] if done_at[j] == done_at[j] else real_end[j]
-            set_gpus(j, now, 0, rec, marks, S)
-            finish[j] = fin
-            rec.logged_end[j] = end[j]
-            met[j] = real_end[j] <= deadline[j]
-    for i in range(S[NRUNNABLE]):
-        placed[runnable[i]] = False
-        old_end[runnable[i]] = end[runnable[i]]
-    if ns:
-        r = S[NRUNNABLE]
-        for i in range(ns):
-            runnable[r + i] = starts[i]  # for the sort only: not runnable until admitted
-        by_deadline(runnable, r + ns, deadline, buf)
-        release_in_order(r + ns, buf, pl, PS)
-        ok = estimate_in_order(now, total, slot, r + ns, True, left, deadline, model, planner,
-                               buf)
-        if ok:
-            for i in range(ns):
-                enqueue(starts[i], old_end, status, pending, runnable, S)
-        else:  # every arrival is declined, but best-effort ones wait (they have no deadline)
-            for i in range(ns):
-                j = starts[i]
-                if best_effort[j]:
-                    enqueue(j, old_end, status, pending, runnable, S)
-                else:
-                    status[j] = DECLINED
-                    admitted[j] = False
-            by_deadline(runnable, S[NRUNNABLE], deadline, buf)
-            estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
-                              planner, buf)
-    else:
-        by_deadline(runnable, S[NRUNNABLE], deadline, buf)
-        release_in_order(S[NRUNNABLE], buf, pl, PS)
-        estimate_in_order(now, total, slot, S[NRUNNABLE], False, left, deadline, model,
-                          planner, buf)
-    for i in range(S[NRUNNABLE]):  # the runnable jobs just planned, in deadline order
-        runnable[i] = buf.order[i]
-    ptr: i64[:] = planner.ptr
-    ag: i64[:] = planner.ag_all
-    new_ends: f64[:] = planner.end
-    real_ends: f64[:] = planner.real_end
-    for p in range(S[NRUNNABLE]):
-        j = runnable[p]
-        gpus[j] = ag[ptr[p]]
-        e = new_ends[p]
-        move_end(j, old_end[j], e, ev, nodes, S)
-        end[j] = e
-        real_end[j] = real_ends[p]
-
-
-@cython.cfunc
-def scale_up(now: f64, total: i64, slot: f64, reprice_all: cython.bint,
-             planner: efcore.Planner, buf: Buffers, runnable: i64[:], pending: i64[:],
-             status: i64[:], gpus: i64[:], end: f64[:], real_end: f64[:], left: f64[:],
-             deadline: f64[:], model: i64[:], ev: Events, nodes: Nodes, S: i64[:],
-             start: f64[:]) -> f64:
-    """Hand out the free GPUs (:func:`.efcore.scale_up`); the first planned change after now."""
-    p: i64
-    j: i64
-    e: f64
-    m: i64 = S[NRUNNABLE]
-    index: i64[:] = buf.index
-    for p in range(m):
-        j = runnable[p]
-        index[p] = j
-        buf.g_gpus[p] = gpus[j]
-        buf.g_left[p] = left[j]
-        buf.g_deadline[p] = deadline[j]
-        buf.g_model[p] = model[j]
-        buf.g_end[p] = end[j]
-    n: i64 = planner.timeline
-    first_change: f64 = efcore.scale_up(
-        now, total, slot, reprice_all, planner.times[:n], planner.free[:n], buf.g_gpus[:m],
-        buf.g_left[:m], buf.g_deadline[:m], buf.g_model[:m], buf.g_end[:m],
-        planner.real_end[:m], planner.ptr[: m + 1], planner.at_all, planner.ag_all, planner,
-    )
-    order: i64[:] = planner.order
-    new_gpus: i64[:] = planner.gpus
-    new_end: f64[:] = planner.up_end
-    new_real: f64[:] = planner.up_real
-    started: u8[:] = planner.started
-    for p in range(m):
-        j = index[p]
-        gpus[j] = new_gpus[p]
-        if started[p] and status[j] == PENDING:
-            remove_from(pending, S, NPEND, j)
-            status[j] = RUNNING
-            S[NRUN] += 1
-            if start[j] != start[j]:
-                start[j] = now
-        e = new_end[p]
-        if e != end[j]:
-            move_end(j, end[j], e, ev, nodes, S)
-            end[j] = e
-        real_end[j] = new_real[p]
-    for p in range(m):
-        runnable[p] = index[order[p]]
-    return first_change
-
-
-# -- the round without admission control (the artifact's ``ef``, see :mod:`.efnoadmit`) ----
+# -- helpers of the rounds -------------------------------------------------------------------
 @cython.cfunc
 def discard(a: i64[:], S: i64[:], slot: i64, j: i64) -> cython.void:
     """Delete the first ``j`` from ``a[:S[slot]]`` if it is there (``if j in a: a.remove(j)``)."""
@@ -1250,20 +805,25 @@ def free_list(x: i64, nodes: Nodes, S: i64[:]) -> cython.void:
 
 @cython.cfunc
 @cython.exceptval(check=False)
-def speedup(speed2: f64[:, :], m: i64, g: i64) -> f64:
+def speedup(tables: efcore.Tables, m: i64, g: i64) -> f64:
     """Throughput of model row ``m`` on ``g`` GPUs ÷ on one (NaN where either is missing),
     as :meth:`.base.Setup.speedups` divides it."""
-    if g >= speed2.shape[1] or speed2.shape[1] < 2:
+    if g >= tables.speed2.shape[1] or tables.speed2.shape[1] < 2:
         return NAN
-    return speed2[m, g] / speed2[m, 1]
+    return tables.speed2[m, g] / tables.speed2[m, 1]
 
 
+# -- a replay's state, and what both rounds do with it -----------------------------------------
 @cython.cclass
-class NoAdmit:
-    """One replay of the artifact's ``ef`` round: the jobs' state (by job), the job lists
-    (``running`` and ``pending`` in insertion order, ``runnable`` as the last scale-up left
-    it; lengths in ``S``), events, placement (fresh every round) and record. Each method is
-    one step of the round, as :mod:`.efnoadmit` describes it."""
+class Replay:
+    """What both rounds keep of a replay: the cluster and the jobs (copied from
+    :class:`Cluster` and :class:`Jobs`, the model ``tables``), each job's state (GPUs,
+    planned end and unaligned end, overhead to pay, whether its GPU set is cached, status,
+    sort key), the job lists (``pending``, ``runnable``; lengths in ``S``) and buffers of
+    jobs (``scratch``, ``starts``, ``ends``), the cached GPU sets (``seen``, stamped with
+    ``generation``), rounds so far, the event list, the placement and its counters
+    (``PS``), the record, the GPU series and round log, the planner and its buffers.
+    :class:`Admit` and :class:`NoAdmit` add their own and run the rounds."""
 
     total: i64
     slot: f64
@@ -1272,7 +832,7 @@ class NoAdmit:
     left: f64[:]
     deadline: f64[:]
     model: i64[:]
-    speed2: f64[:, :]
+    tables: efcore.Tables
     cost_plain: f64[:]
     cost_restart: f64[:]
     cost_cached: f64[:]
@@ -1282,17 +842,13 @@ class NoAdmit:
     overhead: f64[:]
     cached: u8[:]
     status: i64[:]
-    position: i64[:]
-    change: f64[:]
     keys: f64[:]
-    running: i64[:]
     pending: i64[:]
     runnable: i64[:]
     scratch: i64[:]
     starts: i64[:]
     ends: i64[:]
     seen: i64[:, :]
-    size_class: i64[:]
     generation: i64
     rounds: i64
     S: i64[:]
@@ -1306,50 +862,484 @@ class NoAdmit:
     planner: efcore.Planner
     buf: Buffers
 
-    def __init__(self, etimes, eptr, ejobs, left, deadline, model, total, slot, nodes_total,
-                 per_node, cost_plain, cost_restart, cost_cached, restart_every, speed2,
-                 levels2, nlev, fit2, fitrow, cap2, start, finish, met, gpu_seconds) -> None:
-        n = left.shape[0]
-        self.total, self.slot, self.per_node = total, slot, per_node
-        self.restart_every = restart_every
-        self.left, self.deadline, self.model, self.speed2 = left, deadline, model, speed2
-        self.cost_plain, self.cost_restart, self.cost_cached = cost_plain, cost_restart, cost_cached
-        self.gpus, self.status, self.position = (np.zeros(n, np.int64) for _ in range(3))
+    def __init__(self, jobs: Jobs, cluster: Cluster, tables: efcore.Tables, rec: Record) -> None:
+        n = jobs.left.shape[0]
+        self.total, self.slot, self.per_node = cluster.total, cluster.slot, cluster.per_node
+        self.restart_every = cluster.restart_every
+        self.left, self.deadline, self.model = jobs.left, jobs.deadline, jobs.model
+        self.tables = tables
+        self.cost_plain, self.cost_restart = cluster.cost_plain, cluster.cost_restart
+        self.cost_cached = cluster.cost_cached
+        self.gpus, self.status = np.zeros(n, np.int64), np.zeros(n, np.int64)
         self.end, self.real_end, self.overhead = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.change, self.keys = np.full(n, math.inf), np.zeros(n)
         self.cached = np.zeros(n, np.bool_)
-        self.running, self.pending, self.runnable, self.scratch, self.starts = (
-            np.empty(max(n, 1), np.int64) for _ in range(5))
+        self.keys = np.zeros(n)
+        self.pending, self.runnable, self.scratch, self.starts = (
+            np.empty(max(n, 1), np.int64) for _ in range(4))
         self.ends = np.empty(n + 16, np.int64)
+        self.generation, self.rounds = 1, 0
+        self.S = np.zeros(9, np.int64)
+        self.ev, self.nodes = arrivals(jobs.etimes, jobs.eptr, jobs.ejobs, n, self.S)
+        self.PS = np.zeros(6, np.int64)
+        self.PS[NODES] = cluster.nodes
+        self.rec = rec
+        self.marks = Marks(np.empty(1024), np.empty(1024, np.int64))
+        self.log = Rounds(np.empty((2, 1024)))
+        self.planner = efcore.Planner(n, tables, self.total, self.slot)
+        self.buf = Buffers(n)
+
+    def results(self) -> tuple:
+        """``(times, allocated, rounds)``: the GPU series and the round log (time, Σ speedup)."""
+        n: i64 = self.S[NMARK]
+        return (np.asarray(self.marks.times_owner)[:n], np.asarray(self.marks.allocated_owner)[:n],
+                np.asarray(self.log.owner)[:, : self.S[NROUND]])
+
+    @cython.cfunc
+    def grow(self, need: i64) -> cython.void:
+        """Room for a round: ``need`` events and list nodes, 3n points of the GPU series."""
+        S: i64[:] = self.S
+        n: i64 = self.left.shape[0]
+        size: i64
+        if S[EFREE] < need:
+            self.ev = grown_events(self.ev, S, need)
+        if S[NFREE] < need:
+            self.nodes = grown_nodes(self.nodes, S, need)
+        if S[NMARK] + 3 * n + 8 > self.marks.times.shape[0]:
+            size = 2 * self.marks.times.shape[0] + 3 * n + 8
+            grown = Marks(np.empty(size), np.empty(size, np.int64))
+            grown.times[: S[NMARK]] = self.marks.times[: S[NMARK]]
+            grown.allocated[: S[NMARK]] = self.marks.allocated[: S[NMARK]]
+            self.marks = grown
+
+    @cython.cfunc
+    def by_deadline(self, jobs: i64[:], n: i64) -> cython.void:
+        """``buf.order[:n]``: ``jobs[:n]`` stably sorted by deadline (``sorted(key=deadline)``)."""
+        i: i64
+        buf: Buffers = self.buf
+        for i in range(n):
+            buf.order[i] = jobs[i]
+        mergesort.sort(buf.order, n, buf.spare, mergesort.by_key(self.deadline))
+
+    @cython.cfunc
+    @cython.exceptval(-1)
+    def estimate_in_order(self, now: f64, m: i64, stop_on_miss: cython.bint) -> i64:
+        """:func:`.efcore.estimate` of the jobs ``buf.order[:m]``, in that order."""
+        i: i64
+        j: i64
+        buf: Buffers = self.buf
+        for i in range(m):
+            j = buf.order[i]
+            buf.e_left[i] = self.left[j]
+            buf.e_deadline[i] = self.deadline[j]
+            buf.e_model[i] = self.model[j]
+        return efcore.estimate(now, buf.e_left[:m], buf.e_deadline[:m], buf.e_model[:m],
+                               stop_on_miss, self.planner)
+
+    @cython.cfunc
+    def hand_out(self, now: f64, reprice_all: cython.bint) -> f64:
+        """:func:`.efcore.scale_up` of the runnable jobs, in their order (``buf.index``), on
+        the plans the last estimate left; the first planned change after now."""
+        p: i64
+        j: i64
+        m: i64 = self.S[NRUNNABLE]
+        buf: Buffers = self.buf
+        for p in range(m):
+            j = self.runnable[p]
+            buf.index[p] = j
+            buf.g_gpus[p] = self.gpus[j]
+            buf.g_left[p] = self.left[j]
+            buf.g_deadline[p] = self.deadline[j]
+            buf.g_model[p] = self.model[j]
+            buf.g_end[p] = self.end[j]
+        return efcore.scale_up(now, reprice_all, buf.g_gpus[:m], buf.g_left[:m],
+                               buf.g_deadline[:m], buf.g_model[:m], buf.g_end[:m],
+                               self.planner)
+
+    @cython.cfunc
+    def log_round(self, now: f64, value: f64) -> cython.void:
+        """Append round (``now``, ``value``) to the log (amortised: it doubles when full)."""
+        n: i64 = self.S[NROUND]
+        if n == self.log.log.shape[1]:
+            grown = np.empty((2, 2 * n + 64))
+            grown[:, :n] = self.log.owner[:, :n]
+            self.log = Rounds(grown)
+        self.log.log[0, n] = now
+        self.log.log[1, n] = value
+        self.S[NROUND] = n + 1
+
+
+# -- ElasticFlow's round (the artifact's ``ef-accessctrl``) ------------------------------------
+@cython.cclass
+class Admit(Replay):
+    """One replay of ElasticFlow's rounds: admission control, planning, scale-up. Besides
+    the :class:`Replay`, per job: when it finished ahead of its plan (``done_at``),
+    whether it was laid on nodes last round (``placed``), its end before this round's
+    plans (``old_end``), whether it is best-effort (waits when its arrival is declined);
+    and whether every job is re-priced after each scaling step (``reprice_all``)."""
+
+    done_at: f64[:]
+    placed: u8[:]
+    old_end: f64[:]
+    best_effort: u8[:]
+    reprice_all: cython.bint
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, tables: efcore.Tables, rec: Record,
+                 reprice_all: cython.bint) -> None:
+        Replay.__init__(self, jobs, cluster, tables, rec)
+        n = jobs.left.shape[0]
+        self.left = np.array(jobs.left, np.float64)  # its own: iterations are done here
+        self.best_effort, self.reprice_all = jobs.best_effort, reprice_all
+        self.done_at = np.full(n, np.nan)
+        self.placed = np.zeros(n, np.bool_)
+        self.old_end = np.zeros(n)
+        # placement (rebuilt every round) and the cached GPU sets: (rank, gpus) seen
+        pool = max(cluster.nodes, 1)
+        self.pl = Placement(pool, n, n, pool, cluster.per_switch,
+                            -(-pool // cluster.per_switch))
+        self.PS[FREE_NODES] = cluster.nodes
+        self.PS[PER_SWITCH] = cluster.per_switch
+        self.seen = np.zeros((self.total, self.total + 1), np.int64)
+
+    def run(self) -> None:
+        """Replay every round, filling the record (see :meth:`Replay.results` for the rest)."""
+        S: i64[:] = self.S
+        k: i64
+        ns: i64
+        nd: i64
+        first_change: f64
+        nxt: f64
+        restart: cython.bint
+        n: i64 = self.left.shape[0]
+        efcore.estimate(0.0, self.left[:0], self.deadline[:0], self.model[:0], False,
+                        self.planner)
+        step: f64 = 0.0
+        if S[NE] == 0:
+            return
+        now: f64 = first_time(self.ev, S)
+        while S[NE] or S[NPEND] or S[NRUN]:
+            # a round adds at most 5n + 1 events and list nodes: up to n end moves in each
+            # of progress, handle (arrivals included), scale-up and overhead, n starts, a
+            # wake-up
+            self.grow(5 * n + 8)
+            self.progress(now, step)
+            k = find_event(self.ev.et, S[NE], now)
+            if k >= 0:
+                ns, nd = take_event(k, self.ev, self.nodes, S, self.starts, self.ends)
+                if not S[NPEND] and not S[NRUN] and ns == 0 and nd == 0:
+                    if S[NE] == 0:
+                        break
+                    now = first_time(self.ev, S)
+                    step = 0.0
+                    continue
+                self.handle(now, ns, nd)
+            self.start_planned(now)
+            first_change = self.scale_up(now)
+            self.place(now)
+            self.log_efficiency(now)
+            if first_change < INF and (S[NE] == 0 or first_change < first_time(self.ev, S)):
+                event_at(first_change, self.ev, S)
+            if S[NE] == 0:
+                break
+            # charge this round's restarts and push planned ends back by them
+            restart = (self.restart_every > 0 and self.rounds > 0
+                       and self.rounds % self.restart_every == 0)
+            self.rounds += 1
+            if restart:
+                self.generation += 1
+            self.charge_overhead(restart)
+            merge_slot(now, self.slot, self.ev, self.nodes, S)
+            nxt = first_time(self.ev, S)
+            step = nxt - now
+            now = nxt
+
+    @cython.cfunc
+    def progress(self, now: f64, step: f64) -> cython.void:
+        """Advance running jobs by ``step`` seconds; a job ahead of its plan ends at this event."""
+        i: i64
+        j: i64
+        g: i64
+        run: f64
+        lost: f64
+        sp: f64
+        done: f64
+        fin: f64
+        end: f64[:] = self.end
+        real_end: f64[:] = self.real_end
+        left: f64[:] = self.left
+        overhead: f64[:] = self.overhead
+        for i in range(self.S[NRUNNABLE]):
+            j = self.runnable[i]
+            g = self.gpus[j]
+            if not g:
+                continue
+            run = step - (now - real_end[j] if now > real_end[j] else 0.0)
+            lost = overhead[j]
+            run = 0.0 if run < lost else run - lost
+            sp = efcore.rate(self.tables, self.model[j], g)
+            done = run * sp
+            if left[j] <= done and end[j] > now:
+                fin = now - step + ceil(left[j] / sp)
+                done = (end[j] - now + step) * sp
+                move_end(j, end[j], now, self.ev, self.nodes, self.S)
+                end[j] = fin
+                self.done_at[j] = fin
+            left[j] -= done
+            overhead[j] = 0.0
+
+    @cython.cfunc
+    def handle(self, now: f64, ns: i64, nd: i64) -> cython.void:
+        """End the ``nd`` jobs of ``ends``, admit or decline the ``ns`` arrivals of
+        ``starts`` (best-effort ones wait when their event is declined), and re-plan every
+        runnable job (the plans are left in the planner). Ending jobs leave their node
+        groups first, then the runnable jobs in deadline order, as the reference releases
+        them (see :func:`free_node`)."""
+        i: i64
+        j: i64
+        p: i64
+        r: i64
+        e: f64
+        fin: f64
+        ok: i64
+        S: i64[:] = self.S
+        rec: Record = self.rec
+        planner: efcore.Planner = self.planner
+        runnable: i64[:] = self.runnable
+        starts: i64[:] = self.starts
+        end: f64[:] = self.end
+        real_end: f64[:] = self.real_end
+        old_end: f64[:] = self.old_end
+        for i in range(nd):
+            j = self.ends[i]
+            if self.placed[j]:
+                release_job(j, self.pl, self.PS)
+                remove_from(runnable, S, NRUNNABLE, j)
+                S[NRUN] -= 1
+                self.status[j] = DONE
+                fin = self.done_at[j] if self.done_at[j] == self.done_at[j] else real_end[j]
+                set_gpus(j, now, 0, rec, self.marks, S)
+                rec.finish[j] = fin
+                rec.logged_end[j] = end[j]
+                rec.met[j] = real_end[j] <= self.deadline[j]
+        for i in range(S[NRUNNABLE]):
+            self.placed[runnable[i]] = False
+            old_end[runnable[i]] = end[runnable[i]]
+        if ns:
+            r = S[NRUNNABLE]
+            for i in range(ns):
+                runnable[r + i] = starts[i]  # for the sort only: not runnable until admitted
+            self.by_deadline(runnable, r + ns)
+            self.release_in_order(r + ns)
+            ok = self.estimate_in_order(now, r + ns, True)
+            if ok:
+                for i in range(ns):
+                    self.enqueue(starts[i])
+            else:  # every arrival is declined, but best-effort ones wait (no deadline)
+                for i in range(ns):
+                    j = starts[i]
+                    if self.best_effort[j]:
+                        self.enqueue(j)
+                    else:
+                        self.status[j] = DECLINED
+                        rec.admitted[j] = False
+                self.by_deadline(runnable, S[NRUNNABLE])
+                self.estimate_in_order(now, S[NRUNNABLE], False)
+        else:
+            self.by_deadline(runnable, S[NRUNNABLE])
+            self.release_in_order(S[NRUNNABLE])
+            self.estimate_in_order(now, S[NRUNNABLE], False)
+        for i in range(S[NRUNNABLE]):  # the runnable jobs just planned, in deadline order
+            runnable[i] = self.buf.order[i]
+        for p in range(S[NRUNNABLE]):
+            j = runnable[p]
+            self.gpus[j] = planner.ag_all[planner.ptr[p]]
+            e = planner.end[p]
+            move_end(j, old_end[j], e, self.ev, self.nodes, S)
+            end[j] = e
+            real_end[j] = planner.real_end[p]
+
+    @cython.cfunc
+    def release_in_order(self, m: i64) -> cython.void:
+        """Release the jobs ``buf.order[:m]`` from their groups, in that (deadline) order."""
+        i: i64
+        for i in range(m):
+            release_job(self.buf.order[i], self.pl, self.PS)
+
+    @cython.cfunc
+    def enqueue(self, j: i64) -> cython.void:
+        """An admitted arrival waits, runnable, for the plans to give it GPUs."""
+        S: i64[:] = self.S
+        self.old_end[j] = 0.0
+        self.status[j] = PENDING
+        self.pending[S[NPEND]] = j
+        S[NPEND] += 1
+        self.runnable[S[NRUNNABLE]] = j
+        S[NRUNNABLE] += 1
+
+    @cython.cfunc
+    def start_planned(self, now: f64) -> cython.void:
+        """Start the pending jobs that the round's plans gave GPUs; their ends become events."""
+        j: i64
+        i: i64 = 0
+        S: i64[:] = self.S
+        start: f64[:] = self.rec.start
+        while i < S[NPEND]:
+            j = self.pending[i]
+            if self.gpus[j] > 0:
+                remove_from(self.pending, S, NPEND, j)
+                self.status[j] = RUNNING
+                S[NRUN] += 1
+                if start[j] != start[j]:
+                    start[j] = now
+                add_end(j, self.end[j], self.ev, self.nodes, S)
+            else:
+                i += 1
+
+    @cython.cfunc
+    def scale_up(self, now: f64) -> f64:
+        """Hand out the free GPUs (:meth:`Replay.hand_out`); the first planned change after
+        now."""
+        p: i64
+        j: i64
+        e: f64
+        S: i64[:] = self.S
+        m: i64 = S[NRUNNABLE]
+        planner: efcore.Planner = self.planner
+        index: i64[:] = self.buf.index
+        start: f64[:] = self.rec.start
+        end: f64[:] = self.end
+        first_change: f64 = self.hand_out(now, self.reprice_all)
+        for p in range(m):
+            j = index[p]
+            self.gpus[j] = planner.gpus[p]
+            if planner.started[p] and self.status[j] == PENDING:
+                remove_from(self.pending, S, NPEND, j)
+                self.status[j] = RUNNING
+                S[NRUN] += 1
+                if start[j] != start[j]:
+                    start[j] = now
+            e = planner.up_end[p]
+            if e != end[j]:
+                move_end(j, end[j], e, self.ev, self.nodes, S)
+                end[j] = e
+            self.real_end[j] = planner.up_real[p]
+        for p in range(m):
+            self.runnable[p] = index[planner.order[p]]
+        return first_change
+
+    @cython.cfunc
+    def place(self, now: f64) -> cython.void:
+        """Record the round's allocations and lay the jobs on nodes, largest first.
+
+        A job's GPU set (first rank, count) is cached if ``seen`` stamped it with
+        this ``generation`` (the periodic restart starts a new one).
+        """
+        i: i64
+        j: i64
+        g: i64
+        r: i64
+        S: i64[:] = self.S
+        PS: i64[:] = self.PS
+        pl: Placement = self.pl
+        runnable: i64[:] = self.runnable
+        gpus: i64[:] = self.gpus
+        keys: f64[:] = self.keys
+        held: i64[:] = self.scratch
+        n: i64 = S[NRUNNABLE]
+        for i in range(n):  # handle() released them all before it planned: none is left
+            release_job(runnable[i], pl, PS)
+        for i in range(n):  # largest first, stably, as Python's sort by -gpus
+            keys[runnable[i]] = -float(gpus[runnable[i]])
+        mergesort.sort(runnable, n, self.buf.spare, mergesort.by_key(keys))
+        pl.nfiles[:] = 0  # no groups yet: the groups are made afresh every round
+        PS[GROUPS] = 0
+        m: i64 = 0
+        for i in range(n):
+            j = runnable[i]
+            g = gpus[j]
+            set_gpus(j, now, g, self.rec, self.marks, S)
+            if g:
+                if not place_job(j, g, pl, self.per_node, PS):
+                    raise RuntimeError("no room for a job on its GPUs")
+                held[m] = j
+                m += 1
+                self.placed[j] = True
+        for i in range(m):
+            j = held[i]
+            r = first_rank(j, pl, self.per_node, gpus)
+            self.cached[j] = self.seen[r, gpus[j]] == self.generation
+            self.seen[r, gpus[j]] = self.generation
+
+    @cython.cfunc
+    def log_efficiency(self, now: f64) -> cython.void:
+        """Log the round: ``now`` and Σ speedup (throughput on its GPUs ÷ on one) of the jobs
+        holding GPUs, the artifact's cluster efficiency before ÷ GPUs."""
+        i: i64
+        j: i64
+        total: f64 = 0.0
+        for i in range(self.S[NRUNNABLE]):
+            j = self.runnable[i]
+            if self.gpus[j]:
+                total += (efcore.rate(self.tables, self.model[j], self.gpus[j])
+                          / efcore.rate(self.tables, self.model[j], 1))
+        self.log_round(now, total)
+
+    @cython.cfunc
+    def charge_overhead(self, restart: cython.bint) -> cython.void:
+        """Price this round's (re)starts and push the planned ends back by them."""
+        i: i64
+        j: i64
+        g: i64
+        cost: f64
+        end: f64[:] = self.end
+        for i in range(self.S[NRUNNABLE]):
+            j = self.runnable[i]
+            g = self.gpus[j]
+            if g:
+                if self.cached[j]:
+                    cost = self.cost_cached[g]
+                elif restart:
+                    cost = self.cost_restart[g]
+                else:
+                    cost = self.cost_plain[g]
+                self.overhead[j] = cost
+                move_end(j, end[j], end[j] + cost, self.ev, self.nodes, self.S)
+                end[j] += cost
+
+
+# -- the round without admission control (the artifact's ``ef``, see :mod:`.efnoadmit`) ----
+@cython.cclass
+class NoAdmit(Replay):
+    """One replay of the artifact's ``ef`` round: besides the :class:`Replay`, the running
+    jobs (``running``, like ``pending`` in insertion order; ``runnable`` as the last
+    scale-up left it), each job's place among the runnable ones when planned
+    (``position``) and its next planned change of GPUs (``change``), and each size class's
+    index (``size_class``). The placement is made fresh every round. Each method is one
+    step of the round, as :mod:`.efnoadmit` describes it."""
+
+    running: i64[:]
+    position: i64[:]
+    change: f64[:]
+    size_class: i64[:]
+
+    def __init__(self, jobs: Jobs, cluster: Cluster, tables: efcore.Tables,
+                 rec: Record) -> None:
+        Replay.__init__(self, jobs, cluster, tables, rec)
+        n = jobs.left.shape[0]
+        per_node = cluster.per_node
+        self.position = np.zeros(n, np.int64)
+        self.change = np.full(n, math.inf)
+        self.running = np.empty(max(n, 1), np.int64)
         # a GPU set is (first rank, size class): place_job accepts only the classes
-        self.seen = np.zeros((max(nodes_total * per_node, 1), SIZES_DESC.shape[0]), np.int64)
+        self.seen = np.zeros((max(cluster.nodes * per_node, 1), SIZES_DESC.shape[0]), np.int64)
         self.size_class = np.full(SIZES_DESC[0] + 1, -1, np.int64)
         for k in range(SIZES_DESC.shape[0]):
             self.size_class[SIZES_DESC[k]] = k
-        self.generation, self.rounds = 1, 0
-        self.S = np.zeros(9, np.int64)
-        self.ev, self.nodes = arrivals(etimes, eptr, ejobs, n, self.S)
-        pool = max(nodes_total, 1)
+        pool = max(cluster.nodes, 1)
         # a group spans the nodes of its first job (at most the largest size class) and
         # holds at most a job per GPU of them
         span = min(pool, -(-SIZES_DESC[0] // per_node))
-        self.pl = Placement(np.empty((257, pool), np.int64), np.zeros(257, np.int64),
-                            np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                            np.zeros(pool, np.int64), np.zeros(pool, np.int64),
-                            np.zeros(pool, np.int64),
-                            np.empty((pool, max(min(n, span * per_node), 1)), np.int64),
-                            np.zeros(pool, np.int64), np.full(n, -1, np.int64),
-                            np.empty((pool, span), np.int64), np.zeros(pool, np.int64),
-                            np.empty((1, pool), np.int64), np.zeros(1, np.int64))  # fmt: skip
-        self.PS = np.zeros(6, np.int64)
-        self.PS[NODES] = nodes_total
+        self.pl = Placement(pool, n, max(min(n, span * per_node), 1), span, 1, pool)
         self.PS[PER_SWITCH] = 1
-        self.rec = Record(start, finish, gpu_seconds, met, np.ones(n, np.bool_),
-                          np.zeros(n, np.int64), np.zeros(n), np.full(n, math.nan))
-        self.marks = Marks(np.empty(1024), np.empty(1024, np.int64))
-        self.log = Rounds(np.empty((2, 1024)))
-        self.planner = efcore.Planner(n, speed2, levels2, nlev, fit2, fitrow, cap2)
-        self.buf = Buffers(n)
 
     def run(self) -> i64:
         """Replay every round; -1, or the job that found no room on the nodes (the
@@ -1360,12 +1350,16 @@ class NoAdmit:
         nd: i64
         failed: i64
         nxt: f64
+        n: i64 = self.left.shape[0]
         if S[NE] == 0:
             return -1
         now: f64 = first_time(self.ev, S)
         step: f64 = 0.0
         while S[NE]:
-            self.grow()
+            # room for up to 7n + GPUs events and list nodes: n end moves each in progress,
+            # planning and overheads, n starts, 2n wake-ups, a step per GPU or job in the
+            # scale-up
+            self.grow(7 * n + self.total + 16)
             self.progress(now, step)
             k = find_event(self.ev.et, S[NE], now)
             if k < 0:
@@ -1396,32 +1390,6 @@ class NoAdmit:
         """The GPUs ``job`` holds now (for the message when it found no room)."""
         return self.gpus[job]
 
-    def results(self) -> tuple:
-        """``(times, allocated, rounds)``: the GPU series and the round log (time, Σ speedup)."""
-        n: i64 = self.S[NMARK]
-        return (np.asarray(self.marks.times_owner)[:n], np.asarray(self.marks.allocated_owner)[:n],
-                np.asarray(self.log.owner)[:, : self.S[NROUND]])
-
-    @cython.cfunc
-    def grow(self) -> cython.void:
-        """Room for a round: up to 7n + GPUs events and list nodes (n end moves each in
-        progress, planning and overheads, n starts, 2n wake-ups, a step per GPU or job in
-        the scale-up), 3n points of the GPU series."""
-        S: i64[:] = self.S
-        n: i64 = self.left.shape[0]
-        need: i64 = 7 * n + self.total + 16
-        size: i64
-        if S[EFREE] < need:
-            self.ev = grown_events(self.ev, S, need)
-        if S[NFREE] < need:
-            self.nodes = grown_nodes(self.nodes, S, need)
-        if S[NMARK] + 3 * n + 8 > self.marks.times.shape[0]:
-            size = 2 * self.marks.times.shape[0] + 3 * n + 8
-            grown = Marks(np.empty(size), np.empty(size, np.int64))
-            grown.times[: S[NMARK]] = self.marks.times[: S[NMARK]]
-            grown.allocated[: S[NMARK]] = self.marks.allocated[: S[NMARK]]
-            self.marks = grown
-
     @cython.cfunc
     def progress(self, now: f64, step: f64) -> cython.void:
         """Advance every job holding GPUs by ``step`` seconds (up to its unaligned end if
@@ -1445,7 +1413,7 @@ class NoAdmit:
             until = self.real_end[j]
             run = step - (now - until) if now > until else step
             run = 0.0 if run < overhead[j] else run - overhead[j]
-            sp = efcore.rate(self.speed2, self.model[j], g)
+            sp = efcore.rate(self.tables, self.model[j], g)
             done = run * sp
             if left[j] <= done and end[j] > now:
                 fin = now - step + ceil(left[j] / sp)
@@ -1515,12 +1483,11 @@ class NoAdmit:
         m: i64 = self.S[NRUNNABLE]
         buf: Buffers = self.buf
         planner: efcore.Planner = self.planner
-        by_deadline(self.runnable, m, self.deadline, buf)
+        self.by_deadline(self.runnable, m)
         for p in range(m):
             self.runnable[p] = buf.order[p]
             self.position[buf.order[p]] = p
-        estimate_in_order(now, self.total, self.slot, m, False, self.left, self.deadline,
-                          self.model, planner, buf)
+        self.estimate_in_order(now, m, False)
         for p in range(m):
             j = self.runnable[p]
             self.gpus[j] = planner.ag_all[planner.ptr[p]]
@@ -1569,28 +1536,15 @@ class NoAdmit:
 
     @cython.cfunc
     def scale_up(self, now: f64) -> cython.void:
-        """Hand out the free GPUs (:func:`.efcore.scale_up`), moving a job's end at each of
+        """Hand out the free GPUs (:meth:`Replay.hand_out`), moving a job's end at each of
         its steps (a wake-up a step passes can vanish); note each job's next planned change."""
         p: i64
         s: i64
         j: i64
         m: i64 = self.S[NRUNNABLE]
-        buf: Buffers = self.buf
         planner: efcore.Planner = self.planner
-        index: i64[:] = buf.index
-        for p in range(m):
-            j = self.runnable[p]
-            index[p] = j
-            buf.g_gpus[p] = self.gpus[j]
-            buf.g_left[p] = self.left[j]
-            buf.g_deadline[p] = self.deadline[j]
-            buf.g_model[p] = self.model[j]
-            buf.g_end[p] = self.end[j]
-        n: i64 = planner.timeline
-        efcore.scale_up(now, self.total, self.slot, True, planner.times[:n], planner.free[:n],
-                        buf.g_gpus[:m], buf.g_left[:m], buf.g_deadline[:m], buf.g_model[:m],
-                        buf.g_end[:m], planner.real_end[:m], planner.ptr[: m + 1],
-                        planner.at_all, planner.ag_all, planner)  # fmt: skip
+        index: i64[:] = self.buf.index
+        self.hand_out(now, True)
         for s in range(planner.nsteps):
             j = index[planner.step_job[s]]
             move_end(j, self.end[j], planner.step_end[s], self.ev, self.nodes, self.S)
@@ -1635,7 +1589,7 @@ class NoAdmit:
                 held[count] = j
                 count += 1
                 self.keys[j] = -INF if g >= self.per_node else -float(g)
-        sort_by_key(held, count, self.keys, self.buf.spare)
+        mergesort.sort(held, count, self.buf.spare, mergesort.by_key(self.keys))
         self.pl.nfiles[:] = 0
         PS[GROUPS] = 0
         PS[NEXT_NODE] = 0
@@ -1655,11 +1609,11 @@ class NoAdmit:
             j = self.runnable[i]
             set_gpus(j, now, self.gpus[j] if self.status[j] == RUNNING else 0, self.rec,
                      self.marks, S)
-        self.log_round(now)
+        self.log_speedups(now)
         return -1
 
     @cython.cfunc
-    def log_round(self, now: f64) -> cython.void:
+    def log_speedups(self, now: f64) -> cython.void:
         """Log the round: ``now`` and Σ speedup of the jobs holding GPUs, in job order
         (what :meth:`.results.Recorder.round` sums before it divides by the GPUs)."""
         j: i64
@@ -1667,15 +1621,8 @@ class NoAdmit:
         total: f64 = 0.0
         for j in range(held.shape[0]):
             if held[j]:
-                total += speedup(self.speed2, self.model[j], held[j])
-        n: i64 = self.S[NROUND]
-        if n == self.log.log.shape[1]:
-            grown = np.empty((2, 2 * n + 64))
-            grown[:, :n] = self.log.owner[:, :n]
-            self.log = Rounds(grown)
-        self.log.log[0, n] = now
-        self.log.log[1, n] = total
-        self.S[NROUND] = n + 1
+                total += speedup(self.tables, self.model[j], held[j])
+        self.log_round(now, total)
 
     @cython.cfunc
     def charge_overhead(self) -> cython.void:

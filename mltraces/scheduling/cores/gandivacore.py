@@ -15,8 +15,10 @@ its jobs as a doubly linked list through ``nxt``/``prv`` (a job sits in one set
 at a time) with ``head``, ``tail`` and ``count``. Scalars that helpers change
 live in ``state`` (free nodes, nodes held for sets that were never built).
 Which nodes a set holds never matters, only how many. The arrays the steps of
-a round share travel in small classes (:class:`Links`, :class:`Progress`,
-:class:`Roster`, :class:`Scratch`) that compiled code reads in place.
+a round share travel in small classes that compiled code reads in place: the
+node sets (:class:`Sets`, with their job lists :class:`Links`), what the replay
+reads of the jobs (:class:`Jobs`), their progress (:class:`Progress`), who runs
+(:class:`Roster`) and a round's scratch (:class:`Scratch`).
 
 Events are the arrivals only, grouped by time as ``(etime, eptr, ejobs)``
 (jobs in index order within a time): the queue is the groups from ``first``
@@ -115,6 +117,69 @@ class Scratch:
 
     def __init__(self, emptied, ended) -> None:
         self.emptied, self.ended = emptied, ended
+
+
+@cython.cclass
+class Sets:
+    """The node sets of a replay: the size classes (``sizes``, nodes a set spans ``span``,
+    jobs a set runs at once ``capacity``), the GPUs per node and in the cluster; per class
+    its sets in the reference's order (``order[k, :nsets[k]]``) and the jobs seated in
+    them (``seated``); the counters (``state``), the unused set ids (``spare``), a buffer
+    of jobs (``buf``) and the sets' loads and job lists (:class:`Links`). Made for
+    ``nodes`` nodes and ``jobs`` jobs, the sets all unused."""
+
+    sizes: i64[:]
+    span: i64[:]
+    capacity: i64[:]
+    per_node: i64
+    gpus: i64
+    order: i64[:, :]
+    nsets: i64[:]
+    seated: i64[:]
+    state: i64[:]
+    spare: i64[:]
+    buf: i64[:]
+    links: Links
+
+    def __init__(self, sizes, span, capacity, nodes, per_node, gpus, jobs) -> None:
+        pool = max(nodes, 1)
+        self.sizes, self.span, self.capacity = sizes, span, capacity
+        self.per_node, self.gpus = per_node, gpus
+        self.order = np.empty((sizes.shape[0], pool), np.int64)
+        self.nsets = np.zeros(sizes.shape[0], np.int64)
+        self.seated = np.zeros(sizes.shape[0], np.int64)
+        state = np.zeros(5, np.int64)
+        state[FREE] = nodes
+        state[SPARE] = pool
+        self.state = state
+        self.spare = np.arange(pool - 1, -1, -1).astype(np.int64)
+        self.buf = np.empty(jobs, np.int64)
+        self.links = Links(np.zeros(pool, np.int64), np.full(pool, -1, np.int64),
+                           np.full(pool, -1, np.int64), np.zeros(pool, np.int64),
+                           np.full(jobs, -1, np.int64), np.full(jobs, -1, np.int64))
+
+
+@cython.cclass
+class Jobs:
+    """The jobs of a replay: each one's size class (``kind``, -1: none), run time, overhead
+    on a plain and on a restart round, and ``weight`` (summed over the jobs in their turn
+    each round); the arrivals grouped by time (``etime``, jobs ``ejobs[eptr[i]:eptr[i+1]]``
+    in index order)."""
+
+    kind: i64[:]
+    duration: f64[:]
+    plain_cost: f64[:]
+    restart_cost: f64[:]
+    weight: f64[:]
+    etime: f64[:]
+    eptr: i64[:]
+    ejobs: i64[:]
+
+    def __init__(self, kind, duration, plain_cost, restart_cost, weight, etime, eptr,
+                 ejobs) -> None:
+        self.kind, self.duration, self.weight = kind, duration, weight
+        self.plain_cost, self.restart_cost = plain_cost, restart_cost
+        self.etime, self.eptr, self.ejobs = etime, eptr, ejobs
 
 
 # -- a node set's job list -----------------------------------------------------------------
@@ -240,155 +305,174 @@ def deal(row: i64[:], n: i64, jobs: i64[:], m: i64, load: i64[:], head: i64[:], 
 
 @cython.cfunc
 @cython.inline
-def new_set(k: i64, spare: i64[:], state: i64[:], load: i64[:], head: i64[:], tail: i64[:],
-            count: i64[:]) -> i64:
-    """A fresh, empty set id for size class ``k``."""
-    state[SPARE] -= 1
-    s: i64 = spare[state[SPARE]]
-    load[s] = 0
-    head[s] = -1
-    tail[s] = -1
-    count[s] = 0
+def new_set(sets: Sets) -> i64:
+    """A fresh, empty set id."""
+    links: Links = sets.links
+    sets.state[SPARE] -= 1
+    s: i64 = sets.spare[sets.state[SPARE]]
+    links.load[s] = 0
+    links.head[s] = -1
+    links.tail[s] = -1
+    links.count[s] = 0
     return s
 
 
 # -- rebalancing ---------------------------------------------------------------------------
 @cython.cfunc
 @cython.inline
-def gap_of(k: i64, total: i64, sizes: i64[:], seated: i64[:], nsets: i64[:], span: i64[:],
-           per_node: i64, gpus: i64) -> i64:
+def gap_of(k: i64, total: i64, sets: Sets) -> i64:
     """GPUs size ``k`` wants minus the GPUs its sets span, towards its demand share."""
-    wanted: i64 = seated[k] * sizes[k]
-    target: i64 = int(floor(wanted / total * gpus))  # noqa: RUF046 (a C double in C)
+    wanted: i64 = sets.seated[k] * sets.sizes[k]
+    target: i64 = int(floor(wanted / total * sets.gpus))  # noqa: RUF046 (a C double in C)
     if wanted < target:
         target = wanted
-    return target - nsets[k] * span[k] * per_node
+    return target - sets.nsets[k] * sets.span[k] * sets.per_node
 
 
 @cython.cfunc
 @cython.inline
-def demand(sizes: i64[:], seated: i64[:], nsets: i64[:]) -> i64:
+def demand(sets: Sets) -> i64:
     """GPUs asked by the jobs seated in node sets (sizes that have sets)."""
     total: i64 = 0
     k: i64
-    for k in range(sizes.shape[0]):
-        if nsets[k]:
-            total += seated[k] * sizes[k]
+    for k in range(sets.sizes.shape[0]):
+        if sets.nsets[k]:
+            total += sets.seated[k] * sets.sizes[k]
     return total
 
 
 @cython.ccall
-def rebalance(sizes: i64[:], seated: i64[:], nsets: i64[:], order: i64[:, :], span: i64[:],
-              per_node: i64, gpus: i64, state: i64[:], spare: i64[:], buf: i64[:],
-              load: i64[:], head: i64[:], tail: i64[:], count: i64[:], nxt: i64[:],
-              prv: i64[:]) -> cython.void:
-    """Grow or shrink each size's node sets towards its share of the GPU demand."""
+def rebalance(sets: Sets) -> cython.void:
+    """Grow or shrink each size's node sets towards its share of the GPU demand.
+
+    Most rounds change nothing: the sets are read in place here (a local typed
+    memoryview costs two atomic reference counts), and only a size that changes
+    takes them as locals (:func:`open_sets`, :func:`close_sets`).
+    """
     k: i64
     gap: i64
-    size: i64
-    count_new: i64
-    opened: i64
-    drop: i64
-    m: i64
+    total: i64 = demand(sets)
+    for k in range(sets.sizes.shape[0]):
+        if sets.nsets[k] == 0 or sets.seated[k] == 0:
+            continue
+        gap = gap_of(k, total, sets)
+        if gap > 0:
+            open_sets(sets, k, gap)
+        elif gap < 0 and sets.nsets[k] > 1:  # a size keeps its last set
+            close_sets(sets, k, gap)
+
+
+@cython.cfunc
+def open_sets(sets: Sets, k: i64, gap: i64) -> cython.void:
+    """Open sets for size ``k`` towards ``gap`` more GPUs, as the free nodes allow, and
+    re-deal the size's jobs over all its sets."""
+    links: Links = sets.links
+    state: i64[:] = sets.state
+    nsets: i64[:] = sets.nsets
+    row: i64[:] = sets.order[k]
+    span: i64 = sets.span[k]
     pos: i64
     s: i64
-    row: i64[:]
-    redeal: cython.bint
-    total: i64 = demand(sizes, seated, nsets)
-    for k in range(sizes.shape[0]):
-        if nsets[k] == 0 or seated[k] == 0:
-            continue
-        gap = gap_of(k, total, sizes, seated, nsets, span, per_node, gpus)
-        size = sizes[k]
-        row = order[k]
-        if gap > 0:
-            count_new = -(-gap // size)  # ceil(gap / size)
-            opened = min(count_new, state[FREE] // span[k])
-            state[FREE] -= opened * span[k]
-            # the reference re-deals unless the last set it tried to open was a
-            # single-node one (its loop counter is reused by an inner loop)
-            redeal = opened < count_new or span[k] > 1
-            if not redeal and not BUILD_EMPTY_SETS:
-                # the sets opened then get no jobs and the round's execute drops them
-                # again: instead of building them, only their nodes are held till then
-                state[PHANTOM] += opened
-                continue
-            for _ in range(opened):
-                row[nsets[k]] = new_set(k, spare, state, load, head, tail, count)
-                nsets[k] += 1
-            if not redeal:
-                continue
-            m = 0
-            for pos in range(nsets[k]):
-                s = row[pos]
-                if count[s]:
-                    m = take_jobs(s, head, tail, count, nxt, buf, m)
-                    load[s] = 0
-            deal(row, nsets[k], buf, m, load, head, tail, count, nxt, prv)
-        elif gap < 0 and nsets[k] > 1:  # a size keeps its last set
-            drop = min(-(gap // size), nsets[k] - 1)  # ceil(-gap / size)
-            m = 0
-            for pos in range(drop):
-                s = row[pos]
-                m = take_jobs(s, head, tail, count, nxt, buf, m)
-                state[FREE] += span[k]
-                spare[state[SPARE]] = s
-                state[SPARE] += 1
-            for pos in range(drop, nsets[k]):
-                row[pos - drop] = row[pos]
-            nsets[k] -= drop
-            deal(row, nsets[k], buf, m, load, head, tail, count, nxt, prv)
+    count_new: i64 = -(-gap // sets.sizes[k])  # ceil(gap / size)
+    opened: i64 = min(count_new, state[FREE] // span)
+    state[FREE] -= opened * span
+    # the reference re-deals unless the last set it tried to open was a
+    # single-node one (its loop counter is reused by an inner loop)
+    redeal: cython.bint = opened < count_new or span > 1
+    if not redeal and not BUILD_EMPTY_SETS:
+        # the sets opened then get no jobs and the round's execute drops them
+        # again: instead of building them, only their nodes are held till then
+        state[PHANTOM] += opened
+        return
+    for _ in range(opened):
+        row[nsets[k]] = new_set(sets)
+        nsets[k] += 1
+    if not redeal:
+        return
+    m: i64 = 0
+    for pos in range(nsets[k]):
+        s = row[pos]
+        if links.count[s]:
+            m = take_jobs(s, links.head, links.tail, links.count, links.nxt, sets.buf, m)
+            links.load[s] = 0
+    deal(row, nsets[k], sets.buf, m, links.load, links.head, links.tail, links.count,
+         links.nxt, links.prv)
+
+
+@cython.cfunc
+def close_sets(sets: Sets, k: i64, gap: i64) -> cython.void:
+    """Close size ``k``'s first sets, ``-gap`` GPUs' worth (all but one at most), and
+    re-deal their jobs over the sets left."""
+    links: Links = sets.links
+    state: i64[:] = sets.state
+    nsets: i64[:] = sets.nsets
+    row: i64[:] = sets.order[k]
+    pos: i64
+    s: i64
+    drop: i64 = min(-(gap // sets.sizes[k]), nsets[k] - 1)  # ceil(-gap / size)
+    m: i64 = 0
+    for pos in range(drop):
+        s = row[pos]
+        m = take_jobs(s, links.head, links.tail, links.count, links.nxt, sets.buf, m)
+        state[FREE] += sets.span[k]
+        sets.spare[state[SPARE]] = s
+        state[SPARE] += 1
+    for pos in range(drop, nsets[k]):
+        row[pos - drop] = row[pos]
+    nsets[k] -= drop
+    deal(row, nsets[k], sets.buf, m, links.load, links.head, links.tail, links.count,
+         links.nxt, links.prv)
 
 
 # -- placing a job -------------------------------------------------------------------------
 @cython.ccall
-def seat(j: i64, k: i64, order: i64[:, :], nsets: i64[:], span: i64[:], capacity: i64[:],
-         state: i64[:], spare: i64[:], load: i64[:], head: i64[:], tail: i64[:], count: i64[:],
-         nxt: i64[:], prv: i64[:]) -> cython.bint:
+def seat(j: i64, k: i64, sets: Sets) -> cython.bint:
     """Put job ``j`` in a set of its size class ``k``; False when it has to wait."""
     best: i64
     s: i64
     crowded: i64
-    row: i64[:] = order[k]
-    n: i64 = nsets[k]
+    links: Links = sets.links
+    row: i64[:] = sets.order[k]
+    n: i64 = sets.nsets[k]
     if n:
         best = first_to_last(row, n)
-        if load[best] + 1 < capacity[k]:
-            load[best] += 1
-            push(best, j, head, tail, count, nxt, prv)
-            sort_by_load(row, n, load)
+        if links.load[best] + 1 < sets.capacity[k]:
+            links.load[best] += 1
+            push(best, j, links.head, links.tail, links.count, links.nxt, links.prv)
+            sort_by_load(row, n, links.load)
             return True
-    if span[k] <= state[FREE]:
-        state[FREE] -= span[k]
-        s = new_set(k, spare, state, load, head, tail, count)
+    if sets.span[k] <= sets.state[FREE]:
+        sets.state[FREE] -= sets.span[k]
+        s = new_set(sets)
         row[n] = s
-        nsets[k] = n + 1
-        load[s] += 1
-        push(s, j, head, tail, count, nxt, prv)
-        sort_by_load(row, n + 1, load)
+        sets.nsets[k] = n + 1
+        links.load[s] += 1
+        push(s, j, links.head, links.tail, links.count, links.nxt, links.prv)
+        sort_by_load(row, n + 1, links.load)
         return True
     if n:  # over capacity: time-slice in the least-loaded set
         crowded = first_to_last(row, n)
-        load[crowded] += 1
-        push(crowded, j, head, tail, count, nxt, prv)
-        sort_by_load(row, n, load)
+        links.load[crowded] += 1
+        push(crowded, j, links.head, links.tail, links.count, links.nxt, links.prv)
+        sort_by_load(row, n, links.load)
         return True
     return False
 
 
 # -- a round -------------------------------------------------------------------------------
 @cython.cfunc
-def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, sizes: i64[:],
-            order: i64[:, :], nsets: i64[:], span: i64[:], capacity: i64[:], seated: i64[:],
-            state: i64[:], spare: i64[:], links: Links, progress: Progress, roster: Roster,
-            scratch: Scratch) -> tuple[cython.bint, i64]:
+def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, sets: Sets,
+            progress: Progress, roster: Roster, scratch: Scratch) -> tuple[cython.bint, i64]:
     """Credit the jobs that ran in the last ``step`` s; end the finished ones; drop empty sets.
 
     A job in its set's turn loses ``lost_of[j]`` seconds of the step (its
     overhead); ``clear_overhead`` zeroes its own overhead afterwards. On
     rounds at a multiple of 60 s a set's turn goes to the back of its queue.
-    Returns ``(released, busy)``: whether nodes came free, and the GPUs in use.
+    Returns ``(released, busy)``: whether nodes came free, and the GPUs in use. The
+    sets' arrays are read in place (a local typed memoryview costs two atomic reference
+    counts; this runs every round).
     """
+    links: Links = sets.links
     head: i64[:] = links.head
     tail: i64[:] = links.tail
     count: i64[:] = links.count
@@ -425,21 +509,21 @@ def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, s
     any_emptied: cython.bint
     row: i64[:]
     rotate: cython.bint = int(now % 60) == 0
-    released: cython.bint = state[PHANTOM] > 0
-    state[FREE] += state[PHANTOM]
-    state[PHANTOM] = 0
+    released: cython.bint = sets.state[PHANTOM] > 0
+    sets.state[FREE] += sets.state[PHANTOM]
+    sets.state[PHANTOM] = 0
     busy: i64 = 0
-    for k in range(sizes.shape[0]):
-        n = nsets[k]
+    for k in range(sets.sizes.shape[0]):
+        n = sets.nsets[k]
         if n == 0:
             continue
-        held = sizes[k] * step
-        row = order[k]
+        held = sets.sizes[k] * step
+        row = sets.order[k]
         any_emptied = False
         for pos in range(n):
             s = row[pos]
             jobs_in = count[s]
-            slots = min(capacity[k], jobs_in)
+            slots = min(sets.capacity[k], jobs_in)
             n_ended = 0
             j = head[s]
             last = -1
@@ -456,7 +540,7 @@ def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, s
                     overhead[j] = 0.0
                 last = j
                 j = nxt[j]
-            busy += sizes[k] * slots
+            busy += sets.sizes[k] * slots
             if rotate and jobs_in > slots:  # the turn goes to the back of the queue
                 old_head, old_tail = head[s], tail[s]
                 head[s] = j
@@ -465,92 +549,91 @@ def execute(now: f64, step: f64, lost_of: f64[:], clear_overhead: cython.bint, s
                 prv[old_head] = old_tail
                 tail[s] = last
                 nxt[last] = -1
-            seated[k] -= n_ended
+            sets.seated[k] -= n_ended
             for e in range(n_ended):
                 j = ended[e]
                 running[j] = False
-                state[RUNNING] -= 1
+                sets.state[RUNNING] -= 1
                 at = waited_at[j]
                 if at >= 0:  # swap-remove from the waited list
-                    state[WAITED] -= 1
-                    moved = waited[state[WAITED]]
+                    sets.state[WAITED] -= 1
+                    moved = waited[sets.state[WAITED]]
                     waited[at] = moved
                     waited_at[moved] = at
                     waited_at[j] = -1
                 unlink(s, j, head, tail, count, nxt, prv)
             emptied[pos] = count[s] == 0
             if emptied[pos]:  # also a set that got no job back from a re-deal
-                state[FREE] += span[k]
+                sets.state[FREE] += sets.span[k]
                 any_emptied = True
         if any_emptied:
             kept = 0
             for pos in range(n):
                 s = row[pos]
                 if emptied[pos]:
-                    spare[state[SPARE]] = s
-                    state[SPARE] += 1
+                    sets.spare[sets.state[SPARE]] = s
+                    sets.state[SPARE] += 1
                 else:
                     row[kept] = s
                     kept += 1
-            nsets[k] = kept
+            sets.nsets[k] = kept
             released = True
     return released, busy
 
 
 @cython.cfunc
-def start_job(j: i64, now: f64, kind: i64[:], order: i64[:, :], nsets: i64[:], span: i64[:],
-              capacity: i64[:], seated: i64[:], state: i64[:], spare: i64[:], links: Links,
-              running: u8[:], start: f64[:]) -> cython.bint:
+def start_job(j: i64, now: f64, kind: i64[:], sets: Sets, running: u8[:],
+              start: f64[:]) -> cython.bint:
     """Seat job ``j`` and mark it running (its first start is recorded); False if it waits."""
     k: i64 = kind[j]
-    if not seat(j, k, order, nsets, span, capacity, state, spare, links.load, links.head,
-                links.tail, links.count, links.nxt, links.prv):
+    if not seat(j, k, sets):
         return False
-    seated[k] += 1
+    sets.seated[k] += 1
     running[j] = True
-    state[RUNNING] += 1
+    sets.state[RUNNING] += 1
     if start[j] != start[j]:
         start[j] = now
     return True
 
 
 @cython.cfunc
-def credit_quiet_rounds(gained: f64, sizes: i64[:], order: i64[:, :], nsets: i64[:],
-                        capacity: i64[:], head: i64[:], count: i64[:], nxt: i64[:],
-                        executed: f64[:], gpu_seconds: f64[:]) -> cython.void:
+def credit_quiet_rounds(gained: f64, sets: Sets, progress: Progress) -> cython.void:
     """Credit ``gained`` seconds to every job in its set's turn (see :func:`quiet_rounds`)."""
+    links: Links = sets.links
     k: i64
     pos: i64
     s: i64
     j: i64
     _i: i64
-    for k in range(sizes.shape[0]):
-        for pos in range(nsets[k]):
-            s = order[k, pos]
-            j = head[s]
-            for _i in range(min(count[s], capacity[k])):
-                executed[j] += gained
-                gpu_seconds[j] += sizes[k] * gained
-                j = nxt[j]
+    for k in range(sets.sizes.shape[0]):
+        for pos in range(sets.nsets[k]):
+            s = sets.order[k, pos]
+            j = links.head[s]
+            for _i in range(min(links.count[s], sets.capacity[k])):
+                progress.executed[j] += gained
+                progress.gpu_seconds[j] += sets.sizes[k] * gained
+                j = links.nxt[j]
 
 
 @cython.cfunc
-def in_turn_weight(weight: f64[:], sizes: i64[:], order: i64[:, :], nsets: i64[:],
-                   capacity: i64[:], head: i64[:], count: i64[:], nxt: i64[:]) -> f64:
-    """Σ ``weight`` over the jobs in their set's turn (the artifact's jobs with a node set)."""
+def in_turn_weight(weight: f64[:], sets: Sets) -> f64:
+    """Σ ``weight`` over the jobs in their set's turn (the artifact's jobs with a node set).
+    The arrays are read in place (a local typed memoryview costs two atomic reference
+    counts; this runs every round)."""
+    links: Links = sets.links
     k: i64
     pos: i64
     s: i64
     j: i64
     _i: i64
     total: f64 = 0.0
-    for k in range(sizes.shape[0]):
-        for pos in range(nsets[k]):
-            s = order[k, pos]
-            j = head[s]
-            for _i in range(min(count[s], capacity[k])):
+    for k in range(sets.sizes.shape[0]):
+        for pos in range(sets.nsets[k]):
+            s = sets.order[k, pos]
+            j = links.head[s]
+            for _i in range(min(links.count[s], sets.capacity[k])):
                 total += weight[j]
-                j = nxt[j]
+                j = links.nxt[j]
     return total
 
 
@@ -568,47 +651,37 @@ def log_round(t: f64, value: f64, rounds: f64[:, :], n: i64) -> f64[:, :]:
 
 
 # -- the run -------------------------------------------------------------------------------
-def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration: f64[:],
-           plain_cost: f64[:], restart_cost: f64[:], etime: f64[:], eptr: i64[:], ejobs: i64[:],
-           nodes: i64, per_node: i64, gpus: i64, slot: f64, restart_every: i64,
-           start: f64[:], finish: f64[:], gpu_seconds: f64[:], weight: f64[:]):
+def replay(sets: Sets, jobs: Jobs, slot: f64, restart_every: i64, start: f64[:],
+           finish: f64[:], gpu_seconds: f64[:]):
     """Replay the rounds; fill ``start``, ``finish``, ``gpu_seconds``; return the GPU steps.
 
-    ``kind[j]`` is job ``j``'s size class (jobs without one are not in the
-    events). Returns ``(times, allocated, n, rounds, m)``: the allocated-GPU
-    step series is the first ``n`` entries; ``rounds[:, :m]`` logs each
-    round's time and the ``weight`` of the jobs in their turn after it (the
-    artifact's cluster efficiency when ``weight`` is each job's speedup).
+    ``sets`` are unused (as made), ``jobs`` hold what the rounds read of the jobs
+    (jobs without a size class are not in the events). Returns ``(times,
+    allocated, n, rounds, m)``: the allocated-GPU step series is the first ``n``
+    entries; ``rounds[:, :m]`` logs each round's time and the ``weight`` of the
+    jobs in their turn after it (the artifact's cluster efficiency when
+    ``weight`` is each job's speedup).
     """
+    kind: i64[:] = jobs.kind
+    plain_cost: f64[:] = jobs.plain_cost
+    restart_cost: f64[:] = jobs.restart_cost
+    etime: f64[:] = jobs.etime
+    eptr: i64[:] = jobs.eptr
+    ejobs: i64[:] = jobs.ejobs
     n_jobs: i64 = kind.shape[0]
-    n_sizes: i64 = sizes.shape[0]
     n_groups: i64 = etime.shape[0]
     executed: f64[:] = np.zeros(n_jobs)
     overhead: f64[:] = np.zeros(n_jobs)
-    progress = Progress(executed, overhead, duration, finish, gpu_seconds)
-    pool: i64 = max(nodes, 1)
-    load: i64[:] = np.zeros(pool, np.int64)
-    head: i64[:] = np.full(pool, -1, np.int64)
-    tail: i64[:] = np.full(pool, -1, np.int64)
-    count: i64[:] = np.zeros(pool, np.int64)
-    nxt: i64[:] = np.full(n_jobs, -1, np.int64)
-    prv: i64[:] = np.full(n_jobs, -1, np.int64)
-    links = Links(load, head, tail, count, nxt, prv)
+    progress = Progress(executed, overhead, jobs.duration, finish, gpu_seconds)
+    pool: i64 = sets.links.load.shape[0]
     running: u8[:] = np.zeros(n_jobs, np.bool_)
     waited: i64[:] = np.empty(n_jobs, np.int64)  # placed after waiting: overhead cleared
     waited_at: i64[:] = np.full(n_jobs, -1, np.int64)
     roster = Roster(running, waited, waited_at)
     pending: i64[:] = np.empty(n_jobs, np.int64)
     n_pending: i64 = 0
-    buf: i64[:] = np.empty(n_jobs, np.int64)
     scratch = Scratch(np.empty(pool, np.bool_), np.empty(n_jobs, np.int64))
-    spare: i64[:] = np.arange(pool - 1, -1, -1).astype(np.int64)
-    order: i64[:, :] = np.empty((n_sizes, pool), np.int64)
-    nsets: i64[:] = np.zeros(n_sizes, np.int64)
-    seated: i64[:] = np.zeros(n_sizes, np.int64)
-    state: i64[:] = np.zeros(5, np.int64)
-    state[FREE] = nodes
-    state[SPARE] = pool
+    state: i64[:] = sets.state
     mark_time: f64[:] = np.empty(1024)
     mark_gpus: i64[:] = np.empty(1024, np.int64)
     n_marks: i64 = 0
@@ -649,21 +722,16 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
                     overhead[j] = cost[j]
             mode = 0
         if first >= n_groups and step:
-            quiet = quiet_rounds(now, step, sizes, seated, nsets, order, span, capacity,
-                                 per_node, gpus, head, count, nxt, overhead, duration, executed)
+            quiet = quiet_rounds(now, step, sets, progress)
             if quiet:
-                credit_quiet_rounds(quiet * step, sizes, order, nsets, capacity, head, count,
-                                    nxt, executed, gpu_seconds)
+                credit_quiet_rounds(quiet * step, sets, progress)
                 for q in range(quiet):  # each logs what the last round left in turn
                     rounds_log = log_round(now + q * step, last_weight, rounds_log, n_rounds)
                     n_rounds += 1
                 now += quiet * step
-        rebalance(sizes, seated, nsets, order, span, per_node, gpus, state, spare, buf,
-                  load, head, tail, count, nxt, prv)
+        rebalance(sets)
         lost_of = overhead if mode == 0 else (restart_cost if mode == 2 else plain_cost)
-        released, busy = execute(now, step, lost_of, mode == 0, sizes, order, nsets, span,
-                                 capacity, seated, state, spare, links, progress, roster,
-                                 scratch)
+        released, busy = execute(now, step, lost_of, mode == 0, sets, progress, roster, scratch)
         if step:
             t = now - step
             if n_marks and mark_time[n_marks - 1] == t:
@@ -682,8 +750,7 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
         if has_event:
             for i in range(eptr[first], eptr[head_end]):
                 j = ejobs[i]
-                if not start_job(j, now, kind, order, nsets, span, capacity, seated, state,
-                                 spare, links, running, start):
+                if not start_job(j, now, kind, sets, running, start):
                     pending[n_pending] = j
                     n_pending += 1
             first = head_end
@@ -697,8 +764,7 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
                 j = pending[i]
                 if skip_next:
                     skip_next = False
-                elif start_job(j, now, kind, order, nsets, span, capacity, seated, state,
-                               spare, links, running, start):
+                elif start_job(j, now, kind, sets, running, start):
                     waited[state[WAITED]] = j
                     waited_at[j] = state[WAITED]
                     state[WAITED] += 1
@@ -707,7 +773,7 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
                 pending[kept] = j
                 kept += 1
             n_pending = kept
-        last_weight = in_turn_weight(weight, sizes, order, nsets, capacity, head, count, nxt)
+        last_weight = in_turn_weight(jobs.weight, sets)
         rounds_log = log_round(now, last_weight, rounds_log, n_rounds)
         n_rounds += 1
 
@@ -732,16 +798,15 @@ def replay(kind: i64[:], sizes: i64[:], span: i64[:], capacity: i64[:], duration
 
 
 @cython.cfunc
-def quiet_rounds(now: f64, step: f64, sizes: i64[:], seated: i64[:], nsets: i64[:],
-                 order: i64[:, :], span: i64[:], capacity: i64[:], per_node: i64, gpus: i64,
-                 head: i64[:], count: i64[:], nxt: i64[:], overhead: f64[:], duration: f64[:],
-                 executed: f64[:]) -> i64:
+def quiet_rounds(now: f64, step: f64, sets: Sets, progress: Progress) -> i64:
     """How many coming rounds change nothing but progress (called once arrivals are over).
 
     Nonzero when no node set would be resized or re-dealt, no time slice
     rotates, and the running jobs paid their overhead: then the same jobs gain
-    ``step`` seconds a round until the first of them completes.
+    ``step`` seconds a round until the first of them completes. The arrays are read in
+    place (a local typed memoryview costs two atomic reference counts).
     """
+    links: Links = sets.links
     k: i64
     pos: i64
     s: i64
@@ -750,29 +815,29 @@ def quiet_rounds(now: f64, step: f64, sizes: i64[:], seated: i64[:], nsets: i64[
     slots: i64
     _i: i64
     need: f64
-    total: i64 = demand(sizes, seated, nsets)
-    for k in range(sizes.shape[0]):
-        if nsets[k] == 0 or seated[k] == 0:
+    total: i64 = demand(sets)
+    for k in range(sets.sizes.shape[0]):
+        if sets.nsets[k] == 0 or sets.seated[k] == 0:
             continue
-        gap = gap_of(k, total, sizes, seated, nsets, span, per_node, gpus)
-        if gap > 0 or (gap < 0 and nsets[k] > 1):
+        gap = gap_of(k, total, sets)
+        if gap > 0 or (gap < 0 and sets.nsets[k] > 1):
             return 0
     rotate: cython.bint = int(now % 60) == 0
     rounds: f64 = INF
-    for k in range(sizes.shape[0]):
-        for pos in range(nsets[k]):
-            s = order[k, pos]
-            slots = min(count[s], capacity[k])
-            if rotate and count[s] > slots:
+    for k in range(sets.sizes.shape[0]):
+        for pos in range(sets.nsets[k]):
+            s = sets.order[k, pos]
+            slots = min(links.count[s], sets.capacity[k])
+            if rotate and links.count[s] > slots:
                 return 0
-            j = head[s]
+            j = links.head[s]
             for _i in range(slots):
-                if overhead[j]:
+                if progress.overhead[j]:
                     return 0
-                need = ceil((duration[j] - executed[j]) / step)
+                need = ceil((progress.duration[j] - progress.executed[j]) / step)
                 if need < rounds:
                     rounds = need
-                j = nxt[j]
+                j = links.nxt[j]
     if rounds == INF:
         return 0
     return max(int(rounds) - 1, 0)

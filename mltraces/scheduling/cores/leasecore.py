@@ -23,6 +23,11 @@ try:
 except ImportError:  # installed without its compiled extensions: run as Python
     from mltraces import cyshim as cython
 
+if cython.compiled:
+    from cython.cimports.mltraces.scheduling.cores import mergesort
+else:
+    from mltraces.scheduling.cores import mergesort
+
 i64 = cython.typedef(cython.longlong)
 u8 = cython.typedef(cython.uchar)  # numpy's bool arrays
 
@@ -34,26 +39,40 @@ KEYS = {"packing": BY_PACKING, "slack": BY_SLACK}
 
 
 # -- orders ------------------------------------------------------------------------------------
-@cython.cfunc
-@cython.exceptval(check=False)
-def _before(width: i64[:], need: i64[:], horizon: i64[:], key: i64, a: i64, b: i64) -> cython.bint:
-    """Whether job ``a`` sorts strictly before job ``b`` (equal keys keep index order)."""
-    if key == BY_PACKING and width[a] != width[b]:
-        return width[a] > width[b]
-    if horizon[a] - need[a] != horizon[b] - need[b]:
-        return horizon[a] - need[a] < horizon[b] - need[b]
-    if key == BY_PACKING and horizon[a] != horizon[b]:
-        return horizon[a] > horizon[b]
-    return a < b
+@cython.final
+@cython.cclass
+class Packing(mergesort.Ranking):
+    """Jobs by ``key``: ``BY_PACKING``, widest first, then least slack (``horizon -
+    need``), then latest horizon; ``BY_SLACK``: least slack first. Made by :func:`_order`
+    without a Python call (it runs by the hundred thousand; a typed memoryview passed to
+    ``__init__`` would be converted there and back)."""
+
+    width: i64[:]
+    need: i64[:]
+    horizon: i64[:]
+    key: i64
+
+    @cython.wraparound(False)  # no index is negative
+    @cython.cfunc
+    @cython.exceptval(check=False)
+    def before(self, a: i64, b: i64) -> cython.bint:
+        """Whether job ``a`` sorts strictly before job ``b`` (ties: neither). The arrays
+        are read in place (a local typed memoryview costs two atomic reference counts)."""
+        slack_a: i64 = self.horizon[a] - self.need[a]
+        slack_b: i64 = self.horizon[b] - self.need[b]
+        if self.key == BY_PACKING and self.width[a] != self.width[b]:
+            return self.width[a] > self.width[b]
+        if slack_a != slack_b:
+            return slack_a < slack_b
+        if self.key == BY_PACKING and self.horizon[a] != self.horizon[b]:
+            return self.horizon[a] > self.horizon[b]
+        return False
 
 
 @cython.ccall
 def order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:]) -> cython.void:
-    """Write the jobs' indices into ``out`` sorted by ``key`` (bottom-up merge sort).
-
-    ``BY_PACKING``: widest first, then least slack (``horizon - need``), then latest
-    horizon; ``BY_SLACK``: least slack first. Ties keep index order (a stable sort).
-    """
+    """Write the jobs' indices into ``out`` sorted by ``key`` (see :class:`Packing`).
+    Ties keep index order (a stable sort)."""
     _order(width, need, horizon, key, out, np.empty(width.shape[0], np.int64))
 
 
@@ -63,51 +82,11 @@ def _order(width: i64[:], need: i64[:], horizon: i64[:], key: i64, out: i64[:],
     """:func:`order`, merging through ``spare`` (as long as ``out``; overwritten)."""
     n: i64 = width.shape[0]
     k: i64
-    run: i64
-    low: i64
-    middle: i64
-    high: i64
-    i: i64
-    j: i64
-    at: i64
-    src: i64[:] = out
-    dst: i64[:] = spare
-    swap: i64[:]
-    in_out: cython.bint = True  # whether ``src`` is ``out``
+    ranking: Packing = Packing.__new__(Packing)
+    ranking.width, ranking.need, ranking.horizon, ranking.key = width, need, horizon, key
     for k in range(n):
         out[k] = k
-    run = 1
-    while run < n:
-        low = 0
-        while low < n:
-            middle = min(low + run, n)
-            high = min(low + 2 * run, n)
-            i, j, at = low, middle, low
-            while i < middle and j < high:
-                if _before(width, need, horizon, key, src[j], src[i]):
-                    dst[at] = src[j]
-                    j += 1
-                else:
-                    dst[at] = src[i]
-                    i += 1
-                at += 1
-            while i < middle:
-                dst[at] = src[i]
-                i += 1
-                at += 1
-            while j < high:
-                dst[at] = src[j]
-                j += 1
-                at += 1
-            low = high
-        swap = src
-        src = dst
-        dst = swap
-        in_out = not in_out
-        run *= 2
-    if not in_out:  # the sorted run ended in the spare buffer
-        for k in range(n):
-            out[k] = src[k]
+    mergesort.sort(out, n, spare, ranking)
 
 
 # -- one job -------------------------------------------------------------------------------------

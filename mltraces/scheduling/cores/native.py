@@ -14,7 +14,7 @@ from pathlib import Path
 from mltraces.compiled import Build, Cores
 
 #: the modules written for Cython (see ``setup.py``)
-CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore")
+CORES = ("efcore", "efrounds", "gandivacore", "leasecore", "chronuscore", "mergesort")
 PACKAGE = __name__.rpartition(".")[0]
 FOLDER = Path(__file__).parent
 SET = Cores(PACKAGE, FOLDER, CORES, "the scheduling cores")

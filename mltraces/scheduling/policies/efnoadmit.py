@@ -34,7 +34,7 @@ import numpy as np
 from mltraces.scheduling.base import Setup
 from mltraces.scheduling.errors import SchedulingError
 from mltraces.scheduling.events import arrival_groups
-from mltraces.scheduling.policies.elasticflow import model_tables, overhead_tables
+from mltraces.scheduling.policies.elasticflow import cluster_of, model_tables
 from mltraces.scheduling.results import Recorder
 
 
@@ -49,7 +49,7 @@ class EDFElastic:
 
 def _replay(setup: Setup) -> Recorder:
     """Run :class:`.efrounds.NoAdmit` on the setup's arrays and fill a :class:`Recorder`."""
-    from mltraces.scheduling.cores import efrounds  # the compiled rounds load only when needed
+    from mltraces.scheduling.cores import efcore, efrounds  # loaded only when needed
 
     jobs, total = setup.jobs, setup.gpus
     n = len(jobs)
@@ -59,13 +59,12 @@ def _replay(setup: Setup) -> Recorder:
                                          np.arange(n))
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
     met, gpu_seconds = np.zeros(n, np.bool_), np.zeros(n)
-    run = efrounds.NoAdmit(
-        etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
-        np.array([j.deadline for j in jobs], np.float64), tables.model, total,
-        float(setup.slot), setup.cluster.nodes, setup.cluster.gpus_per_node,
-        *overhead_tables(setup), setup.overhead.period(setup.slot), *tables.arrays(), start,
-        finish, met, gpu_seconds,
-    )  # fmt: skip
+    replayed = efrounds.Jobs(etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
+                             np.array([j.deadline for j in jobs], np.float64), tables.model,
+                             np.zeros(n, np.bool_))
+    record = efrounds.Record(start, finish, gpu_seconds, met, np.ones(n, np.bool_),
+                             np.full(n, np.nan))
+    run = efrounds.NoAdmit(replayed, cluster_of(setup), efcore.Tables(*tables.arrays()), record)
     failed = run.run()
     if failed >= 0:
         raise SchedulingError(f"no room on the nodes for job {jobs[failed].job_id!r} "

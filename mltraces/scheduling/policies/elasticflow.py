@@ -61,7 +61,8 @@ class ModelTables:
     cap: np.ndarray
 
     def arrays(self) -> tuple[np.ndarray, ...]:
-        """The tables in the order the compiled functions take them."""
+        """The tables in the order :class:`.efcore.Tables` takes them (one argument for
+        the compiled planner and rounds)."""
         return self.speed, self.levels, self.nlev, self.fit, self.fitrow, self.cap
 
 
@@ -152,33 +153,45 @@ class ElasticFlow:
 
 
 def _replay(setup: Setup, reprice_all: bool) -> Recorder:
-    """Run :func:`.efrounds.replay` on the setup's arrays and fill a :class:`Recorder`."""
+    """Run :class:`.efrounds.Admit` on the setup's arrays and fill a :class:`Recorder`."""
     jobs, total, nodes = setup.jobs, setup.gpus, setup.cluster.nodes
     n = len(jobs)
     setup.check_memory("elasticflow", 8.0 * (total * (total + 1) + nodes * (n + 263) + 8 * total),
                        "its tables grow as GPUs x GPUs and nodes x jobs")
-    from mltraces.scheduling.cores import efrounds  # the compiled rounds load only when needed
+    from mltraces.scheduling.cores import efcore, efrounds  # loaded only when needed
 
     tables, _ = model_tables(setup)
     rec = setup.recorder()
     submit = np.array([j.submit_time for j in jobs], float)
     etimes, eptr, ejobs = arrival_groups(submit, np.arange(n))
-    plain, restart, cached = overhead_tables(setup)
+    replayed = efrounds.Jobs(
+        etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
+        np.array([j.deadline for j in jobs], np.float64), tables.model,
+        np.array(jobs.best_effort, np.bool_),  # a copy: the column is read-only
+    )
     admitted = np.ones(n, np.bool_)
     start, finish = np.full(n, np.nan), np.full(n, np.nan)
     met, gpu_seconds, logged_end = np.zeros(n, np.bool_), np.zeros(n), np.full(n, np.nan)
-    times, allocated, marks, rounds, n_rounds = efrounds.replay(
-        0.0, etimes, eptr, ejobs, np.array([float(j.iterations) for j in jobs]),
-        np.array([j.deadline for j in jobs], np.float64), tables.model, total,
-        float(setup.slot), reprice_all, setup.cluster.nodes, setup.cluster.gpus_per_node,
-        setup.cluster.nodes_per_switch, plain, restart, cached, setup.overhead.period(setup.slot),
-        *tables.arrays(), admitted, start, finish, met, gpu_seconds,
-        np.array(jobs.best_effort, np.bool_), logged_end,  # a copy: the column is read-only
-    )  # fmt: skip
+    run = efrounds.Admit(replayed, cluster_of(setup), efcore.Tables(*tables.arrays()),
+                         efrounds.Record(start, finish, gpu_seconds, met, admitted, logged_end),
+                         reprice_all)
+    run.run()
+    times, allocated, rounds = run.results()
     rec.admitted, rec.start, rec.finish = admitted.tolist(), start.tolist(), finish.tolist()
     rec.met, rec.gpu_seconds = met.tolist(), gpu_seconds.tolist()
     rec.logged_finish = logged_end.tolist()
-    rec.times, rec.allocated = times[:marks].tolist(), allocated[:marks].tolist()
-    rec.rounds = rounds[0, :n_rounds].tolist()
-    rec.efficiency = (rounds[1, :n_rounds] / total).tolist()
+    rec.times, rec.allocated = times.tolist(), allocated.tolist()
+    rec.rounds = rounds[0].tolist()
+    rec.efficiency = (rounds[1] / total).tolist()
     return rec
+
+
+def cluster_of(setup: Setup):
+    """The setup's cluster and round rules as the compiled rounds take them
+    (:class:`.efrounds.Cluster`)."""
+    from mltraces.scheduling.cores import efrounds
+
+    cluster = setup.cluster
+    return efrounds.Cluster(setup.gpus, cluster.nodes, cluster.gpus_per_node,
+                            cluster.nodes_per_switch, float(setup.slot),
+                            setup.overhead.period(setup.slot), *overhead_tables(setup))

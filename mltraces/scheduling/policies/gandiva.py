@@ -94,11 +94,12 @@ class Gandiva:
         speedups = setup.speedups()
         weight = np.array([speedups[j.index].get(j.num_gpu, np.nan) if speedups else np.nan
                            for j in jobs], float)
+        sets = gandivacore.Sets(sizes, span, capacity, setup.cluster.nodes, per_node, setup.gpus,
+                                len(jobs))
+        replayed = gandivacore.Jobs(kind, duration, plain, restart, weight, etime, eptr, ejobs)
         times, allocated, n_marks, rounds, n_rounds = gandivacore.replay(
-            kind, sizes, span, capacity, duration,
-            plain, restart, etime, eptr, ejobs, setup.cluster.nodes, per_node, setup.gpus,
-            float(setup.slot), setup.overhead.period(setup.slot), start, finish, gpu_seconds,
-            weight,
+            sets, replayed, float(setup.slot), setup.overhead.period(setup.slot), start, finish,
+            gpu_seconds,
         )
         start -= phase
         finish -= phase
