@@ -1,12 +1,30 @@
 """Build the scheduling cores as C extensions when Cython and a C compiler are available.
 
 Everything else about the package is in pyproject.toml. The cores
-(``mltraces/scheduling/cores/{efcore,efrounds,gandivacore,leasecore,chronuscore}.py``, see
-``mltraces/scheduling/cores/native.py``) are Cython pure-Python-mode modules: the same
-files run as plain Python when they could not be compiled, so a failed build is
-a notice, never an error. Each built extension gets a ``.sha256`` beside it
-naming the source it was compiled from; the package runs the source instead of
-an extension whose source has changed since (an editable install after an edit).
+(:data:`COMPILED`: the scheduling cores, see ``mltraces/scheduling/cores/native.py``, and
+the prefix cache's, ``mltraces/prefixcache/native.py``) are Cython
+pure-Python-mode modules: the same files run as plain Python when they could not
+be compiled, so a failed build is a notice, never an error. Each built extension
+gets a ``.sha256`` beside it naming the source it was compiled from; the package
+runs the source instead of an extension whose source has changed since (an
+editable install after an edit).
+
+What keeps the build short (a fresh ``pip install -e .`` on two cores):
+
+- the modules are translated, then compiled, in parallel (one job per core);
+- Cython's memoryview support, which every core uses, is generated and compiled
+  once, in a shared module (:data:`SHARED`) the cores import, not once per core
+  (it was two fifths of every core's C);
+- no pickling support for the cores' classes (``auto_pickle``: a seventh of their C;
+  nothing pickles them, a replay's results are arrays);
+- no debug information (``-g0``): a C core is debugged through its Python source,
+  which runs unchanged (``MLTRACES_INTERPRETED=1``);
+- ``-O2`` rather than Python's ``-O3``: the replays run as fast (the main job's replays
+  measured against an ``-O3`` build, taking turns: within 1 %), for a fifth less compiling.
+
+``-ffp-contract=off -fno-fast-math`` keep every double operation rounding as in
+Python at any level, so compiled and interpreted replays agree bit for bit
+(``benchmarks/main_replays.py --compare`` against the ``-O3`` build: no replay differs).
 """
 
 from __future__ import annotations
@@ -19,10 +37,18 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", "mergesort")
-FOLDER = Path("mltraces") / "scheduling" / "cores"
+#: the scheduling cores (largest first: the longest compile starts first) and their package
+CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore", "mergesort")
+SCHEDULING = "mltraces.scheduling.cores"
 #: compiled cores outside the scheduling folder, by module name (the prefix-cache replay)
 MORE_CORES = ("mltraces.prefixcache.cachecore",)
+#: every module compiled at install, by dotted name (its source: that path + ``.py``)
+COMPILED = (
+    *(f"{SCHEDULING}.{name}" for name in CORES),
+    *MORE_CORES,
+)
+#: Cython's utility code the compiled modules share (memoryviews), one module for all
+SHARED = "mltraces._cyutility"
 #: bounds are not checked (every index is in range by construction, as it was under
 #: numba); negative indices wrap and division keeps Python's semantics (floor, modulo of
 #: negatives, ZeroDivisionError), so compiled and interpreted runs agree bit for bit
@@ -32,13 +58,21 @@ DIRECTIVES = {
     "wraparound": True,
     "cdivision": False,
     "initializedcheck": False,
+    "auto_pickle": False,  # no __reduce__ for the cores' classes: nothing pickles them
 }
-#: no fused multiply-add or other contraction: every double operation rounds as in Python
-C_FLAGS = ["-ffp-contract=off", "-fno-fast-math"]
+#: no fused multiply-add or other contraction: every double operation rounds as in Python;
+#: no debug information (a third of the compile time of Cython's C, never used at run time);
+#: -O2 after Python's -O3 (the later one counts)
+C_FLAGS = ["-ffp-contract=off", "-fno-fast-math", "-g0", "-O2"]
 
 
 def notice(message: str) -> None:
     print(f"mltraces: {message}", file=sys.stderr)
+
+
+def module_path(name: str, suffix: str) -> Path:
+    """``mltraces.scheduling.efcore`` -> ``mltraces/scheduling/efcore<suffix>``."""
+    return Path(*name.split(".")).with_suffix(suffix)
 
 
 def stamp(path: str) -> str:
@@ -46,12 +80,23 @@ def stamp(path: str) -> str:
     return f"{path}.sha256"
 
 
+def source_of(ext: Extension) -> Path:
+    """The file an extension was compiled from: its Python source, or the shared C."""
+    source = module_path(ext.name, ".py")
+    return source if source.is_file() else Path(ext.sources[0])
+
+
 class OptionalBuildExt(build_ext):
-    """Compile what can be compiled; say so and go on when a core cannot be.
+    """Compile what can be compiled, in parallel; say so and go on when a core cannot be.
 
     setuptools builds into ``build_lib`` and, for an editable install, copies the
     extensions into the source tree: each one's stamp goes along.
     """
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if self.parallel is None:  # one compile per core (pip passes no -j)
+            self.parallel = os.cpu_count() or 1
 
     def build_extension(self, ext: Extension) -> None:
         if self.compiler.compiler_type == "unix":
@@ -60,10 +105,9 @@ class OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as error:  # no compiler, missing headers, a failed compile
             notice(f"{ext.name} not compiled ({type(error).__name__}, is a C compiler "
-                   "installed?); it runs as plain Python, about 100 times slower")
+                   "installed?); the cores run as plain Python, about 100 times slower")
             return
-        source = Path(*ext.name.split(".")).with_suffix(".py")
-        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        digest = hashlib.sha256(source_of(ext).read_bytes()).hexdigest()
         Path(stamp(self.get_ext_fullpath(ext.name))).write_text(digest + "\n")
 
     def stamps(self) -> dict[str, str]:
@@ -95,18 +139,17 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions() -> list[Extension]:
-    """The cores as Cython extensions; none when Cython is missing."""
+    """The cores as Cython extensions, and their shared module; none when Cython is missing."""
     try:
         from Cython.Build import cythonize
     except ImportError:
         notice("Cython is not installed; the scheduling cores run as plain Python")
         return []
-    modules = [Extension(f"mltraces.scheduling.cores.{name}", [str(FOLDER / f"{name}.py")])
-               for name in CORES]
-    modules += [Extension(name, [str(Path(*name.split(".")).with_suffix(".py"))])
-                for name in MORE_CORES]
+    modules = [Extension(name, [str(module_path(name, ".py"))]) for name in COMPILED]
+    modules.insert(1, Extension(SHARED, [str(module_path(SHARED, ".c"))]))
     try:
-        built = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True)
+        built = cythonize(modules, compiler_directives=DIRECTIVES, quiet=True,
+                          nthreads=os.cpu_count() or 1, shared_utility_qualified_name=SHARED)
     except Exception as error:  # a Cython that cannot translate them: run them as Python
         notice(f"Cython could not translate the scheduling cores ({error}); they run as "
                "plain Python")

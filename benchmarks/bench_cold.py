@@ -15,14 +15,17 @@ part:
 * ``figures``: the README's main job ``mltraces figures --output figures/`` in the
   fresh cache, then warm (median of 3), and whether ``figures/`` is byte-identical to
   the committed one (``git status``);
-* ``tests``: the README's test command ``python -m pytest`` (wall time, exit status).
+* ``tests``: the README's test command ``python -m pytest`` (wall time, exit status);
+* ``wheel``: ``pip wheel . -w dist --no-deps`` once (the cores compiled into a wheel),
+  then that wheel into a fresh venv with its dependencies (``[test]``), and again alone
+  (``--no-deps``): what a lab's other machines pay instead of a build.
 
 Also prints what each install costs: the size of numba + llvmlite (base) or of the
 compiled cores (``*.so``), and the time ``setup.py build_ext`` takes to compile them.
 Wall seconds on a shared machine are noisy: the load is printed; compare the two
 revisions from one run::
 
-    python benchmarks/bench_cold.py [--base e672374] [--parts schedule,figures,tests]
+    python benchmarks/bench_cold.py [--base e672374] [--parts schedule,figures,tests,wheel]
         [--repeat 5] [--revs base,head]
 """
 
@@ -46,6 +49,8 @@ SCHEDULE = ["schedule", "--trace", "itp/cluster10", "--policy", "edf,elasticflow
 
 
 CPU: list[float] = [0.0]  # CPU seconds of the last run()'s process tree
+INSTALL_CPU: list[float] = [0.0]  # CPU seconds of the last timed install
+MEASURED: dict[str, str] = {}  # what --record writes into results.json, by part
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
@@ -85,6 +90,7 @@ def prepare(rev: str, name: str) -> tuple[Path, Path, float]:
     python = clone / ".venv" / "bin" / "python"
     run([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], clone)
     seconds, _ = run([str(python), "-m", "pip", "install", "--quiet", "-e", ".[test]"], clone)
+    INSTALL_CPU[0] = CPU[0]
     return clone, python, seconds
 
 
@@ -99,15 +105,15 @@ def install_cost(clone: Path, python: Path) -> str:
     site = next((clone / ".venv" / "lib").glob("python3*/site-packages"))
     numba = sum(f.stat().st_size for name in ("numba", "llvmlite")
                 for f in (site / name).rglob("*") if f.is_file())
-    cores = sum(f.stat().st_size for f in (clone / "mltraces" / "scheduling").glob("*.so"))
+    cores = sum(f.stat().st_size for f in (clone / "mltraces").rglob("*.so"))  # + shared
     if numba:
         return f"numba + llvmlite installed: {numba / 2**20:.0f} MB"
     if not cores:
         return "no compiled cores (they run as Python)"
     run([str(python), "-m", "pip", "install", "--quiet", "cython>=3.1", "setuptools>=77"], clone)
     seconds, _ = run([str(python), "setup.py", "build_ext", "--inplace", "--force"], clone)
-    return (f"compiled cores: {cores / 2**20:.1f} MB of extensions, build_ext {seconds:.1f} s "
-            "(Cython + a C compiler at install only)")
+    return (f"compiled cores: {cores / 2**20:.1f} MB of extensions, build_ext {seconds:.1f} s, "
+            f"{CPU[0]:.1f} CPU-s (Cython + a C compiler at install only)")
 
 
 def forget_compiled(clone: Path) -> None:
@@ -169,13 +175,43 @@ def bench_tests(clone: Path, python: Path) -> None:
         print(f"  {label}: {seconds:7.1f} s  ({summary}; {load()})")
 
 
+def bench_wheel(clone: Path, python: Path) -> None:
+    """Build a wheel once, then install it where nothing is compiled: a fresh venv with the
+    dependencies, and the wheel alone into a venv that has them."""
+    dist = clone / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    build, _ = run([str(python), "-m", "pip", "wheel", ".", "-w", str(dist), "--no-deps",
+                    "--quiet"], clone)
+    [wheel] = dist.glob("mltraces-*.whl")
+    print(f"  pip wheel . --no-deps: {build:.1f} s, {wheel.stat().st_size / 2**20:.1f} MB "
+          f"({load()})")
+    venv = clone.parent / "wheel-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    run([sys.executable, "-m", "venv", str(venv)], clone)
+    other = venv / "bin" / "python"
+    run([str(other), "-m", "pip", "install", "--quiet", "--upgrade", "pip"], clone)
+    with_deps, _ = run([str(other), "-m", "pip", "install", "--quiet", f"{wheel}[test]"], clone)
+    alone, _ = run([str(other), "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--force-reinstall", str(wheel)], clone)
+    check = ("from mltraces.scheduling.cores import native; import sys; "
+             "sys.exit(0 if native.build().compiled else 1)")
+    compiled = run([str(other), "-c", check], venv, check=False)[1].returncode == 0
+    print(f"  the wheel into a fresh venv with its [test] dependencies: {with_deps:.1f} s; "
+          f"the wheel alone: {alone:.1f} s; cores compiled there: {compiled} ({load()})")
+    MEASURED["wheel"] = (f"`pip wheel . --no-deps` {build:.0f} s once; that wheel into a fresh "
+                         f"venv with its [test] dependencies {with_deps:.0f} s, alone "
+                         f"{alone:.1f} s, cores compiled: {compiled} ({load()})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default=BASE, help=f"baseline revision (default {BASE})")
     parser.add_argument("--revs", default="base,head", help="which revisions to measure")
     parser.add_argument("--parts", default="schedule,figures",
-                        help="schedule, figures, tests (comma-separated)")
+                        help="schedule, figures, tests, wheel (comma-separated)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--record", action="store_true", help="write the installs and the "
+                        "wheel into benchmarks/results.json (harness.record_result)")
     args = parser.parse_args()
     if not (UPSTREAM / "MANIFEST.tsv").exists():
         raise SystemExit(f"needs the upstream files at {UPSTREAM}")
@@ -186,14 +222,28 @@ def main() -> None:
         rev = revisions[name]
         print(f"{name} ({rev}): fresh clone and venv ...", flush=True)
         clone, python, install = prepare(rev, name)
-        print(f"  pip install -e '.[test]': {install:.1f} s  ({load()})")
-        print(f"  {install_cost(clone, python)}")
+        print(f"  pip install -e '.[test]': {install:.1f} s, {INSTALL_CPU[0]:.1f} CPU-s  "
+              f"({load()})")
+        cost = install_cost(clone, python)
+        print(f"  {cost}")
+        MEASURED[f"install {name}"] = (f"{name} ({rev}) {install:.0f} s, {INSTALL_CPU[0]:.0f} "
+                                       f"CPU-s ({load()}; {cost})")
         if "schedule" in parts:
             bench_schedule(clone, args.repeat)
         if "figures" in parts:
             bench_figures(clone)
         if "tests" in parts:
             bench_tests(clone, python)
+        if "wheel" in parts:
+            bench_wheel(clone, python)
+    if args.record:
+        from harness import record_result
+
+        record_result("benchmarks/bench_cold.py",
+                      "set-up in a fresh clone and venv: `pip install -e \".[test]\"` for this "
+                      "checkout against a base commit in one run (CPU seconds beside the wall "
+                      "time), and a wheel built once, installed where nothing is compiled",
+                      "; ".join(f"{k}: {v}" for k, v in MEASURED.items()))
 
 
 if __name__ == "__main__":

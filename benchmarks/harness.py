@@ -70,3 +70,32 @@ def synthetic_alibaba_groups(groups: int = 400) -> Path:
         WORK / "alibaba_groups.csv.xz",
         lambda p: writer("zeus/alibaba_groups.csv.xz")(p, groups, 2024),
     )
+
+
+RESULTS = ROOT / "benchmarks" / "results.json"
+
+
+def record_result(script: str, measures: str, result: str) -> None:
+    """Write one benchmark's result into ``benchmarks/results.json`` (the documentation's
+    performance page is drawn from it) with today's date and this checkout's commit: the
+    entry with the same script and ``measures`` is replaced, else one is added."""
+    import datetime
+    import json
+    import subprocess
+
+    commit = subprocess.run(["git", "rev-parse", "--short=8", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.strip()
+    data = json.loads(RESULTS.read_text(encoding="utf-8"))
+    entry = {"script": script, "measures": measures, "result": result,
+             "recorded": datetime.datetime.now(datetime.UTC).date().isoformat(),
+             "commit": commit}
+    results = data["results"]
+    same = [i for i, r in enumerate(results) if (r["script"], r["measures"]) == (script, measures)]
+    if same:
+        results[same[0]] = entry
+    else:
+        results.append(entry)
+    tmp = RESULTS.with_name(RESULTS.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, RESULTS)
+    print(f"recorded in {RESULTS.relative_to(ROOT)}: {result}")

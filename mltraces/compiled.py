@@ -30,7 +30,11 @@ from typing import Any
 
 from mltraces import config
 
-__all__ = ["Build", "Cores", "compiled_from_source"]
+__all__ = ["SHARED", "Build", "Cores", "compiled_from_source"]
+
+#: Cython's utility code (memoryviews) that ``setup.py`` compiles once for every core,
+#: ``mltraces._cyutility``: a compiled core imports it, so without it none can run
+SHARED = "_cyutility"
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,15 @@ def compiled_from_source(path: Path, source: Path) -> bool:
     return recorded == hashlib.sha256(source.read_bytes()).hexdigest()
 
 
+def _extension(folder: Path, name: str) -> Path | None:
+    """The built extension of module ``name`` in ``folder``, if there is one."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = folder / f"{name}{suffix}"
+        if path.is_file():
+            return path
+    return None
+
+
 @dataclass
 class Cores:
     """One engine's compiled cores: the package they live in, their names, what they do.
@@ -67,11 +80,7 @@ class Cores:
 
     def extension(self, name: str) -> Path | None:
         """The built extension of core ``name`` beside its source, if there is one."""
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = self.folder / f"{name}{suffix}"
-            if path.is_file():
-                return path
-        return None
+        return _extension(self.folder, name)
 
     def build(self) -> Build:
         """Which this process runs (decided once: a process never mixes the two)."""
@@ -90,6 +99,9 @@ class Cores:
             if not compiled_from_source(path, self.folder / f"{name}.py"):
                 return Build(False, f"{name}.py changed since it was compiled; "
                                     "`pip install -e .` compiles it again")
+        if _extension(Path(__file__).parent, SHARED) is None:
+            return Build(False, f"their shared Cython module (mltraces.{SHARED}) was not "
+                                "compiled at install; `pip install -e .` compiles it with them")
         return Build(True)
 
     def notice(self, what: str | None = None, *, plural: bool = True) -> str | None:

@@ -331,6 +331,7 @@ def common_schema() -> TableSchema:
     return get_schema(JOBS_TABLE)
 
 
+@cache
 def rule_names() -> list[str]:
     """The common rules a mapping's ``warnings`` may name (``end_not_before_start``,
     ``num_gpu: minimum 0``, ``primary key (trace, cluster, job_id)``, ...)."""
@@ -397,7 +398,8 @@ def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
 
 
 def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
-               extra: Iterable[str] = (), absolute: bool = False) -> str:
+               extra: Iterable[str] = (), absolute: bool = False, origin: str | None = None
+               ) -> str:
     """``SELECT`` of the common columns (schema order) of one mapped table.
 
     ``relation`` is the table's typed view (or any relation with its columns),
@@ -405,7 +407,8 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     through after the common ones (``_source``, ``_row`` for validation).
     ``absolute`` counts the seconds of clock and unix times from the Unix epoch
     instead of the trace's origin (no scan for the first submission: a replay
-    counts from its own first job).
+    counts from its own first job). ``origin`` is SQL for second 0 already computed
+    (:func:`origin_sql`'s value, as a constant): a materialised part scans once.
     """
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
@@ -413,7 +416,7 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     checked_columns(entry, names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
     times = _Times(entry, expr, relation)
-    origin = "0" if absolute else times.origin()
+    origin = "0" if absolute else origin or times.origin()
     state, state_raw = _state(entry, expr)
 
     def typed(name: str, sql: str) -> str:
@@ -452,6 +455,14 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
             outer.append(quote_ident(f.name))
     outer += [quote_ident(c) for c in extra]
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {relation})")
+
+
+def origin_sql(entry: JobTable, relation: str, names: Iterable[str]) -> str:
+    """SQL of second 0 that :func:`select_sql` counts from: a constant, or a scan of
+    ``relation`` for the first submission (evaluate it once, then pass its value)."""
+    names = list(names)
+    expr = {k: _expression(v, names) for k, v in entry.columns.items()}
+    return _Times(entry, expr, relation).origin()
 
 
 def table_select_sql(entry: JobTable, *, extra: Iterable[str] = (), absolute: bool = False

@@ -271,12 +271,14 @@ def rules(entry: RequestTable) -> list[Rule]:
 
 
 def select_sql(entry: RequestTable, relation: str, names: Iterable[str], *,
-               extra: Iterable[str] = ()) -> str:
+               extra: Iterable[str] = (), origin: str | None = None) -> str:
     """``SELECT`` of the common columns (schema order) of one mapped table.
 
     ``relation`` is the table's typed view (or any relation with its columns),
     ``names`` its column names; ``extra`` columns of ``relation`` are passed through
-    after the common ones (``_source``, ``_row`` for validation).
+    after the common ones (``_source``, ``_row`` for validation). ``origin`` is SQL for
+    second 0 already computed (:func:`origin_sql`'s value, as a constant): a
+    materialised part scans for the first arrival once.
     """
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
@@ -284,7 +286,7 @@ def select_sql(entry: RequestTable, relation: str, names: Iterable[str], *,
     checked_columns(entry, names)
     expr = {k: expression(v, names) for k, v in entry.columns.items()}
     times = Times(entry, expr, relation, "arrival")
-    origin = times.origin()
+    origin = origin or times.origin()
     values = {
         "trace": sql_literal(entry.trace),
         "arrival_s": times.seconds("arrival", origin),
@@ -298,6 +300,14 @@ def select_sql(entry: RequestTable, relation: str, names: Iterable[str], *,
         parts.append(f"CAST({value} AS {types[f.name]}) AS {quote_ident(f.name)}")
     parts += [quote_ident(c) for c in extra]
     return f"SELECT {', '.join(parts)} FROM {relation}"
+
+
+def origin_sql(entry: RequestTable, relation: str, names: Iterable[str]) -> str:
+    """SQL of second 0 that :func:`select_sql` counts from: a constant, or a scan of
+    ``relation`` for the first arrival (evaluate it once, then pass its value)."""
+    names = list(names)
+    expr = {k: expression(v, names) for k, v in entry.columns.items()}
+    return Times(entry, expr, relation, "arrival").origin()
 
 
 def table_select_sql(entry: RequestTable, *, extra: Iterable[str] = ()) -> str:

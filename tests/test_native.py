@@ -104,7 +104,7 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     setup = (ROOT / "setup.py").read_text()
-    cores = ('CORES = ("gandivacore", "efcore", "efrounds", "leasecore", "chronuscore", '
+    cores = ('CORES = ("efrounds", "efcore", "gandivacore", "chronuscore", "leasecore", '
              '"mergesort")')
     more = 'MORE_CORES = ("mltraces.prefixcache.cachecore",)'
     assert cores in setup and more in setup
@@ -117,3 +117,21 @@ def test_a_build_without_a_compiler_installs_and_says_so(tmp_path) -> None:
     said = done.stderr
     assert ("not compiled" in said) or ("Cython is not installed" in said), said[-2000:]
     assert not list((tmp_path / "mltraces/scheduling/cores").glob("*.so"))
+    assert not list((tmp_path / "mltraces").glob("*.so"))  # nor their shared module
+
+
+def test_setup_compiles_exactly_the_cores_the_package_runs() -> None:
+    """``setup.py`` and the two sets of cores (:mod:`mltraces.scheduling.cores.native`,
+    :mod:`mltraces.prefixcache.native`) name the same modules, and the shared one."""
+    import ast
+
+    from mltraces import compiled
+    from mltraces.prefixcache import native as cache_native
+
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    found = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    assert set(ast.literal_eval(found["CORES"])) == set(native.CORES)
+    assert ast.literal_eval(found["SCHEDULING"]) == native.PACKAGE
+    assert ast.literal_eval(found["MORE_CORES"]) == (f"{cache_native.PACKAGE}.{cache_native.CORE}",)
+    assert ast.literal_eval(found["SHARED"]) == "mltraces." + compiled.SHARED

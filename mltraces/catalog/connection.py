@@ -11,7 +11,8 @@ does not break the others, and ``mltraces.status`` says what is ready and why no
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,11 @@ if TYPE_CHECKING:
     from mltraces.catalog.store import Built
 
 __all__ = ["attach_table", "connect"]
+
+
+#: per connection, the conversion each table's view reads: what views over tables derive from
+_read_by: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, Built]] = (
+    weakref.WeakKeyDictionary())
 
 
 class _Setup:
@@ -188,18 +194,26 @@ def _attach_all(con: duckdb.DuckDBPyConnection, setups: list[_Setup], strict: bo
     (:mod:`.warm`) without loading the registry, the downloads or the build machinery.
     A view over other tables is created last, once their status rows are on ``con``.
     """
+    pending = []
     for setup in setups:
         if setup.local is None:
             setup.built = warm.recall(setup.schema)
         if setup.built is None and _is_file_table(setup.schema):
-            _build(setup, strict)
+            pending.append(setup)
+    _build_all(pending, strict, _preparers(setups) if pending else {})
     store.lease([s.built.parquet for s in setups if s.built is not None])
     statuses: list[TableStatus] = []
+    read = _read_by.setdefault(con, {})
     for setup in setups:
+        members: dict[str, Built] | None = None
         if _needs(setup.schema):
             known = {**(read_status(con) or {}), **{s.table: s for s in statuses}}
             con.execute(status_sql(list(known.values())))
-        statuses.append(_attach(con, setup, strict))
+            members = dict(read)
+        statuses.append(_attach(con, setup, strict, members))
+        read.pop(setup.schema.name, None)
+        if setup.built is not None and statuses[-1].usable:
+            read[setup.schema.name] = setup.built
     return statuses
 
 
@@ -217,11 +231,118 @@ def _not_fetched(error: MltracesError) -> bool:
     return isinstance(error, NotFetchedError)
 
 
+#: what a view over other tables derives from one of them as soon as it is built
+Preparer = tuple[TableSchema, Callable[[TableSchema, "Built"], None]]
+
+
+def _preparers(setups: list[_Setup]) -> dict[str, list[Preparer]]:
+    """For each table a view on ``setups`` reads, that view's ``prepare`` hook (if any)."""
+    from mltraces.catalog.readers import reader_for
+
+    found: dict[str, list[Preparer]] = {}
+    for setup in setups:
+        names = _needs(setup.schema)
+        prepare = getattr(reader_for(setup.schema), "prepare", None) if names else None
+        for name in names if prepare else ():
+            found.setdefault(name, []).append((setup.schema, prepare))
+    return found
+
+
+def _build_all(setups: list[_Setup], strict: bool, preparers: dict[str, list[Preparer]]
+               ) -> None:
+    """Build ``setups``, one per core at a time (much of a conversion is one thread's work:
+    a CSV read in order, an archive unpacked in Python), each followed at once by what the
+    views reading it derive from it (so that overlaps the other builds too), largest
+    inputs first; the first error in their order is raised under ``strict``, once every
+    build has ended."""
+    unfetched = [s for s in setups if _unfetched(s)]
+    for setup in unfetched:  # each only says so, at once: no place in the pool
+        _build(setup, strict)
+    setups = [s for s in setups if s not in unfetched]
+    if len(setups) < 2 or (os.cpu_count() or 1) < 2:  # (a warm connect loads nothing more)
+        for setup in setups:
+            _build_and_prepare(setup, strict, preparers)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mltraces.catalog.buildcon import build_workers, out_of_memory, shared_builds
+
+    largest_first = sorted(setups, key=_input_bytes, reverse=True)
+    with shared_builds(), ThreadPoolExecutor(build_workers(len(setups))) as pool:
+        done = {id(s): pool.submit(_build_and_prepare, s, strict, preparers)
+                for s in largest_first}
+    for setup in setups:  # one short of the shared memory: again, alone now
+        if out_of_memory(done[id(setup)]):
+            from mltraces.logs import get_logger
+
+            get_logger(__name__).info("%s ran short of memory beside other builds; building "
+                                      "it again alone", setup.schema.name)
+            _build_and_prepare(setup, strict, preparers)
+        else:
+            done[id(setup)].result()
+
+
+def _unfetched(setup: _Setup) -> bool:
+    """A table set up only for a view over it (never fetched for it) whose files are not
+    in the cache: a warm connect naming ``mltraces.requests`` meets one per trace not
+    fetched."""
+    if setup.local is not None or setup.fetch:
+        return False
+    from mltraces.download.paths import local_path
+    from mltraces.registry import get_file
+
+    try:  # never downloaded at all (a file there, current or not, takes the full path)
+        return any(not local_path(get_file(f)).exists() for f in setup.schema.file_ids)
+    except (KeyError, MltracesError):  # the build says what is wrong
+        return False
+
+
+def _input_bytes(setup: _Setup) -> int:
+    """How much a build reads, roughly (its registry files' sizes; a local path's size)."""
+    if setup.local is not None:
+        try:
+            return setup.local.stat().st_size
+        except OSError:
+            return 0
+    from mltraces.registry import get_file
+
+    total = 0
+    for file_id in setup.schema.file_ids:
+        try:
+            total += get_file(file_id).size or 0
+        except (KeyError, MltracesError):  # an order only: the build itself says what is wrong
+            continue
+    return total
+
+
+def _build_and_prepare(setup: _Setup, strict: bool, preparers: dict[str, list[Preparer]]
+                       ) -> None:
+    _build(setup, strict)
+    for view, prepare in preparers.get(setup.schema.name, ()) if setup.built else ():
+        prepare(view, setup.built)  # its errors are its own: the view says them when attached
+
+
 def _build(setup: _Setup, strict: bool) -> None:
+    """Build one table; a failure is its status (raised under ``strict``). Short of memory
+    beside other builds, it raises, to be built again alone."""
+    import duckdb
+
     from mltraces.catalog.build import materialize
+    from mltraces.catalog.buildcon import BUILD_MEMORY, sharing
 
     try:
         setup.built = materialize(setup.schema, setup.local, fetch=setup.fetch)
+    except duckdb.OutOfMemoryException as short:
+        if sharing():
+            raise
+        from mltraces.catalog.problems import ConversionError
+
+        setup.error = ConversionError(
+            f"{setup.schema.name}: DuckDB ran out of memory converting it ({BUILD_MEMORY}, "
+            f"{str(short).splitlines()[0]})")
+        if strict:
+            raise setup.error from None
+        return
     except MltracesError as error:
         if strict and not _not_fetched(error):
             raise
@@ -231,8 +352,12 @@ def _build(setup: _Setup, strict: bool) -> None:
         warm.remember(setup.built)
 
 
-def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> TableStatus:
-    """Create one table's view, or a view that explains why it is unavailable."""
+def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool,
+            members: dict[str, Built] | None = None) -> TableStatus:
+    """Create one table's view, or a view that explains why it is unavailable.
+
+    ``members``: for a view over other tables, the conversions their views read.
+    """
     schema = setup.schema
     try:
         if setup.error is not None:
@@ -240,8 +365,12 @@ def _attach(con: duckdb.DuckDBPyConnection, setup: _Setup, strict: bool) -> Tabl
         if setup.built is None:  # not built: a table its source's reader serves itself
             from mltraces.catalog.readers import reader_for
 
-            return reader_for(schema).attach(con, schema, setup.local)
-        built = _view_over(con, setup)
+            reader = reader_for(schema)
+            over = getattr(reader, "attach_over", None)
+            if members is not None and over is not None:
+                return over(con, schema, setup.local, members)
+            return reader.attach(con, schema, setup.local)
+        built = setup.built = _view_over(con, setup)
     except MltracesError as error:
         if strict and not _not_fetched(error):
             raise
@@ -321,4 +450,21 @@ def attach_table(con: duckdb.DuckDBPyConnection, schema: TableSchema | str,
     [status] = _attach_all(con, [setup], strict)
     rows = {**(read_status(con) or {}), schema.name: status}
     con.execute(status_sql(list(rows.values())) + ";" + view_comments_sql([(schema, status)]))
+    _follow(con, schema.name)
     return status
+
+
+def _follow(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Views on ``con`` that read ``table`` (``mltraces.jobs``) read its new conversion."""
+    from mltraces.schema import get_schema
+
+    for name in read_status(con) or {}:
+        try:
+            view = get_schema(name)
+        except KeyError:  # a table given as a schema of its own: no view reads it
+            continue
+        if name != table and table in _needs(view):
+            [status] = _attach_all(con, [_Setup(view, None, fetch=False)], strict=False)
+            rows = {**(read_status(con) or {}), name: status}
+            con.execute(status_sql(list(rows.values())) + ";" +
+                        view_comments_sql([(view, status)]))

@@ -371,12 +371,9 @@ def convert_csv(request: ReadRequest) -> Conversion:
 
 
 def _connection(work: Path) -> duckdb.DuckDBPyConnection:
-    import duckdb
+    from mltraces.catalog.buildcon import build_connection
 
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    con.execute(f"SET temp_directory = {sql_literal(str(work))}")
-    return con
+    return build_connection(work)
 
 
 def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvInput],
@@ -391,6 +388,8 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
             con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_literal(str(out))} "
                         "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
             break
+        except duckdb.OutOfMemoryException:
+            raise  # the machine's limit, not a bad row: the caller may try again alone
         except duckdb.Error as error:
             disk = disk_problem(schema.name, out, error)
             if disk is not None:

@@ -25,6 +25,9 @@ jobs are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*
 counts each job once; ``mltraces.jobs_of('itp/elasticflow')`` (or its source,
 ``jobs_of('itp')``) serves it when asked for by name, its ``copy_of`` column naming
 the original.
+
+The view reads each mapped table's materialised part (:mod:`.parts`, through
+:mod:`.unions`): its rows in the common columns, written once beside its conversion.
 """
 
 from __future__ import annotations
@@ -67,8 +70,21 @@ def _empty() -> str:
     return empty_sql()
 
 
+def _select_over(entry: JobTable, relation: str, names: list[str], origin: str | None) -> str:
+    from mltraces.jobmap import select_sql
+
+    return select_sql(entry, relation, names, origin=origin)
+
+
+def _origin(entry: JobTable, relation: str, names: list[str]) -> str:
+    from mltraces.jobmap import origin_sql
+
+    return origin_sql(entry, relation, names)
+
+
 #: the jobs view's parts, for :mod:`.unions` (which unites ``mltraces.requests`` the same way)
-VIEW = UnionView("mltraces.jobs", FILTER_MACRO, _entries, _select, _empty, "job")
+VIEW = UnionView("mltraces.jobs", FILTER_MACRO, _entries, _select, _empty, "job",
+                 _select_over, _origin)
 
 
 def missing_notice(missing: list[tuple[JobTable, str]]) -> str:

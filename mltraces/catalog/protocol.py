@@ -97,6 +97,9 @@ class ViewReader(NamedTuple):
     kind: str = "view"
     local_status: Callable[[TableSchema, Path], TableStatus] | None = None
     needs: Callable[[TableSchema], list[str]] | None = None
+    attach_over: Callable[[Any, TableSchema, Path | None, Mapping[str, Any]], TableStatus
+                          ] | None = None
+    prepare: Callable[[TableSchema, Any], None] | None = None
 
 
 Reader = FileReader | ViewReader

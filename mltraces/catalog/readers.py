@@ -43,12 +43,21 @@ pipeline, too large for one Parquet file)::
     local_status(schema, local) -> TableStatus  # optional: a local override's, at once
                                                 # (nothing converted, hashed or fetched)
     needs(schema) -> list[str]                  # optional: catalog tables the view reads
+    attach_over(con, schema, local, members) -> TableStatus
+                                                # optional: attach, given the needed
+                                                # tables' conversions (table -> Built)
+    prepare(schema, built) -> None              # optional: derive the view's own files
+                                                # from one needed table's new conversion
 
 The view has the schema's fields in order; the status row says whether there is
 anything to read and, if not, how to get it. A view that reads other catalog
 tables (``mltraces.jobs``, the union of every mapped job table) names them in
 ``needs``: ``connect()`` sets them up first, from the cache unless they were asked
-for by name, and ``attach`` finds their state in ``mltraces.status``.
+for by name, and ``attach`` finds their state in ``mltraces.status``. With
+``attach_over``, ``connect()`` also hands it the conversions those tables' views
+read, so it can derive its own Parquet from exactly those files (:mod:`.parts`);
+``prepare``, when given, derives it as soon as each of them is converted, beside the
+other conversions (it must not raise: ``attach_over`` reports what failed).
 """
 
 from __future__ import annotations

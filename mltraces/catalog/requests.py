@@ -36,7 +36,20 @@ def _empty() -> str:
     return empty_sql()
 
 
-VIEW = UnionView("mltraces.requests", FILTER_MACRO, _entries, _select, _empty, "request")
+def _select_over(entry: object, relation: str, names: list[str], origin: str | None) -> str:
+    from mltraces.requestmap import select_sql
+
+    return select_sql(entry, relation, names, origin=origin)  # type: ignore[arg-type]
+
+
+def _origin(entry: object, relation: str, names: list[str]) -> str:
+    from mltraces.requestmap import origin_sql
+
+    return origin_sql(entry, relation, names)  # type: ignore[arg-type]
+
+
+VIEW = UnionView("mltraces.requests", FILTER_MACRO, _entries, _select, _empty, "request",
+                 _select_over, _origin)
 
 #: The built-in ``requests`` reader (``mltraces.catalog.readers.BUILTIN``).
 READER = reader(VIEW)

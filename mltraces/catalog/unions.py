@@ -16,12 +16,17 @@ and this module does the rest, as ``mltraces.jobs`` does for job tables
   listing the known names for one that does not exist;
 - a mapped table that is a ``copy_of`` another trace (ElasticFlow's annotated ITP jobs
   are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
-  counts each row once, and served by name through the macro.
+  counts each row once, and served by name through the macro;
+- with ``select_over`` (and ``origin``) named, each mapped table's rows, mapped, are
+  written once as typed Parquet (its *part*, :mod:`.parts`) as soon as the table is
+  converted, and the view reads those files instead of re-deriving every row through
+  every mapping on every query; a changed file or mapping rebuilds that table's part
+  only, and a table whose part cannot be written is read through its mapping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -39,9 +44,12 @@ from mltraces.errors import MltracesError
 if TYPE_CHECKING:
     import duckdb
 
+    from mltraces.catalog.parts import Part
+    from mltraces.catalog.store import Built
     from mltraces.schema import TableSchema
 
-__all__ = ["Coverage", "UnionView", "coverage", "missing_notice", "reader"]
+__all__ = ["Coverage", "UnionView", "coverage", "missing_notice", "prepare_union_part",
+           "reader", "union_part", "union_part_files"]
 
 
 class UnionView(NamedTuple):
@@ -53,6 +61,13 @@ class UnionView(NamedTuple):
     select: Callable[[Any], str]  # SELECT of the common columns of one mapped table
     empty: Callable[[], str]  # the common columns without rows
     what: str  # "request": what the mapped tables hold, for messages
+    #: SELECT of one mapped table's common columns over ``relation`` (its typed rows, with
+    #: columns ``names``), second 0 given as ``origin`` (SQL; None: scan for it): what a
+    #: materialised part holds (:mod:`.parts`); a view without it reads every table
+    #: through its mapping on every query
+    select_over: Callable[[Any, str, list[str], str | None], str] | None = None
+    #: SQL of one mapped table's second 0 over ``relation``: a constant, or a scan of it
+    origin: Callable[[Any, str, list[str]], str] | None = None
 
 
 class Coverage(NamedTuple):
@@ -113,16 +128,27 @@ def coverage(view: UnionView, statuses: dict[str, TableStatus]) -> Coverage:
     return Coverage(present, missing, unverified)
 
 
-def view_sql(view: UnionView, schema: TableSchema, present: list[Any]) -> str:
+def view_sql(view: UnionView, schema: TableSchema, present: list[Any],
+             files: Mapping[str, Path | None] | None = None) -> str:
     """``CREATE VIEW`` uniting the present tables (their rows, in trace order), copies of
-    another trace left out (:func:`filter_macro_sql` serves them by name)."""
+    another trace left out (:func:`filter_macro_sql` serves them by name).
+
+    ``files``: each table's materialised part, read instead of its mapping (one scan of
+    every file when all have one); a table without one is read through its mapping.
+    """
     from mltraces.exprcheck import parse_ahead
     from mltraces.mapping import shipped
 
+    files = files or {}
+    united = [t for t in present if copy_of(t) is None]
+    mapped = [t for t in united if files.get(t.table) is None]
     # one parse for every user mapping (each table then checks its own in its select)
-    parse_ahead(v for t in present if not shipped(t) for v in t.columns.values())
-    body = " UNION ALL ".join(f"({view.select(t)})" for t in present
-                              if copy_of(t) is None) or view.empty()
+    parse_ahead(v for t in mapped if not shipped(t) for v in t.columns.values())
+    if united and len(mapped) < len(united):
+        from mltraces.catalog.parts import parts_view_sql
+
+        return parts_view_sql(schema, [files.get(t.table) or view.select(t) for t in united])
+    body = " UNION ALL ".join(f"({view.select(t)})" for t in united) or view.empty()
     return f"CREATE OR REPLACE VIEW {schema.qualified} AS {body}"
 
 
@@ -183,8 +209,21 @@ def _status(view: UnionView, schema: TableSchema, found: Coverage) -> TableStatu
 
 
 def _attach(view: UnionView) -> Callable[[Any, TableSchema, Path | None], TableStatus]:
+    over = _attach_over(view)
+
     def attach(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None
                ) -> TableStatus:
+        return over(con, schema, local, {})
+
+    return attach
+
+
+def _attach_over(view: UnionView) -> Callable[[Any, TableSchema, Path | None,
+                                               Mapping[str, Any]], TableStatus]:
+    """The view's attach, given the conversions its tables' views read (``members``, by
+    table): each table with one is read from its materialised part (:mod:`.parts`)."""
+    def attach(con: duckdb.DuckDBPyConnection, schema: TableSchema, local: Path | None,
+               members: Mapping[str, Any]) -> TableStatus:
         from mltraces.catalog.views import unavailable_sql
 
         if local is not None:
@@ -198,7 +237,10 @@ def _attach(view: UnionView) -> Callable[[Any, TableSchema, Path | None], TableS
                       else f"no source maps a {view.what} table")
             con.execute(unavailable_sql(schema, reason) + ";" + macro)
             return TableStatus(schema.name, UNAVAILABLE, "upstream", None, reason)
-        con.execute(view_sql(view, schema, found.present) + ";" + macro)
+        files = {}
+        if view.select_over is not None and any(t.table in members for t in found.united):
+            files = union_part_files(view, schema, found.united, members)
+        con.execute(view_sql(view, schema, found.present, files) + ";" + macro)
         return _status(view, schema, found)
 
     return attach
@@ -232,7 +274,66 @@ def _cached_status(view: UnionView) -> Callable[[TableSchema], TableStatus]:
     return status
 
 
+# --------------------------------------------------------------------------- parts
+
+
+def union_part(view: UnionView, schema: TableSchema, entry: Any, member: Built) -> Part:
+    """The part of the mapped table ``entry`` of a union view, read from its conversion
+    ``member``; built with its second 0 found once (the view's own SQL scans for it in
+    every seconds column), as a constant read back exactly."""
+    from mltraces.catalog.parts import Part, member_names, member_relation
+    from mltraces.schema import sql_literal as literal
+
+    assert view.select_over is not None and view.origin is not None
+    relation, names = member_relation(member), member_names(member)
+
+    def prepare(con: duckdb.DuckDBPyConnection) -> str:
+        [(second,)] = con.execute(f"SELECT {view.origin(entry, relation, names)}").fetchall()
+        # the double as text (a repr round-trips; a bare decimal literal would be a
+        # DECIMAL, rounded on its way to a double)
+        origin = "CAST(NULL AS DOUBLE)" if second is None else (
+            f"CAST({literal(repr(float(second)))} AS DOUBLE)")
+        return view.select_over(entry, relation, names, origin)
+
+    return Part(schema, member, view.select_over(entry, relation, names, None), prepare)
+
+
+def union_part_files(view: UnionView, schema: TableSchema, united: Sequence[Any],
+                     members: Mapping[str, Built]) -> dict[str, Path | None]:
+    """Each united table's materialised part, leased; None for a table with no conversion
+    here or whose part cannot be written (a read-only cache, or a mapping that fails on
+    the data, which a query of the view then reports as before)."""
+    from mltraces.catalog.parts import leased_parts
+
+    tables = [t for t in united if t.table in members]
+    built = leased_parts([union_part(view, schema, t, members[t.table]) for t in tables])
+    return {t.table: b.parquet if b else None for t, b in zip(tables, built, strict=True)}
+
+
+def prepare_union_part(view: UnionView, schema: TableSchema, member: Built) -> None:
+    """Write ``member``'s part as soon as its conversion exists (``connect()`` runs this
+    beside the other conversions); a part that cannot be written is left to the view's
+    attach, which reads that table through its mapping (and says why in the log)."""
+    import duckdb
+
+    from mltraces.catalog.parts import materialize_part
+
+    entry = view.entries().get(member.schema.name)
+    if entry is None or copy_of(entry) is not None:  # a copy is not in the view
+        return
+    try:
+        materialize_part(union_part(view, schema, entry, member))
+    except (MltracesError, duckdb.OutOfMemoryException):
+        return
+
+
 def reader(view: UnionView) -> ViewReader:
     """The catalog's reader of ``view`` (a built-in reader named after its table)."""
+    prepare = None
+    if view.select_over is not None:
+        def prepare(schema: TableSchema, member: Any) -> None:
+            prepare_union_part(view, schema, member)
+
     return ViewReader(view.table.split(".", 1)[1], _attach(view), _cached_status(view),
-                      needs=lambda schema: sorted(view.entries()))
+                      needs=lambda schema: sorted(view.entries()),
+                      attach_over=_attach_over(view), prepare=prepare)

@@ -11,7 +11,8 @@ the way the cache keys everything by its inputs:
   catalog, the downloads and the table's source folder, by name, size and mtime);
 - the identity (size, mtime_ns, ctime_ns, inode) of every file the decision read:
   the Parquet and its record, the inputs the record stamps, each downloaded file and
-  its download stamp, and every ``source.json`` / ``citation.bib`` (the pins);
+  its download stamp, the record of a first-use pin (a file no publisher hash pins:
+  Azure's 2024 weeks), and every ``source.json`` / ``citation.bib`` (the pins);
 - the resolved folder of each download and of the cache root (no symlink swapped in).
 
 :func:`recall` serves the answer only while all of these are unchanged; anything
@@ -39,7 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["code_version", "recall", "remember", "warm_path"]
 
 #: Bump when the record's layout or meaning changes, so old records are never read.
-VERSION = 1
+VERSION = 2
+#: the origins of a verified download the full path gives (:func:`.plan.plan_for`)
+_ORIGINS = ("upstream", "upstream, first-use pinned")
 WARM_DIR = ".warm"
 _PACKAGE = Path(__file__).resolve().parents[1]
 
@@ -115,7 +118,8 @@ def _built(schema: TableSchema, saved: dict[str, Any]) -> store.Built:
         from mltraces.catalog.problems import DriftProblem
 
         warnings = tuple(DriftProblem(**w) for w in saved["warnings"])
-    return store.Built(schema, Path(saved["parquet"]), True, "upstream", int(saved["rows"]),
+    origin = saved["origin"] if saved["origin"] in _ORIGINS else _ORIGINS[0]
+    return store.Built(schema, Path(saved["parquet"]), True, origin, int(saved["rows"]),
                        tuple(saved["inputs"]), warnings)
 
 
@@ -129,7 +133,7 @@ def remember(built: store.Built) -> None:
     from mltraces.catalog.build import materialize
     from mltraces.errors import MltracesError, UnsafePathError
 
-    if _overridden() or not built.verified or built.origin != "upstream":
+    if _overridden() or not built.verified or built.origin not in _ORIGINS:
         return  # a user's pinned local file: checked again on each build, never recalled
     try:
         files, folders = _derived_from(built)
@@ -157,9 +161,14 @@ def _derived_from(built: store.Built) -> tuple[list[str], list[tuple[str, str]]]
     files += [Path(s["path"]) for s in record.get("stamps", [])]
     folders = [cache_root()]
     for file_id in built.schema.file_ids:
-        download = local_path(registry.get_file(file_id))
+        remote = registry.get_file(file_id)
+        download = local_path(remote)
         files += [download, stamp_path(download)]
         folders.append(download.parent)
+        if remote.first_use:  # what its bytes are held to
+            from mltraces.download.firstuse import record_path
+
+            files.append(record_path(remote))
     files.append(registry.SOURCES_DIR)  # a source folder added or removed
     for source in registry.source_folders():
         files += [source / registry.SOURCE_FILE, source / registry.CITATION_FILE]
@@ -170,7 +179,7 @@ def _derived_from(built: store.Built) -> tuple[list[str], list[tuple[str, str]]]
 def _write(built: store.Built, files: list[tuple[str, list[int] | None]],
            folders: list[tuple[str, str]]) -> None:
     saved = {"parquet": str(built.parquet), "rows": built.rows, "inputs": list(built.inputs),
-             "warnings": [w._asdict() for w in built.warnings]}
+             "origin": built.origin, "warnings": [w._asdict() for w in built.warnings]}
     record = {"key": _key(built.schema), "built": saved, "files": files, "folders": folders}
     target = warm_path(built.schema.name)
     writable(target.parent)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from mltraces.catalog.buildcon import build_connection
 from mltraces.catalog.csv_reader import convert_csv
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
 from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
@@ -34,8 +35,11 @@ WITH tasks AS (
            coalesce(sum(plan_gpu * inst_num), 0) / 100 AS num_gpu,
            sum(plan_cpu * inst_num) / 100 AS num_cpu,
            sum(plan_mem * inst_num) AS mem_gb,
-           string_agg(DISTINCT gpu_type, '|' ORDER BY gpu_type) FILTER (WHERE plan_gpu > 0)
-               AS gpu_type,
+           -- the distinct GPU types asked for, sorted, '|'-joined; NULL for none (an
+           -- ordered DISTINCT string_agg, the same, cost a fifth of the whole conversion)
+           CASE WHEN len(list_distinct(list(gpu_type) FILTER (WHERE plan_gpu > 0))) > 0
+                THEN array_to_string(list_sort(list_distinct(
+                    list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END AS gpu_type,
            min(start_time) FILTER (WHERE start_time > 0) AS first_task_start,
            max(end_time) FILTER (WHERE end_time > 0) AS last_task_end
     FROM read_parquet({tasks}) GROUP BY job_name
@@ -109,8 +113,6 @@ def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
 
 def convert_jobs(request: ReadRequest) -> Conversion:
     """Read the job, task and group-tag CSVs with typed checks, then join them into one Parquet."""
-    import duckdb
-
     schema = request.schema
     outputs: dict[str, Path] = {}
     warnings: list[DriftProblem] = []
@@ -132,9 +134,8 @@ def convert_jobs(request: ReadRequest) -> Conversion:
     columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
                         if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
     query = _JOIN.format(columns=columns, **{k: sql_path(v) for k, v in outputs.items()})
-    con = duckdb.connect()
+    con = build_connection(request.work)
     try:
-        con.execute(f"SET temp_directory = {sql_literal(str(request.work))}")
         con.execute(f"COPY ({query}) TO {sql_literal(str(request.out))} "
                     "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
         rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")

@@ -134,11 +134,11 @@ def _what(field: Field) -> str:
 
 def _typed_copy(schema: TableSchema, raw_path: Path, label: str, out: Path, work: Path) -> int:
     """Type the raw text rows into ``out``: every value checked first, then cast."""
-    import duckdb
 
-    con = duckdb.connect()
+    from mltraces.catalog.buildcon import build_connection
+
+    con = build_connection(work)
     try:
-        con.execute(f"SET temp_directory = {sql_literal(str(work))}; SET TimeZone = 'UTC'")
         raw = f"read_parquet({sql_path(raw_path)})"
         problems = _value_problems(con, schema, raw, label)
         if problems:

@@ -1,0 +1,150 @@
+"""DuckDB for building tables: what every conversion's own connection needs, in one place.
+
+Conversions (the CSV reader, a source's own readers, the parts of a mapped view)
+run on a DuckDB of their own: instants in UTC (as on every catalog connection),
+scratch files in the conversion's own folder, and buffers bounded. Unbounded,
+DuckDB takes up to 80 % of the machine's memory for its buffers: a first build of
+the published job tables peaked over 1.3 GB (Helios's four CSVs in one pass,
+PAI's join), where bounded it spills a sort or a join to the scratch folder and
+stays under :data:`BUILD_MEMORY` plus the interpreter.
+
+Several conversions can run at once (``connect()`` builds the tables it needs on
+every core: much of a conversion is one thread's work, reading a CSV in order or
+unpacking an archive in Python). Inside :func:`shared_builds` they share one
+DuckDB, each on a cursor of its own, so the bound holds for all of them together
+and DuckDB's threads are shared, not multiplied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mltraces.schema import sql_literal
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    import duckdb
+
+__all__ = ["BUILD_MEMORY", "build_connection", "build_workers", "out_of_memory", "shared_builds",
+           "sharing"]
+
+#: DuckDB's buffer memory for the conversions running at one time (its ``memory_limit``)
+BUILD_MEMORY = "600MB"
+
+
+class _Shared:
+    """The DuckDB the conversions share while a :func:`shared_builds` block is open (made
+    when the first of them needs it: a block whose tables are all reused makes none)."""
+
+    con: duckdb.DuckDBPyConnection | None = None
+    scratch: Path | None = None
+    holders = 0
+    failed = False  # no scratch folder or DuckDB could be made: each conversion has its own
+
+
+_lock = threading.Lock()
+_state = _Shared()
+
+
+def build_workers(tasks: int) -> int:
+    """How many conversions to run at once: one per core, no more than there are."""
+    return max(1, min(tasks, os.cpu_count() or 1))
+
+
+def out_of_memory(future: Future[Any]) -> bool:
+    """True when a build in a pool ran short of the memory it shared with the others: it is
+    run again alone, with the whole bound, once they are done (it wrote nothing)."""
+    import duckdb
+
+    return isinstance(future.exception(), duckdb.OutOfMemoryException)
+
+
+def _fresh(work: Path | None) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(config={"memory_limit": BUILD_MEMORY})
+    try:
+        if work is not None:
+            con.execute(f"SET temp_directory = {sql_literal(str(work))}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def build_connection(work: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection for one conversion: UTC, bounded memory, spilling into ``work``
+    (inside :func:`shared_builds`, a cursor of the shared DuckDB, which spills into its own
+    scratch folder)."""
+    with _lock:
+        if _state.holders and _state.con is None and not _state.failed:
+            _open_shared()
+        con = _state.con.cursor() if _state.con is not None else None
+    if con is None:
+        con = _fresh(work)
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _scratch() -> Path:
+    """Where the conversions running together spill: ``convert-PID-shared`` in the tables
+    folder (proven inside the cache), removed after them; a killed run's goes with the next
+    conversion, as every ``convert-PID-*`` folder of a dead process."""
+    from mltraces.catalog.store import tables_dir
+    from mltraces.config import cache_dir
+    from mltraces.containment import proven_folder
+
+    folder = proven_folder(cache_dir(), tables_dir(), "the tables folder", create=True)
+    scratch = folder / f"convert-{os.getpid()}-shared"
+    scratch.mkdir(exist_ok=True)
+    return scratch
+
+
+def sharing() -> bool:
+    """True inside :func:`shared_builds` (a build short of memory there is tried again alone)."""
+    with _lock:
+        return _state.holders > 0
+
+
+def _open_shared() -> None:
+    """Make the shared DuckDB (under the lock); where it cannot be made, remember that."""
+    import duckdb
+
+    from mltraces.errors import MltracesError
+
+    try:
+        scratch = _scratch()
+        _state.con, _state.scratch = _fresh(scratch), scratch
+    except (OSError, duckdb.Error, MltracesError):  # an unwritable cache: each conversion
+        _state.failed = True  # then says why, on its own connection
+
+
+@contextmanager
+def shared_builds() -> Iterator[None]:
+    """Conversions started inside (from any thread) share one DuckDB, which spills into a
+    scratch folder of its own; where none can be made, each conversion has its own."""
+    with _lock:
+        _state.holders += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _state.holders -= 1
+            if not _state.holders:
+                if _state.con is not None:
+                    _state.con.close()
+                if _state.scratch is not None:
+                    shutil.rmtree(_state.scratch, ignore_errors=True)
+                _state.con = _state.scratch = None
+                _state.failed = False

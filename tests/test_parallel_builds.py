@@ -1,0 +1,91 @@
+"""``connect()`` builds the tables it needs one per core at a time, on one bounded DuckDB."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+import synthetic
+from catalog_fixtures import scalar
+
+from mltraces.catalog import build, buildcon, connect, parts, store
+
+SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
+pytestmark = pytest.mark.filterwarnings("ignore::mltraces.errors.PartialViewWarning")
+
+
+@pytest.fixture
+def acme_files(tmp_path: Path) -> dict[str, Path]:
+    return {SEREN: synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 300, seed=3),
+            KALOS: synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 200, seed=4)}
+
+
+def test_tables_are_built_side_by_side_on_one_shared_duckdb(acme_files, monkeypatch) -> None:
+    monkeypatch.setattr(buildcon.os, "cpu_count", lambda: 2)
+    seen: list[tuple[str, bool]] = []
+    real = build.materialize
+
+    def watched(schema, *args, **kwargs):
+        seen.append((threading.current_thread().name, buildcon.sharing()))
+        return real(schema, *args, **kwargs)
+
+    monkeypatch.setattr(build, "materialize", watched)
+    con = connect([SEREN, KALOS], local=acme_files)
+    try:
+        assert scalar(con, f"SELECT count(*) FROM {SEREN}") == 300
+    finally:
+        con.close()
+    assert len(seen) == 2 and all(shared for _, shared in seen)
+    assert all(name != threading.main_thread().name for name, _ in seen)
+    assert buildcon._state.con is None and not buildcon.sharing()  # closed, scratch removed
+    assert not list(store.tables_dir().glob("convert-*-shared"))
+
+
+def _short_of_memory_when_shared(real):
+    def run(*args, **kwargs):
+        if buildcon.sharing():
+            raise duckdb.OutOfMemoryException("could not allocate block (test)")
+        return real(*args, **kwargs)
+    return run
+
+
+def test_a_table_short_of_the_shared_memory_is_built_again_alone(acme_files,
+                                                                 monkeypatch) -> None:
+    monkeypatch.setattr(buildcon.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(build, "materialize", _short_of_memory_when_shared(build.materialize))
+    con = connect([SEREN, KALOS], local=acme_files, strict=True)
+    try:
+        assert scalar(con, f"SELECT count(*) FROM {KALOS}") == 200
+    finally:
+        con.close()
+
+
+def test_a_table_short_of_memory_alone_is_unavailable_with_why(acme_files, monkeypatch) -> None:
+    def never(*args, **kwargs):
+        raise duckdb.OutOfMemoryException("could not allocate block (test)")
+
+    monkeypatch.setattr(build, "materialize", never)
+    con = connect([KALOS], local=acme_files)
+    try:
+        state, reason = con.execute("SELECT state, reason FROM mltraces.status WHERE "
+                                    f"table_name = '{KALOS}'").fetchone()
+        assert state == "unavailable" and "ran out of memory converting it" in reason
+    finally:
+        con.close()
+
+
+def test_a_part_short_of_the_shared_memory_is_written_again_alone(acme_files,
+                                                                  monkeypatch) -> None:
+    monkeypatch.setattr(buildcon.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(parts, "materialize_part",
+                        _short_of_memory_when_shared(parts.materialize_part))
+    con = connect(["mltraces.jobs", SEREN, KALOS], local=acme_files)
+    try:
+        sql = scalar(con, "SELECT sql FROM duckdb_views() WHERE schema_name = 'mltraces' "
+                          "AND view_name = 'jobs'")
+        assert "mltraces.jobs@acme.seren_jobs" in sql and "mltraces.jobs@acme.kalos" in sql
+        assert scalar(con, "SELECT count(*) FROM mltraces.jobs") == 500
+    finally:
+        con.close()
