@@ -116,13 +116,19 @@ def test_a_lease_program_stops_at_its_time_limit() -> None:
         assert max(used) <= 100
 
 
-def test_chronus_replays_a_hard_program_in_bounded_time_and_says_so() -> None:
-    trace = three_partition(20)
-    result = schedule(trace, "n25g4", None, Chronus(time_limit=0.25), slot=240)
+@pytest.fixture(scope="module")
+def hard_replay():
+    """A 60-job exact 3-partition replayed by Chronus with a 0.1 s solver limit (each of its
+    lease programs stops there), once for the tests that read it."""
+    return schedule(three_partition(20), "n25g4", None, Chronus(time_limit=0.1), slot=240)
+
+
+def test_chronus_replays_a_hard_program_in_bounded_time_and_says_so(hard_replay) -> None:
+    result = hard_replay
     jobs = result.jobs
     assert jobs["finish_time"].notna().all()
     [note] = result.notes
-    assert "reached the 0.25 s solver time limit (the artifact gives its solver 5 s)" in note
+    assert "reached the 0.1 s solver time limit (the artifact gives its solver 5 s)" in note
     assert "packed instead, as the artifact does" in note
     assert result.summary["notes"].iloc[0] == note.split(": ", 1)[1]
     small = schedule(three_partition(2), "n25g4", None, "chronus", slot=240)
@@ -136,11 +142,10 @@ def test_chronus_time_limit_is_checked() -> None:
             Chronus(time_limit=bad)  # type: ignore[arg-type]
 
 
-def test_the_cli_prints_a_replays_notes(monkeypatch, capsys, tmp_path: Path) -> None:
+def test_the_cli_prints_a_replays_notes(hard_replay, monkeypatch, capsys, tmp_path: Path) -> None:
     from mltraces.commands import schedule as command
 
-    result = schedule(three_partition(20), "n25g4", None, Chronus(time_limit=0.25), slot=240)
-    monkeypatch.setattr(command, "_replay", lambda cases, args: result)
+    monkeypatch.setattr(command, "_replay", lambda cases, args: hard_replay)
     monkeypatch.setattr(command, "_generated_cases", lambda *a: [])
     assert main(["schedule", "--generate", "num_jobs=1", "--cluster", "n25g4", "--policy",
                  "chronus", "--summary", "--format", "json"]) == 0

@@ -76,6 +76,7 @@ schedule(crowded_trace(), "n4g8", profiles(WIDE), "gandiva").jobs.to_csv(
 """
 
 
+@pytest.mark.slow  # every core interpreted, in a child process
 def test_the_cores_run_as_python_without_cython_and_give_the_same_jobs(tmp_path) -> None:
     """Where the extensions were not built (no compiler), Cython is not installed either
     (it is a build requirement only): the cores run on :mod:`mltraces.cyshim`, job for job equal."""

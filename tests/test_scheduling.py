@@ -887,6 +887,7 @@ print(kept["windowed"], kept["fast"])
 """
 
 
+@pytest.mark.slow  # reprices every job after every step of a whole replay
 def test_elasticflow_price_reuse_equals_repricing_every_job_after_every_step(tmp_path) -> None:
     """The prices kept across a scaling step (:func:`efcore.keep`) change no job's outcome.
 

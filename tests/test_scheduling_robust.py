@@ -141,6 +141,7 @@ _BURST = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # 80,000 jobs
 def test_a_burst_of_80000_one_second_jobs_replays_in_seconds() -> None:
     """80,000 jobs at one instant: FIFO used to visit every waiting job at every completion
     (5 k took 1 s, 50 k 85 s); the queue replay is n log n. On 8 GPUs the last batch of 8

@@ -95,7 +95,8 @@ class _OnTheEngine:
 
 
 @pytest.mark.parametrize("policy", [FIFO(), SJF()], ids=["fifo", "sjf"])
-@pytest.mark.parametrize("trace", ["duration", "fractional", "iterations"])
+@pytest.mark.parametrize("trace", ["duration", pytest.param("fractional", marks=pytest.mark.slow),
+                                   pytest.param("iterations", marks=pytest.mark.slow)])
 def test_the_queue_replay_matches_the_engine(policy, trace: str) -> None:
     if trace == "iterations":
         # uneven speeds, and a GPU count without a profile (speed 0: it holds its GPUs)
