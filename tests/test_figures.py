@@ -882,6 +882,32 @@ def test_the_committed_record_of_renders_matches_the_committed_figures() -> None
         assert hashlib.sha256((COMMITTED / name).read_bytes()).hexdigest() == digest, name
 
 
+@pytest.mark.upstream
+def test_no_committed_figure_data_is_a_copy_of_an_upstream_file(upstream_dir: Path) -> None:
+    """figures/ holds our data, never the publishers' (the repository redistributes no
+    trace): no committed CSV has half or more of its rows in one real upstream file."""
+    upstream = {}
+    for path in upstream_dir.rglob("*"):
+        if path.is_file() and path.stat().st_size < 50_000_000 and path.suffix not in {
+                ".gz", ".xz", ".tar", ".zip", ".tsv"}:
+            text = path.read_bytes().decode("utf-8", "replace").replace("\r", "")
+            upstream[path] = set(text.splitlines())
+    assert upstream
+    for csv in sorted(COMMITTED.glob("*.csv")):
+        rows = csv.read_text(encoding="utf-8").splitlines()
+        for path, lines in upstream.items():
+            shared = sum(row in lines for row in rows)
+            assert shared < 2 or shared < len(rows) / 2, f"{csv.name} copies {path}"
+
+
+@pytest.mark.upstream
+def test_a_figure_of_a_published_file_writes_no_copy_of_it(real_con, tmp_path: Path) -> None:
+    [result] = figures.render_all(real_con, output_dir=tmp_path, names=["acme_cluster_summary"],
+                                  processes=1)
+    assert result.data is None and not (tmp_path / "acme_cluster_summary.csv").exists()
+    assert (tmp_path / "acme_cluster_summary.png").is_file()
+
+
 def test_cli_fails_when_a_local_file_is_wrong(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -274,7 +274,8 @@ def render_all(
         bar.update()
 
     def draw_or_reuse(spec: FigureSpec, table: pd.DataFrame) -> None:
-        data_files[spec.name] = write_data(spec.name, table, output_dir)
+        if not spec.data_is_upstream:
+            data_files[spec.name] = write_data(spec.name, table, output_dir)
         task = (spec.name, table, unverified_inputs(con, spec.inputs), str(output_dir), style)
         key = render.render_key(*task[:3], style)
         current = None if redraw else render.up_to_date(spec.name, key, output_dir, record,

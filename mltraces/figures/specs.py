@@ -41,6 +41,9 @@ class FigureSpec:
             Fig. 1"``); empty for our own analysis.
         paper: The paper ``figure`` refers to, e.g. ``"Zeus (NSDI'23)"`` (each paper's
             ``figures.py`` says which; no list of papers here).
+        data_is_upstream: The figure draws a published file as it is, so its data CSV
+            would be a copy of upstream data, which mltraces never redistributes: none is
+            written (the table answers ``mltraces sql`` instead).
     """
 
     name: str
@@ -52,6 +55,7 @@ class FigureSpec:
     any_of: tuple[str, ...] = ()
     figure: str = ""
     paper: str = ""
+    data_is_upstream: bool = False
 
     @property
     def inputs(self) -> tuple[str, ...]:
