@@ -191,12 +191,7 @@ class Revision:
         self.name, self.tree = name, tree
         self.cache = WORK / f"cache-{scale:g}-{name}"
         shutil.rmtree(self.cache, ignore_errors=True)
-        # bytecode cached as on a user's machine (this shell may say not to write it)
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLTRACES_")
-                       and k != "PYTHONDONTWRITEBYTECODE"},
-                    "MLTRACES_MIRROR": str(root), "MLTRACES_CACHE": str(self.cache),
-                    "PYTHONPATH": str(tree),
-                    "PYTHONPYCACHEPREFIX": str(WORK / "pycache" / name)}
+        self.env = harness.revision_env(name, tree, root, self.cache)
         self.steps: dict[str, dict] = {}
         self.warm: list[dict] = []
 
@@ -305,9 +300,6 @@ def _compare(view: list[list[str]], baseline: list[list]) -> None:
         assert abs(found[2] - hours) <= 0.005 * max(hours, 1.0), (trace, cluster, found, hours)
 
 
-def _goal(value: float, goal: float) -> str:
-    return "meets" if value <= goal else "misses"
-
 
 def report(revisions: dict[str, Revision]) -> None:
     """Each goal: base, head, their ratio, and the goal (quiet machine) with the load."""
@@ -324,7 +316,8 @@ def report(revisions: dict[str, Revision]) -> None:
     for label, value, goal in rows:
         values = [value(revisions[n]) for n in names]
         ratio = (f"{values[0] / values[-1]:11.1f}x" if len(names) == 2 and values[-1] else "")
-        target = (f"   <= {GOALS[goal]:g}: {_goal(values[-1], GOALS[goal])}" if goal else "")
+        verdict = harness.meets(values[-1], GOALS[goal]) if goal else ""
+        target = f"   <= {GOALS[goal]:g}: {verdict}" if goal else ""
         print(f"{label:36}" + "".join(f"{v:12.2f}" for v in values) + ratio + target)
     loads = sorted(step["load"] for r in revisions.values()
                    for step in [*r.steps.values(), *r.warm])
@@ -395,9 +388,7 @@ def summary(revisions: dict[str, Revision], jobs: int) -> str:
     loads = sorted(step["load"] for r in revisions.values()
                    for step in [*r.steps.values(), *r.warm])
 
-    def pair(value: float, before: float | None, unit: str, digits: int = 1) -> str:
-        text = f"{value:.{digits}f} {unit}"
-        return text + (f" (base {before:.{digits}f} {unit})" if before is not None else "")
+    pair = harness.beside_base
 
     first = head.steps["first"]
     was = base.steps["first"] if base else None

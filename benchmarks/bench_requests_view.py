@@ -176,12 +176,7 @@ class Revision:
         self.name, self.tree = name, tree
         self.cache = WORK / f"cache-{scale:g}-{name}"
         shutil.rmtree(self.cache, ignore_errors=True)
-        # bytecode cached as on a user's machine (this shell may say not to write it)
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("MLTRACES_")
-                       and k != "PYTHONDONTWRITEBYTECODE"},
-                    "MLTRACES_MIRROR": str(mirror), "MLTRACES_CACHE": str(self.cache),
-                    "PYTHONPATH": str(tree),
-                    "PYTHONPYCACHEPREFIX": str(WORK / "pycache" / name)}
+        self.env = harness.revision_env(name, tree, mirror, self.cache)
         self.first: dict = {}
         self.warm: list[dict] = []
 
@@ -207,9 +202,6 @@ class Revision:
         return statistics.median(w[key] for w in self.warm)
 
 
-def _goal(value: float, goal: float) -> str:
-    return "meets" if value <= goal else "misses"
-
 
 def report(revisions: dict[str, Revision]) -> list[tuple[str, list[float], str]]:
     """Each measure: base, head, their ratio, and the goal (quiet machine) with the load."""
@@ -228,7 +220,8 @@ def report(revisions: dict[str, Revision]) -> list[tuple[str, list[float], str]]
     for label, value, goal in rows:
         values = [value(revisions[n]) for n in names]
         ratio = (f"{values[0] / values[-1]:11.1f}x" if len(names) == 2 and values[-1] else "")
-        target = (f"   <= {GOALS[goal]:g}: {_goal(values[-1], GOALS[goal])}" if goal else "")
+        verdict = harness.meets(values[-1], GOALS[goal]) if goal else ""
+        target = f"   <= {GOALS[goal]:g}: {verdict}" if goal else ""
         print(f"{label:42}" + "".join(f"{v:12.2f}" for v in values) + ratio + target)
         measured.append((label, values, goal or ""))
     return measured
@@ -244,9 +237,7 @@ def _summary(revisions: dict[str, Revision], requests: int) -> str:
     head, base = revisions["head"], revisions.get("base")
     low, high = _loads(revisions)
 
-    def pair(value: float, before: float | None, unit: str, digits: int = 1) -> str:
-        text = f"{value:.{digits}f} {unit}"
-        return text + (f" (base {before:.{digits}f} {unit})" if before is not None else "")
+    pair = harness.beside_base
 
     first = pair(head.first["seconds"], base.first["seconds"] if base else None, "s")
     peak = pair(head.first["peak"] / 2**30, base.first["peak"] / 2**30 if base else None, "GB",

@@ -99,3 +99,25 @@ def record_result(script: str, measures: str, result: str) -> None:
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, RESULTS)
     print(f"recorded in {RESULTS.relative_to(ROOT)}: {result}")
+
+
+def revision_env(name: str, tree: Path, mirror: Path, cache: Path) -> dict[str, str]:
+    """The environment of one revision's child processes: its own tree first on the path,
+    its own cache and the mirror, no other ``MLTRACES_`` setting, and bytecode cached as on
+    a user's machine (this shell may say not to write it), apart per revision."""
+    kept = {k: v for k, v in os.environ.items()
+            if not k.startswith("MLTRACES_") and k != "PYTHONDONTWRITEBYTECODE"}
+    return {**kept, "MLTRACES_MIRROR": str(mirror), "MLTRACES_CACHE": str(cache),
+            "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(WORK / "pycache" / name)}
+
+
+def meets(value: float, goal: float) -> str:
+    """Whether a measure is within its goal, in a word."""
+    return "meets" if value <= goal else "misses"
+
+
+def beside_base(value: float, before: float | None, unit: str, digits: int = 1) -> str:
+    """A measure with the base revision's beside it, when one was measured."""
+    text = f"{value:.{digits}f} {unit}"
+    return text + (f" (base {before:.{digits}f} {unit})" if before is not None else "")
+
