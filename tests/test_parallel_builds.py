@@ -43,6 +43,38 @@ def test_tables_are_built_side_by_side_on_one_shared_duckdb(acme_files, monkeypa
     assert not list(store.tables_dir().glob("convert-*-shared"))
 
 
+def test_shared_builds_run_each_query_on_its_own_thread_and_in_parallel() -> None:
+    """The shared DuckDB has no threads of its own (one per query, the caller's: a
+    build per core costs a quarter less CPU than each query spread over every core);
+    two builds on two threads each still get their answer."""
+    started = threading.Barrier(2, timeout=30)
+    found: dict[str, tuple] = {}
+
+    def query(name: str) -> None:
+        con = buildcon.build_connection()
+        try:
+            started.wait()  # both inside DuckDB together: neither waits for the other's end
+            found[name] = con.execute(
+                "SELECT current_setting('threads'), sum(i) FROM range(2000000) t(i)").fetchone()
+        finally:
+            con.close()
+
+    with buildcon.shared_builds():
+        workers = [threading.Thread(target=query, args=(n,)) for n in "ab"]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    assert sorted(found) == ["a", "b"]
+    assert {row[0] for row in found.values()} == {buildcon.SHARED_THREADS} == {1}
+    assert all(row[1] == 2000000 * 1999999 // 2 for row in found.values())
+    alone = buildcon.build_connection()  # outside the block: DuckDB's own threads, per core
+    try:
+        assert alone.execute("SELECT current_setting('threads')").fetchone()[0] >= 1
+    finally:
+        alone.close()
+
+
 def _short_of_memory_when_shared(real):
     def run(*args, **kwargs):
         if buildcon.sharing():
