@@ -363,7 +363,8 @@ def convert_csv(request: ReadRequest) -> Conversion:
         raise SchemaDriftError(schema.name, errors)
     con = _connection(request.work)
     try:
-        rows = _copy(con, schema, parts, request.out)
+        rows = _copy(con, schema, parts, request.out,
+                     "uncompressed" if request.scratch else "zstd")
         warnings += _nul_findings(con, schema, parts, request.out)
     finally:
         con.close()
@@ -377,7 +378,7 @@ def _connection(work: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvInput],
-          out: Path) -> int:
+          out: Path, compression: str) -> int:
     """COPY every input to ``out``: the fast read, else the exact one, else a diagnosis."""
     import duckdb
 
@@ -386,7 +387,7 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
         union = " UNION ALL BY NAME ".join(_select(schema, p, mode) for p in parts)
         try:
             con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_literal(str(out))} "
-                        "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+                        f"(FORMAT parquet, COMPRESSION {compression}, ROW_GROUP_SIZE 122880)")
             break
         except duckdb.OutOfMemoryException:
             raise  # the machine's limit, not a bad row: the caller may try again alone

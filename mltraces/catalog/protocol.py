@@ -64,12 +64,18 @@ class InputFile(NamedTuple):
 
 
 class ReadRequest(NamedTuple):
-    """Everything a :class:`FileReader` gets: what to read, where to write, scratch space."""
+    """Everything a :class:`FileReader` gets: what to read, where to write, scratch space.
+
+    ``scratch``: ``out`` is an intermediate another reader reads once and removes (a part
+    of a joined table), so it is written uncompressed: zstd took a third of the CPU of
+    converting PAI's three CSVs, for a file that lives a few seconds.
+    """
 
     schema: TableSchema
     inputs: list[InputFile]
     out: Path
     work: Path
+    scratch: bool = False
 
 
 class Conversion(NamedTuple):

@@ -123,7 +123,7 @@ def convert_jobs(request: ReadRequest) -> Conversion:
         outputs[part] = request.work / f"{part}.parquet"
         part_schema = _part_schema(schema, part)
         try:
-            done = convert_csv(ReadRequest(part_schema, [item], outputs[part], work))
+            done = convert_csv(ReadRequest(part_schema, [item], outputs[part], work, scratch=True))
         except SchemaDriftError as error:
             errors.extend(error.problems)
             continue

@@ -1,0 +1,59 @@
+"""A reader's intermediate Parquet (``ReadRequest.scratch``) is written uncompressed; a
+table's own conversion stays zstd-compressed."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import duckdb
+import pytest
+from catalog_fixtures import loopback_only  # noqa: F401
+from synthetic_sources import served
+
+from mltraces.catalog import InputFile, ReadRequest, build, connect
+from mltraces.catalog.csv_reader import convert_csv
+from mltraces.schema import get_schema
+
+synthetic = importlib.import_module("mltraces.sources.alibaba_pai.synthetic")
+
+
+def _codecs(parquet: Path) -> set[str]:
+    return {c for (c,) in duckdb.sql(f"SELECT DISTINCT compression FROM "
+                                     f"parquet_metadata('{parquet}')").fetchall()}
+
+
+@pytest.mark.parametrize(("scratch", "codec"), [(True, "UNCOMPRESSED"), (False, "ZSTD")])
+def test_scratch_output_is_uncompressed(tmp_path: Path, scratch: bool, codec: str) -> None:
+    frame = synthetic.frames(20)["group_tag_table"]
+    path = tmp_path / "group_tags.csv"
+    frame.to_csv(path, header=False, index=False)
+    item = InputFile("pai_group_tag_table.csv", path, {})
+    schema = get_schema("alibaba_pai.group_tags")
+    out = tmp_path / "out.parquet"
+    done = convert_csv(ReadRequest(schema, [item], out, tmp_path, scratch=scratch))
+    assert done.rows == 20
+    assert _codecs(out) == {codec}
+
+
+def test_pai_jobs_joins_uncompressed_parts_into_a_compressed_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mltraces.sources.alibaba_pai import readers
+
+    seen: list[ReadRequest] = []
+    real = readers.convert_csv
+
+    def watched(request: ReadRequest):
+        seen.append(request)
+        return real(request)
+
+    monkeypatch.setattr(readers, "convert_csv", watched)
+    with served(tmp_path, ["alibaba_pai"], monkeypatch, rows=50):
+        con = connect(tables=["alibaba_pai.jobs"], strict=True)
+        table = build.materialize("alibaba_pai.jobs", fetch=False).parquet  # (reused)
+    try:
+        assert con.execute("SELECT count(*) FROM alibaba_pai.jobs").fetchone() == (50,)
+    finally:
+        con.close()
+    assert len(seen) == 3 and all(r.scratch for r in seen)
+    assert _codecs(table) == {"ZSTD"}
