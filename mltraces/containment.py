@@ -41,11 +41,24 @@ def folder_inside(root: Path, folder: Path, what: str) -> None:
     temporary file and a rename, which replaces (never follows) a link at the name.
     """
     key = (str(root), str(folder))
-    if key in _proven:
+    if key in _proven or _below_proven(root, folder):
         return
     inside(root, folder, what)
     if folder.is_dir():
         _proven.add(key)
+
+
+def _below_proven(root: Path, folder: Path) -> bool:
+    """True when ``folder`` does not exist and its nearest existing ancestor is ``root`` or a
+    folder proven inside it: a name that does not exist is no link, so the path resolves
+    under that ancestor (a catalog of every table on a fresh cache asks this ~1,000 times;
+    resolving each path twice cost ~15 ms of its ~165 ms)."""
+    path = top = str(folder)
+    while not os.path.lexists(path):
+        path, name = os.path.split(path)
+        if name in ("", ".", ".."):
+            return False
+    return path != top and (path == str(root) or (str(root), path) in _proven)
 
 
 def proven_folder(root: Path, folder: Path, what: str, *, create: bool = False) -> Path:

@@ -155,6 +155,25 @@ def dir_mirror(upstream_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return upstream_dir
 
 
+# The slow run's longest files (a notebook, a page of examples, a solver at its limit take
+# 10-45 s each): run first, and handed out one test at a time (--maxschedchunk 1) while the
+# other workers are busy, so that none of them starts last and holds the run alone. Files
+# stay whole, so module fixtures are made as often as before.
+RUN_FIRST = ("test_notebooks.py", "test_docs_examples.py", "test_hostile_round3_scheduling.py",
+             "test_scheduling_upstream.py", "test_request_sources.py", "test_docs.py",
+             "test_interop_stream.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("markexpr", "") == "slow" and hasattr(config.option, "maxschedchunk"):
+        config.option.maxschedchunk = config.option.maxschedchunk or 1
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: place for place, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     state = "present" if (UPSTREAM / "MANIFEST.tsv").is_file() else "ABSENT (real-data tests skip)"
     return f"mltraces upstream files: {UPSTREAM} {state}; cpu count {os.cpu_count()}"

@@ -15,9 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from conftest import serve_directory
+import pytest
+from conftest import ENV_VARS, serve_directory
 
 from mltraces import registry, synthetic
+from mltraces.catalog import connect
 
 
 def written_ids(name: str) -> list[str]:
@@ -45,3 +47,23 @@ def served(root: Path, names: list[str], monkeypatch: Any, *, rows: int | None =
         registry.set_override(None)
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def served_catalog(folder: Path, names: list[str], tables: list[str], *, rows: int, seed: int
+                   ) -> Iterator[Any]:
+    """A catalog of ``tables`` built from ``names``' synthetic files (served as :func:`served`
+    serves them) in a cache of its own under ``folder``: built once for every test of a
+    module that only reads it (views point at absolute Parquet paths, so it keeps working
+    while each test has a fresh cache of its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ENV_VARS:
+            patch.delenv(name, raising=False)
+        patch.setenv("MLTRACES_CACHE", str(folder / "cache"))
+        patch.setenv("MLTRACES_SOURCES", "")
+        with served(folder / "mirror", names, patch, rows=rows, seed=seed):
+            con = connect(tables=tables, strict=True)
+    try:
+        yield con
+    finally:
+        con.close()

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from catalog_fixtures import loopback_only, real_catalog, rows  # noqa: F401
-from synthetic_sources import served
+from synthetic_sources import served_catalog
 
 from mltraces.catalog import connect
 from mltraces.cli import main
@@ -320,12 +320,12 @@ def test_philly_csv_loads_through_import_and_exports_back_byte_for_byte(
 # ------------------------------------------------------------------------------ Philly (synthetic)
 
 
-@pytest.fixture
-def philly_con(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    with served(tmp_path / "mirror", ["philly"], monkeypatch, rows=3000, seed=5):
-        con = connect(tables=["philly.jobs"], strict=True)
-    yield con
-    con.close()
+@pytest.fixture(scope="module")
+def philly_con(tmp_path_factory: pytest.TempPathFactory):
+    """Synthetic Philly jobs, built once for the module's tests (they only read them)."""
+    folder = tmp_path_factory.mktemp("philly-3000")
+    with served_catalog(folder, ["philly"], ["philly.jobs"], rows=3000, seed=5) as con:
+        yield con
 
 
 def test_philly_job_log_round_trips_through_export_and_import(philly_con, user_root: Path,

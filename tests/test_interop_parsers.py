@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 from catalog_fixtures import loopback_only, real_catalog  # noqa: F401
 from interop_harness import SIMULATORS, ready, run_driver, source_root
-from synthetic_sources import served
+from synthetic_sources import served_catalog
 
 from mltraces.catalog import connect
 from mltraces.interop.exporting import export
@@ -39,12 +39,12 @@ def real(real_catalog):  # noqa: F811
     return real_catalog
 
 
-@pytest.fixture
-def philly_con(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    with served(tmp_path / "mirror", ["philly"], monkeypatch, rows=4000, seed=7):
-        con = connect(tables=["philly.jobs"], strict=True)
-    yield con
-    con.close()
+@pytest.fixture(scope="module")
+def philly_con(tmp_path_factory: pytest.TempPathFactory):
+    """Synthetic Philly jobs, built once for the module's tests (they only read them)."""
+    folder = tmp_path_factory.mktemp("philly-4000")
+    with served_catalog(folder, ["philly"], ["philly.jobs"], rows=4000, seed=7) as con:
+        yield con
 
 
 def test_elasticflow_replays_our_annotated_export_as_we_do(real, tmp_path: Path, http_mirror,

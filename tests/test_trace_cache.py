@@ -38,10 +38,20 @@ def _imports_duckdb(*argv: str) -> bool:
     return done.stderr.strip().splitlines()[-1] == "True"
 
 
+def _run_here(*argv: str, capsys: pytest.CaptureFixture) -> str:
+    """``mltraces`` in this process: what a cold run does needs no process of its own (the
+    warm runs the tests compare with it, and the probes of DuckDB, are fresh processes)."""
+    from mltraces.cli import main
+
+    capsys.readouterr()
+    assert main(["-q", *argv]) == 0
+    return capsys.readouterr().out
+
+
 @pytest.fixture
-def warm_cli(dir_mirror: Path, isolated_cache: Path) -> str:
+def warm_cli(dir_mirror: Path, isolated_cache: Path, capsys: pytest.CaptureFixture) -> str:
     """One cold ``mltraces simulate``: it reads the catalog and saves the arrays."""
-    first = _run(*SIMULATE)
+    first = _run_here(*SIMULATE, capsys=capsys)
     assert trace_cache.cache_file().is_file()
     return first
 
@@ -97,7 +107,8 @@ def test_changed_code_invalidates_the_arrays(warm_cli: str, monkeypatch) -> None
         "numbers as text",
     ],
 )
-def test_a_tampered_file_is_never_used(warm_cli: str, tamper: str) -> None:
+def test_a_tampered_file_is_never_used(warm_cli: str, tamper: str,
+                                       capsys: pytest.CaptureFixture) -> None:
     path = trace_cache.cache_file()
     key = trace_cache.current_key()
     with np.load(path, allow_pickle=False) as saved:
@@ -117,7 +128,8 @@ def test_a_tampered_file_is_never_used(warm_cli: str, tamper: str) -> None:
             arrays["train/batch_size"] = arrays["train/batch_size"].astype(str)
         _savez(path, arrays)
     assert trace_cache.load(key) is None
-    assert _run(*SIMULATE) == warm_cli  # read through the catalog instead, and healed
+    # read through the catalog instead, and healed
+    assert _run_here(*SIMULATE, capsys=capsys) == warm_cli
     assert trace_cache.load(key) is not None
 
 
@@ -127,7 +139,8 @@ def _savez(path: Path, arrays: dict) -> None:
 
 
 def test_local_files_never_use_or_write_the_arrays(dir_mirror: Path, isolated_cache: Path,
-                                                   upstream_dir: Path) -> None:
+                                                   upstream_dir: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
     trace = next(upstream_dir.rglob("summary_train.csv"))
-    _run(*SIMULATE, "--local", f"zeus.train={trace}")
+    _run_here(*SIMULATE, "--local", f"zeus.train={trace}", capsys=capsys)
     assert not trace_cache.cache_file().exists()

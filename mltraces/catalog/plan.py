@@ -105,7 +105,8 @@ def _not_fetched(schema: TableSchema, missing: list[Any]) -> NotFetchedError:
     ids = " ".join(f.id for f in missing)
     from mltraces.download import unavailable
 
-    failed = [why for f in missing if (why := unavailable.reasons().get(f.id))]
+    known = unavailable.reasons()  # (read once: a file of the cache)
+    failed = [why for f in missing if (why := known.get(f.id))]
     if failed:  # fetching again would fail the same way: say what works instead
         return NotFetchedError(
             f"{schema.name}: not fetched, and unavailable here ({failed[0]}); "
