@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
     import duckdb
 
-__all__ = ["BUILD_MEMORY", "build_connection", "build_workers", "out_of_memory", "shared_builds",
-           "sharing"]
+__all__ = ["BUILD_MEMORY", "build_connection", "build_workers", "in_utc", "out_of_memory",
+           "shared_builds", "sharing"]
 
 #: DuckDB's buffer memory for the conversions running at one time (its ``memory_limit``)
 BUILD_MEMORY = "600MB"
@@ -97,8 +97,11 @@ def build_connection(work: Path | None = None) -> duckdb.DuckDBPyConnection:
         if _state.holders and _state.con is None and not _state.failed:
             _open_shared()
         con = _state.con.cursor() if _state.con is not None else None
-    if con is None:
-        con = _fresh(work)
+    return in_utc(con if con is not None else _fresh(work))
+
+
+def in_utc(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` with instants in UTC, as on every catalog connection (closed if that fails)."""
     try:
         con.execute("SET TimeZone = 'UTC'")
     except BaseException:

@@ -270,13 +270,9 @@ def _checking_connection() -> duckdb.DuckDBPyConnection:
     new DuckDB costs ~11 ms; the checks only read Parquet, and leave nothing on it)."""
     import duckdb
 
-    con = duckdb.connect()
-    try:
-        con.execute("SET TimeZone = 'UTC'")
-    except BaseException:
-        con.close()
-        raise
-    return con
+    from mltraces.catalog.buildcon import in_utc
+
+    return in_utc(duckdb.connect())
 
 
 def _unchecked(schema: TableSchema, error: MltracesError) -> dict:
