@@ -40,8 +40,6 @@ import csv
 import json
 import os
 import pickle
-import shutil
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -171,41 +169,11 @@ def run_child(step: str, pins: Path, argument: str, env: dict[str, str]) -> dict
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def checkout(rev: str) -> Path:
-    """A clone of ``rev`` under the work folder (made once), its tree imported by children."""
-    resolved = subprocess.run(["git", "rev-parse", "--short", rev], cwd=harness.ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    clone = WORK / f"rev-{resolved}"
-    if not (clone / "mltraces").is_dir():
-        shutil.rmtree(clone, ignore_errors=True)
-        subprocess.run(["git", "clone", "--quiet", "--no-local", str(harness.ROOT), str(clone)],
-                       check=True)
-        subprocess.run(["git", "checkout", "--quiet", resolved], cwd=clone, check=True)
-    return clone
-
-
-class Revision:
-    """One revision under test: its tree, its own cache, and what each step measured."""
-
-    def __init__(self, name: str, tree: Path, scale: float, root: Path) -> None:
-        self.name, self.tree = name, tree
-        self.cache = WORK / f"cache-{scale:g}-{name}"
-        shutil.rmtree(self.cache, ignore_errors=True)
-        self.env = harness.revision_env(name, tree, root, self.cache)
-        self.steps: dict[str, dict] = {}
-        self.warm: list[dict] = []
+class Revision(harness.Revision):
+    """One revision under test: its steps run :data:`_CHILD` in its own tree."""
 
     def run(self, step: str, pins: Path, argument: str) -> dict:
-        found = run_child(step, pins, argument, self.env)
-        found["load"] = os.getloadavg()[0]
-        if step == "warm":
-            self.warm.append(found)
-        else:
-            self.steps[step] = found
-        return found
-
-    def median(self, key: str) -> float:
-        return statistics.median(w[key] for w in self.warm)
+        return self.keep(step, run_child(step, pins, argument, self.env))
 
 
 _PANDAS = _PEAK + r"""
@@ -337,8 +305,8 @@ def main() -> None:
     if not (UPSTREAM / "MANIFEST.tsv").is_file():
         raise SystemExit(f"needs the real files in {UPSTREAM}")
     root, pins = build_mirror(args.scale)
-    trees = {"base": lambda: checkout(args.base), "head": lambda: harness.ROOT}
-    revisions = {name: Revision(name, trees[name](), args.scale, root)
+    trees = {"base": lambda: harness.checkout(args.base, WORK), "head": lambda: harness.ROOT}
+    revisions = {name: Revision(name, trees[name](), root, WORK / f"cache-{args.scale:g}-{name}")
                  for name in args.revs.split(",")}
     urls = json.dumps(sorted({f.url for s in pickle.loads(pins.read_bytes()).values()
                               for f in s.files if _target(root, f.url).exists()}))

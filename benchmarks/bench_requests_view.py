@@ -34,19 +34,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
-import statistics
 import subprocess
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import harness
-from bench_jobs_view import checkout
 
 from mltraces import registry
 
 WORK = harness.WORK / "requests_view"
+#: where the base revision's clone is kept (shared with bench_jobs_view.py: one clone)
+JOBS_WORK = harness.WORK / "jobs_view"
 #: main before mltraces.requests read materialised parts (issue 35)
 BASE = "55d9393"
 GOALS = {"first_s": 60.0, "first_mib": 2048, "warm_s": 1.0}
@@ -169,16 +168,8 @@ print(json.dumps({'seconds': summarised, 'with_medians': time.perf_counter() - s
 """
 
 
-class Revision:
-    """One revision under test: its tree, its own cache, and what each run measured."""
-
-    def __init__(self, name: str, tree: Path, scale: float, mirror: Path) -> None:
-        self.name, self.tree = name, tree
-        self.cache = WORK / f"cache-{scale:g}-{name}"
-        shutil.rmtree(self.cache, ignore_errors=True)
-        self.env = harness.revision_env(name, tree, mirror, self.cache)
-        self.first: dict = {}
-        self.warm: list[dict] = []
+class Revision(harness.Revision):
+    """One revision under test: its steps run :data:`_CHILD` in its own tree."""
 
     def run(self, step: str) -> dict:
         """One step (``fetch``, ``first``, ``warm``) in a fresh process of this revision's
@@ -190,16 +181,7 @@ class Revision:
                               capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise SystemExit(f"{self.name} {step} failed:\n{done.stderr[-3000:]}")
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-        found["load"] = os.getloadavg()[0]
-        if step == "warm":
-            self.warm.append(found)
-        elif step == "first":
-            self.first = found
-        return found
-
-    def median(self, key: str) -> float:
-        return statistics.median(w[key] for w in self.warm)
+        return self.keep(step, json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 
@@ -262,8 +244,9 @@ def main() -> None:
                         help="write the result into benchmarks/results.json")
     args = parser.parse_args()
     mirror = build_mirror(args.scale)
-    trees = {"base": lambda: checkout(args.base), "head": lambda: harness.ROOT}
-    revisions = {name: Revision(name, trees[name](), args.scale, mirror)
+    trees = {"base": lambda: harness.checkout(args.base, JOBS_WORK), "head": lambda: harness.ROOT}
+    revisions = {name: Revision(name, trees[name](), mirror,
+                                WORK / f"cache-{args.scale:g}-{name}")
                  for name in args.revs.split(",")}
     print(f"load: {os.getloadavg()[0]:.1f}; revisions: " +
           ", ".join(f"{n} ({r.tree})" for n, r in revisions.items()), flush=True)

@@ -111,6 +111,53 @@ def revision_env(name: str, tree: Path, mirror: Path, cache: Path) -> dict[str, 
             "PYTHONPATH": str(tree), "PYTHONPYCACHEPREFIX": str(WORK / "pycache" / name)}
 
 
+def checkout(rev: str, work: Path) -> Path:
+    """A clone of ``rev`` under ``work`` (made once), its tree imported by children."""
+    import shutil
+    import subprocess
+
+    resolved = subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    clone = work / f"rev-{resolved}"
+    if not (clone / "mltraces").is_dir():
+        shutil.rmtree(clone, ignore_errors=True)
+        subprocess.run(["git", "clone", "--quiet", "--no-local", str(ROOT), str(clone)],
+                       check=True)
+        subprocess.run(["git", "checkout", "--quiet", resolved], cwd=clone, check=True)
+    return clone
+
+
+class Revision:
+    """One revision under test in a view benchmark: its tree, a fresh cache of its own (under
+    ``work``), its children's environment, and what each step measured (``warm``: every
+    warm run, the others by step)."""
+
+    def __init__(self, name: str, tree: Path, mirror: Path, cache: Path) -> None:
+        import shutil
+
+        self.name, self.tree, self.cache = name, tree, cache
+        shutil.rmtree(cache, ignore_errors=True)
+        self.env = revision_env(name, tree, mirror, cache)
+        self.steps: dict[str, dict] = {}
+        self.warm: list[dict] = []
+
+    def keep(self, step: str, found: dict) -> dict:
+        """Record one step's measurements, with the machine's load after it."""
+        found["load"] = os.getloadavg()[0]
+        if step == "warm":
+            self.warm.append(found)
+        else:
+            self.steps[step] = found
+        return found
+
+    @property
+    def first(self) -> dict:
+        return self.steps["first"]
+
+    def median(self, key: str) -> float:
+        return statistics.median(w[key] for w in self.warm)
+
+
 def meets(value: float, goal: float) -> str:
     """Whether a measure is within its goal, in a word."""
     return "meets" if value <= goal else "misses"
