@@ -112,3 +112,6 @@ def scalar(con: object, query: str) -> object:
     """The single value a query returns."""
     [(value,)] = rows(con, query)
     return value
+
+
+SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"

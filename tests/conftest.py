@@ -201,3 +201,14 @@ def demo_registry() -> Iterator[DemoRegistry]:
     """Install a test-only registry; the shipped one is restored afterwards."""
     yield DemoRegistry()
     set_override(None)
+
+
+@pytest.fixture
+def acme_files(tmp_path: Path) -> dict[str, Path]:
+    """Small synthetic Seren and Kalos traces (300 and 200 jobs), as ``local=`` files."""
+    import synthetic  # (pandas: loaded by the tests that ask for these only)
+
+    return {"acme.seren_jobs": synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 300,
+                                                           seed=3),
+            "acme.kalos_jobs": synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 200,
+                                                           seed=4)}

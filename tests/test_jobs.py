@@ -9,14 +9,20 @@ from pathlib import Path
 import duckdb
 import pytest
 import synthetic
-from catalog_fixtures import REAL_TABLES, loopback_only, real_catalog, rows, scalar  # noqa: F401
+from catalog_fixtures import (  # noqa: F401
+    KALOS,
+    REAL_TABLES,
+    SEREN,
+    loopback_only,
+    real_catalog,
+    rows,
+    scalar,
+)
 
 from mltraces import jobmap
 from mltraces.catalog import connect
 from mltraces.catalog.validation import failed, validate
 from mltraces.errors import PartialViewWarning, RegistryError
-
-SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
 
 
 def _columns(con: duckdb.DuckDBPyConnection, relation: str) -> list[tuple[str, str]]:
@@ -204,11 +210,6 @@ def test_a_view_with_nothing_fetched_raises_the_fetch_command() -> None:
 
 # --------------------------------------------------------------------------- synthetic
 
-
-@pytest.fixture
-def acme_files(tmp_path: Path) -> dict[str, Path]:
-    return {SEREN: synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 300, seed=3),
-            KALOS: synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 200, seed=4)}
 
 
 def test_clock_traces_get_instants_seconds_and_recomputed_times(acme_files) -> None:

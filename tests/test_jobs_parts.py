@@ -10,20 +10,14 @@ from pathlib import Path
 import duckdb
 import pytest
 import synthetic
-from catalog_fixtures import rows, scalar
+from catalog_fixtures import KALOS, SEREN, rows, scalar
 
 from mltraces import jobmap
 from mltraces.catalog import attach_table, connect, parts, store
 from mltraces.errors import MltracesError, PartialViewWarning
 
-SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
 pytestmark = pytest.mark.filterwarnings("ignore::mltraces.errors.PartialViewWarning")
 
-
-@pytest.fixture
-def acme_files(tmp_path: Path) -> dict[str, Path]:
-    return {SEREN: synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 300, seed=3),
-            KALOS: synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 200, seed=4)}
 
 
 def _connect(local: dict[str, Path]) -> duckdb.DuckDBPyConnection:

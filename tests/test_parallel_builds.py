@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import duckdb
 import pytest
-import synthetic
-from catalog_fixtures import scalar
+from catalog_fixtures import KALOS, SEREN, scalar
 
 from mltraces.catalog import build, buildcon, connect, parts, store
 
-SEREN, KALOS = "acme.seren_jobs", "acme.kalos_jobs"
 pytestmark = pytest.mark.filterwarnings("ignore::mltraces.errors.PartialViewWarning")
 
-
-@pytest.fixture
-def acme_files(tmp_path: Path) -> dict[str, Path]:
-    return {SEREN: synthetic.write_seren_trace(tmp_path / "trace_seren.csv", 300, seed=3),
-            KALOS: synthetic.write_kalos_trace(tmp_path / "trace_kalos.csv", 200, seed=4)}
 
 
 def test_tables_are_built_side_by_side_on_one_shared_duckdb(acme_files, monkeypatch) -> None:
