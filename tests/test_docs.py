@@ -34,8 +34,9 @@ def test_the_readme_is_short_and_starts_with_the_three_commands() -> None:
     assert "## " not in README[:first]  # nothing before them but the introduction
     block = README[first:README.index("```\n", first + 8)]
     commands = [line.split("#")[0].strip() for line in block.splitlines()[1:]]
-    assert commands == ['python3 -m venv .venv && . .venv/bin/activate && pip install -e '
-                        '".[test]"', "mltraces figures --output figures/", "python -m pytest"]
+    assert commands == ['python3 -m venv .venv && . .venv/bin/activate && pip install -U pip && '
+                        'pip install -e ".[test]"', "mltraces figures --output figures/",
+                        "python -m pytest"]
 
 
 def test_the_readme_table_of_traces_is_drawn_from_the_source_folders() -> None:
