@@ -640,9 +640,10 @@ def _gzip_stream(archive: Path) -> IO[bytes] | None:
             if handle.read(2) != b"\x1f\x8b":
                 return None
         from isal import igzip
+
+        return igzip.open(archive, "rb")
     except (OSError, ImportError):  # tarfile says what is wrong, or reads it with zlib
         return None
-    return igzip.open(archive, "rb")
 
 
 def _rest_of(tar: tarfile.TarFile, archive: Path, seen: _Tally, limits: Limits) -> None:
