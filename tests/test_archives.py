@@ -269,3 +269,21 @@ def test_tar_members_read_the_same_whatever_the_compression(
     if stream is not None:
         stream.close()
     assert _read(archive, "t.csv") == data
+
+
+@pytest.mark.parametrize("path", ["member", "extraction"])
+def test_gzip_data_that_holds_no_tar_says_so(tmp_path: Path, isolated_cache: Path,
+                                              path: str) -> None:
+    """Both ways into a tar (one member streamed, the whole archive unpacked) open it alike."""
+    import gzip
+
+    from mltraces.download.archives import Limits, extract_verified
+
+    archive = tmp_path / "notatar.tar.gz"
+    archive.write_bytes(gzip.compress(b"job_id,user\n1,a\n" * 200))
+    with pytest.raises(UnsafeArchiveError, match=r"^notatar\.tar\.gz: not a readable tar "
+                       r"archive \(invalid header: gzip data that holds no tar\)$"):
+        if path == "member":
+            _read(archive, "t.csv")
+        else:
+            extract_verified(archive, isolated_cache / "extracted" / "out", Limits.local())
