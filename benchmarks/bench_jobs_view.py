@@ -28,6 +28,10 @@ build <= 10 s and <= 1 GB, warm process <= 0.5 s, the query alone <= 0.3 s, on a
 quiet two-core machine) are printed beside the measurements with the machine's
 load; the ratios to the base are the numbers to compare across machines.
 
+The first build is also printed step by step: each conversion and each part of the view,
+when it began, its wall time and the CPU time of the thread that ran it, with the whole
+process's CPU time (what the build is made of, and how busy it kept the cores).
+
 Run: ``python benchmarks/bench_jobs_view.py [--scale 1.0] [--base REV] [--repeat 5]
 [--pandas] [--revs base,head]`` (``--scale`` shrinks every synthetic trace, for a
 quick check).
@@ -126,8 +130,39 @@ def peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 """
 
+#: each conversion and each part of the first build: what, when it began (s after the child
+#: started), its wall time and the CPU time of the thread that ran it (its DuckDB has no
+#: threads of its own while conversions run together, so that is all the CPU it took)
+_STEPS = """
+import threading
+STEPS = []
+
+def _timed(began):
+    import importlib
+    def wrap(module, name, kind):
+        try:
+            module = importlib.import_module(module)
+        except ImportError:  # a revision without it (the base has no parts)
+            return
+        inner = getattr(module, name, None)
+        if inner is None:
+            return
+        def timed(*args, **kwargs):
+            start, cpu = time.perf_counter(), time.thread_time()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                what = getattr(args[0], 'table', None) or getattr(args[0], 'name', '?')
+                STEPS.append([kind, what, start - began, time.perf_counter() - start,
+                              time.thread_time() - cpu])
+        setattr(module, name, timed)
+    wrap('mltraces.catalog.convert', 'convert_table', 'table')
+    wrap('mltraces.catalog.parts', '_write', 'part')
+"""
+
 _CHILD = _PEAK + """
 import json, os, pickle, sys, time
+""" + _STEPS + """
 started = time.perf_counter()
 result = None
 import mltraces
@@ -148,11 +183,15 @@ if step == 'fetch':
 else:
     import mltraces
     from mltraces.jobmap import job_tables
+    if step == 'first':
+        _timed(started)
     con = mltraces.connect(tables=[*job_tables(), 'mltraces.jobs'])
     connected = time.perf_counter()
     result = con.sql(sys.argv[3]).fetchall()
     query = time.perf_counter() - connected
+cpu = os.times()
 print(json.dumps({'seconds': time.perf_counter() - started, 'peak': peak_rss(),
+                  'cpu': cpu.user + cpu.system, 'steps': STEPS,
                   'query': None if result is None else query,
                   'rows': [[str(v) for v in r] for r in (result or [])]}))
 """
@@ -292,6 +331,26 @@ def report(revisions: dict[str, Revision]) -> None:
     print(f"load (1-minute average) while measuring: {loads[0]:.1f} to {loads[-1]:.1f}")
 
 
+def breakdown(revision: Revision) -> None:
+    """What the first build spent its time on: each conversion and part in the order they
+    began, with the CPU of the thread that ran it, and how that adds up against the wall."""
+    first = revision.steps["first"]
+    steps = sorted(first.get("steps") or [], key=lambda s: s[2])
+    if not steps:
+        return
+    print(f"\n{revision.name}'s first build, step by step (s after the process began; CPU: "
+          "the thread that ran it):")
+    print(f"{'began':>7}{'wall':>7}{'CPU':>7}  what")
+    for kind, what, began, wall, cpu in steps:
+        print(f"{began:7.1f}{wall:7.2f}{cpu:7.2f}  {kind} {what}")
+    for kind in ("table", "part"):
+        chosen = [s for s in steps if s[0] == kind]
+        if chosen:
+            print(f"{kind}s: {len(chosen)}, {sum(s[4] for s in chosen):.1f} CPU-s")
+    print(f"the whole process: {first['seconds']:.1f} s wall, {first['cpu']:.1f} CPU-s on "
+          f"{os.cpu_count()} cores ({first['cpu'] / first['seconds']:.2f} busy on average)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0)
@@ -331,6 +390,8 @@ def main() -> None:
     print(f"mltraces.jobs: {jobs:,} jobs in {len(rows)} (trace, cluster) rows, the same answers "
           f"row for row in {' and '.join(revisions)}")
     report(revisions)
+    for revision in revisions.values():
+        breakdown(revision)
     if args.pandas:
         env = next(iter(revisions.values())).env
         baseline = run_pandas(root, env)
@@ -361,7 +422,8 @@ def summary(revisions: dict[str, Revision], jobs: int) -> str:
     first = head.steps["first"]
     was = base.steps["first"] if base else None
     return (f"load {loads[0]:.1f}–{loads[-1]:.1f}: {jobs:,} jobs; first build "
-            f"{pair(first['seconds'], was['seconds'] if was else None, 's')}, peak "
+            f"{pair(first['seconds'], was['seconds'] if was else None, 's')} on "
+            f"{pair(first['cpu'], was.get('cpu') if was else None, 'CPU-s')}, peak "
             f"{pair(first['peak'] / 2**30, was['peak'] / 2**30 if was else None, 'GB', 2)} "
             f"(goals 10 s, 1 GB); warm whole process "
             f"{pair(head.median('seconds'), base.median('seconds') if base else None, 's', 2)}"
