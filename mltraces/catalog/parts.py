@@ -51,6 +51,9 @@ __all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_n
 
 #: Bumped when parts change meaning without their SQL changing.
 PART_VERSION = 1
+#: How a part is written (part of its key: a part written otherwise is written again). Every
+#: query of the view reads the parts whole, so they are stored for reading: no codec to undo
+PART_FORMAT = "FORMAT parquet, COMPRESSION uncompressed"
 
 
 class Part(NamedTuple):
@@ -88,7 +91,7 @@ def member_names(member: Built) -> list[str]:
 def _key(part: Part) -> str:
     import duckdb
 
-    text = "\n".join([f"converter={CONVERTER_VERSION}", f"part={PART_VERSION}",
+    text = "\n".join([f"converter={CONVERTER_VERSION}", f"part={PART_VERSION}", PART_FORMAT,
                       f"duckdb={duckdb.__version__}", f"view={part.view.digest}",
                       f"member={part.member.parquet.name}", part.select])
     return hashlib.sha256(text.encode()).hexdigest()
@@ -232,7 +235,7 @@ def _write(part: Part, target: Path) -> Built:
     try:
         select = part.prepare(con) if part.prepare else part.select
         rows = con.execute(f"COPY ({select}) TO {sql_literal(str(tmp))} "
-                           "(FORMAT parquet)").fetchone()[0]  # type: ignore[index]
+                           f"({PART_FORMAT})").fetchone()[0]  # type: ignore[index]
         record = store.new_record(
             table=part.table, origin=part.member.origin, verified=part.member.verified,
             rows=rows, inputs=[part.member.parquet.name],
