@@ -52,8 +52,10 @@ __all__ = ["PART_VERSION", "Part", "leased_parts", "materialize_part", "member_n
 #: Bumped when parts change meaning without their SQL changing.
 PART_VERSION = 1
 #: How a part is written (part of its key: a part written otherwise is written again). Every
-#: query of the view reads the parts whole, so they are stored for reading: no codec to undo
-PART_FORMAT = "FORMAT parquet, COMPRESSION uncompressed"
+#: query of the view reads its parts' columns whole, so no codec is left to undo, and Parquet
+#: v2's encodings keep them near snappy's size: the requests view's warm summary 0.56 s against
+#: 0.84 with snappy, its parts 970 MB against 864 (1,401 MB uncompressed in Parquet v1)
+PART_FORMAT = "FORMAT parquet, COMPRESSION uncompressed, PARQUET_VERSION v2"
 
 
 class Part(NamedTuple):
