@@ -106,6 +106,31 @@ def test_a_changed_mapping_rebuilds_only_its_own_part(acme_files, monkeypatch) -
         con.close()
 
 
+def _encodings(parquet: Path) -> set[str]:
+    return {e for (e,) in duckdb.sql(f"SELECT DISTINCT encodings FROM parquet_metadata("
+                                    f"'{parquet}')").fetchall()}
+
+
+def test_parts_are_parquet_v2_without_a_codec_and_their_format_is_in_their_key(
+        acme_files, monkeypatch) -> None:
+    """Read whole by every query, a part has no codec to undo; written otherwise (another
+    ``PART_FORMAT``), it is written again rather than served as it was."""
+    _connect(acme_files).close()
+    first = _parts()
+    codecs = {c for (c,) in duckdb.sql(f"SELECT DISTINCT compression FROM parquet_metadata("
+                                       f"'{first[SEREN]}')").fetchall()}
+    assert codecs == {"UNCOMPRESSED"}
+    assert {"DELTA_BINARY_PACKED", "DELTA_LENGTH_BYTE_ARRAY"} <= _encodings(first[SEREN])
+    monkeypatch.setattr(parts, "PART_FORMAT", "FORMAT parquet, COMPRESSION zstd")
+    con = _connect(acme_files)
+    try:
+        now = _parts()
+        assert len(now[SEREN]) == 2 and len(now[KALOS]) == 2  # each written again, beside
+        assert rows(con, "FROM mltraces.jobs") == rows(con, _mapped(con))
+    finally:
+        con.close()
+
+
 def test_a_changed_member_file_is_not_served_by_its_old_part(acme_files) -> None:
     """The part stamps the member's conversion: a file replaced under it (same name) no
     longer matches, and the part is written again from the new bytes."""

@@ -1,5 +1,5 @@
 """A reader's intermediate Parquet (``ReadRequest.scratch``) is written uncompressed; a
-table's own conversion stays zstd-compressed."""
+table's own conversion stays zstd-compressed, in Parquet v2's encodings."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def test_scratch_output_is_uncompressed(tmp_path: Path, scratch: bool, codec: st
     done = convert_csv(ReadRequest(schema, [item], out, tmp_path, scratch=scratch))
     assert done.rows == 20
     assert _codecs(out) == {codec}
+    encodings = {e for (e,) in duckdb.sql(f"SELECT DISTINCT encodings FROM "
+                                          f"parquet_metadata('{out}')").fetchall()}
+    # _row counts up: Parquet v2 writes it as deltas, v1 (a scratch file) as it is
+    assert ("DELTA_BINARY_PACKED" in encodings) is not scratch
 
 
 def test_pai_jobs_joins_uncompressed_parts_into_a_compressed_table(

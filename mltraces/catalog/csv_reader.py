@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
-from mltraces.catalog.protocol import Conversion, InputFile, ReadRequest
+from mltraces.catalog.protocol import (
+    SCRATCH_PARQUET,
+    TABLE_PARQUET,
+    Conversion,
+    InputFile,
+    ReadRequest,
+)
 from mltraces.catalog.text import (
     FileFacts,
     check_last_line,
@@ -364,7 +370,7 @@ def convert_csv(request: ReadRequest) -> Conversion:
     con = _connection(request.work)
     try:
         rows = _copy(con, schema, parts, request.out,
-                     "uncompressed" if request.scratch else "zstd")
+                     SCRATCH_PARQUET if request.scratch else TABLE_PARQUET)
         warnings += _nul_findings(con, schema, parts, request.out)
     finally:
         con.close()
@@ -378,8 +384,9 @@ def _connection(work: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvInput],
-          out: Path, compression: str) -> int:
-    """COPY every input to ``out``: the fast read, else the exact one, else a diagnosis."""
+          out: Path, options: str) -> int:
+    """COPY every input to ``out`` (``options``: how, :data:`TABLE_PARQUET` for a table): the
+    fast read, else the exact one, else a diagnosis."""
     import duckdb
 
     columns = ", ".join(quote_ident(n) for n in (*schema.field_names, "_source", "_row"))
@@ -387,7 +394,7 @@ def _copy(con: duckdb.DuckDBPyConnection, schema: TableSchema, parts: list[CsvIn
         union = " UNION ALL BY NAME ".join(_select(schema, p, mode) for p in parts)
         try:
             con.execute(f"COPY (SELECT {columns} FROM ({union})) TO {sql_literal(str(out))} "
-                        f"(FORMAT parquet, COMPRESSION {compression}, ROW_GROUP_SIZE 122880)")
+                        f"({options})")
             break
         except duckdb.OutOfMemoryException:
             raise  # the machine's limit, not a bad row: the caller may try again alone

@@ -20,7 +20,15 @@ if TYPE_CHECKING:
     from mltraces.catalog.status import TableStatus
     from mltraces.schema import TableSchema
 
-__all__ = ["Conversion", "FileReader", "InputFile", "ReadRequest", "Reader", "ViewReader"]
+__all__ = ["SCRATCH_PARQUET", "TABLE_PARQUET", "Conversion", "FileReader", "InputFile",
+           "ReadRequest", "Reader", "ViewReader"]
+
+#: DuckDB's ``COPY`` options for a converted table: zstd keeps the cache small, and Parquet
+#: v2's encodings make it smaller and quicker to read still (Helios's 3.4 M jobs 45 MB against
+#: 61 in v1, a grouping query over them 0.088 s against 0.106, for the same CPU to write)
+TABLE_PARQUET = "FORMAT parquet, COMPRESSION zstd, PARQUET_VERSION v2, ROW_GROUP_SIZE 122880"
+#: ... and for an intermediate (:attr:`ReadRequest.scratch`): read once, so not compressed
+SCRATCH_PARQUET = "FORMAT parquet, COMPRESSION uncompressed, ROW_GROUP_SIZE 122880"
 
 
 # Records are NamedTuples: immutable, and cheap to define (a frozen dataclass costs a

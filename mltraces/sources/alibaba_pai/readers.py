@@ -19,7 +19,13 @@ from pathlib import Path
 from mltraces.catalog.buildcon import build_connection
 from mltraces.catalog.csv_reader import convert_csv
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import (
+    TABLE_PARQUET,
+    Conversion,
+    FileReader,
+    InputFile,
+    ReadRequest,
+)
 from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal, sql_path
 
 #: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)
@@ -137,7 +143,7 @@ def convert_jobs(request: ReadRequest) -> Conversion:
     con = build_connection(request.work)
     try:
         con.execute(f"COPY ({query}) TO {sql_literal(str(request.out))} "
-                    "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+                    f"({TABLE_PARQUET})")
         rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
         return Conversion(int(rows.fetchall()[0][0]), tuple(warnings))
     finally:

@@ -29,7 +29,13 @@ from typing import IO, Any
 
 from mltraces.catalog.jsonarray import JsonArrayError, items
 from mltraces.catalog.problems import DriftProblem, SchemaDriftError
-from mltraces.catalog.protocol import Conversion, FileReader, InputFile, ReadRequest
+from mltraces.catalog.protocol import (
+    TABLE_PARQUET,
+    Conversion,
+    FileReader,
+    InputFile,
+    ReadRequest,
+)
 from mltraces.schema import Field, TableSchema, quote_ident, sql_literal, sql_path
 
 BATCH = 50_000
@@ -148,7 +154,7 @@ def _typed_copy(schema: TableSchema, raw_path: Path, label: str, out: Path, work
                             for f in schema.fields)
         con.execute(f"COPY (SELECT {columns}, {sql_literal(label)} AS _source, _row FROM {raw}) "
                     f"TO {sql_literal(str(out))} "
-                    "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)")
+                    f"({TABLE_PARQUET})")
         return int(con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})")
                    .fetchall()[0][0])
     finally:
