@@ -78,7 +78,7 @@ file; no Python changes. The format::
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -86,6 +86,7 @@ from typing import TYPE_CHECKING, Any
 
 from mltraces.errors import RegistryError
 from mltraces.mapping import (
+    Constants,
     Times,
     checked_columns,
     expression,
@@ -381,10 +382,15 @@ def referenced_columns(entry: JobTable, names: Iterable[str]) -> set[str]:
     return _referenced(entry.columns.values(), names)
 
 
-def _Times(entry: JobTable, expr: Mapping[str, str], relation: str) -> Times:
+#: the keys of a job's times (instants, and seconds from the origin)
+TIME_KEYS = ("submit", "start", "end", "deadline")
+
+
+def _Times(entry: JobTable, expr: Mapping[str, str], relation: str,
+           fixed: Constants | None = None) -> Times:
     """SQL for one table's times (:class:`mltraces.mapping.Times`), second 0 its first
     submission unless an origin is declared."""
-    return Times(entry, expr, relation, "submit")
+    return Times(entry, expr, relation, "submit", fixed)
 
 
 def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
@@ -398,8 +404,8 @@ def _state(entry: JobTable, expr: Mapping[str, str]) -> tuple[str, str]:
 
 
 def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
-               extra: Iterable[str] = (), absolute: bool = False, origin: str | None = None
-               ) -> str:
+               extra: Iterable[str] = (), absolute: bool = False,
+               constants: Constants | None = None) -> str:
     """``SELECT`` of the common columns (schema order) of one mapped table.
 
     ``relation`` is the table's typed view (or any relation with its columns),
@@ -407,16 +413,16 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     through after the common ones (``_source``, ``_row`` for validation).
     ``absolute`` counts the seconds of clock and unix times from the Unix epoch
     instead of the trace's origin (no scan for the first submission: a replay
-    counts from its own first job). ``origin`` is SQL for second 0 already computed
-    (:func:`origin_sql`'s value, as a constant): a materialised part scans once.
+    counts from its own first job). ``constants`` are second 0 and the clock's offset
+    already computed (:func:`prepare_constants`): a materialised part scans once.
     """
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
     checked_columns(entry, names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
-    times = _Times(entry, expr, relation)
-    origin = "0" if absolute else origin or times.origin()
+    times = _Times(entry, expr, relation, constants)
+    origin = "0" if absolute else constants.origin if constants else times.origin()
     state, state_raw = _state(entry, expr)
 
     def typed(name: str, sql: str) -> str:
@@ -457,12 +463,13 @@ def select_sql(entry: JobTable, relation: str, names: Iterable[str], *,
     return (f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM {relation})")
 
 
-def origin_sql(entry: JobTable, relation: str, names: Iterable[str]) -> str:
-    """SQL of second 0 that :func:`select_sql` counts from: a constant, or a scan of
-    ``relation`` for the first submission (evaluate it once, then pass its value)."""
+def prepare_constants(entry: JobTable, relation: str, names: Iterable[str],
+                      scalar: Callable[[str], Any]) -> Constants:
+    """Second 0 that :func:`select_sql` counts from and the clock's one UTC offset, computed
+    once over ``relation`` (``scalar`` evaluates SQL to its value)."""
     names = list(names)
     expr = {k: _expression(v, names) for k, v in entry.columns.items()}
-    return _Times(entry, expr, relation).origin()
+    return _Times(entry, expr, relation).prepare(scalar, TIME_KEYS)
 
 
 def table_select_sql(entry: JobTable, *, extra: Iterable[str] = (), absolute: bool = False

@@ -36,12 +36,12 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from mltraces.errors import RegistryError
 from mltraces.schema import quote_ident, sql_literal
 
-__all__ = ["TIME_KINDS", "Times", "expression", "parse_time", "read_tables",
+__all__ = ["TIME_KINDS", "Constants", "Times", "expression", "parse_time", "read_tables",
            "referenced_columns", "scan"]
 
 TIME_KINDS = ("clock", "unix", "relative", "shifted")
@@ -113,25 +113,54 @@ def referenced_columns(values: Iterable[str], names: Iterable[str]) -> set[str]:
 _EARLIEST, _LATEST = -62_135_596_800, 253_402_300_799
 
 
+#: the widest span of clock times (local, in days) whose zone offset is probed for being one:
+#: 20 years at 15-minute samples, 0.7 M conversions (a tenth of a second)
+_PROBED_DAYS = 7305
+#: the probe's spacing: every zone's offsets last far longer between two changes
+_PROBE_STEP = "INTERVAL 15 MINUTE"
+
+
+class Constants(NamedTuple):
+    """What a materialised part computes once before it maps every row.
+
+    ``origin`` is second 0 as a constant (SQL). ``offset_us`` is the UTC offset of the
+    zone a clock was written in, in microseconds, when one offset holds for every time
+    of ``offset_keys`` the table holds: its instants are then the local times shifted by
+    it, exactly what the zone's rules give, at a tenth of their cost (ICU's rules cost
+    0.13 µs a value: 1.3 s of CPU for the three times of Helios's 3.4 M jobs).
+    """
+
+    origin: str
+    offset_us: int | None = None
+    offset_keys: tuple[str, ...] = ()
+
+
 class Times:
     """SQL for one table's times: instants and seconds from its origin, by time kind.
 
     ``first`` is the key whose earliest value is second 0 when the trace's times are a
     clock (or shifted, or unix) and no origin is declared (``submit`` for jobs,
-    ``arrival`` for requests).
+    ``arrival`` for requests). ``fixed``: what :meth:`prepare` found, for a part.
     """
 
     def __init__(self, entry: Timed, expr: Mapping[str, str], relation: str,
-                 first: str) -> None:
+                 first: str, fixed: Constants | None = None) -> None:
         self.entry, self.expr, self.relation, self.first = entry, expr, relation, first
+        self.fixed = fixed
+
+    def _local(self, key: str) -> str:
+        return f"CAST({self.expr[key]} AS TIMESTAMP)"
 
     def instant(self, key: str) -> str:
         value = self.expr.get(key)
         if value is None:
             return "NULL"
-        kind, entry = self.entry.kind, self.entry
+        kind, entry, fixed = self.entry.kind, self.entry, self.fixed
+        if kind == "clock" and entry.zone and fixed and fixed.offset_us is not None \
+                and key in fixed.offset_keys:
+            return f"make_timestamptz(epoch_us({self._local(key)}) - {fixed.offset_us})"
         if kind == "clock":
-            return (f"timezone({sql_literal(entry.zone)}, CAST({value} AS TIMESTAMP))"
+            return (f"timezone({sql_literal(entry.zone)}, {self._local(key)})"
                     if entry.zone else f"CAST({value} AS TIMESTAMPTZ)")
         seconds = f"CAST({value} AS DOUBLE)"
         # a number no instant has (1e17 s) is NULL here, not an error that fails every query
@@ -167,6 +196,42 @@ class Times:
         if key not in self.expr:
             return "NULL"
         return self._number(key) if origin == "0" else f"({self._number(key)} - {origin})"
+
+    def offset_sql(self, keys: tuple[str, ...]) -> str | None:
+        """SQL of the one UTC offset (µs) of every local time of ``keys`` the table holds,
+        NULL when they span more than one (or too long a time to tell); None when there
+        is nothing to probe (no clock written without its offset).
+
+        The offset is probed at the earliest and latest local time and every 15 minutes
+        between: a zone changes its offset for months, so one change in the span shows.
+        """
+        if self.entry.kind != "clock" or not self.entry.zone or not keys:
+            return None
+        zone = sql_literal(self.entry.zone)
+        lows = ", ".join(f"min({self._local(k)})" for k in keys)
+        highs = ", ".join(f"max({self._local(k)})" for k in keys)
+        return (f"(WITH bounds AS (SELECT least({lows}) AS lo, greatest({highs}) AS hi FROM "
+                f"{self.relation}), span AS (SELECT lo, hi, CASE WHEN isfinite(lo) AND "
+                f"isfinite(hi) THEN hi - lo <= INTERVAL {_PROBED_DAYS} DAY END AS probed FROM "
+                f"bounds), samples AS (SELECT unnest([lo, hi]) AS t FROM span WHERE probed "
+                f"UNION ALL SELECT unnest(range(lo, hi, {_PROBE_STEP})) FROM span WHERE probed) "
+                f"SELECT CASE WHEN count(DISTINCT offset_us) = 1 THEN any_value(offset_us) END "
+                f"FROM (SELECT epoch_us(t) - epoch_us(timezone({zone}, t)) AS offset_us "
+                f"FROM samples))")
+
+    def prepare(self, scalar: Callable[[str], Any], keys: Iterable[str]) -> Constants:
+        """Second 0 and the clock's one offset, each computed once (``scalar`` evaluates
+        SQL to its value): a part's rows are then mapped with constants."""
+        keys = tuple(k for k in keys if k in self.expr)
+        probe = self.offset_sql(keys)
+        offset = None if probe is None else scalar(probe)
+        fixed = Constants("0", None if offset is None else int(offset), keys)
+        second = scalar(Times(self.entry, self.expr, self.relation, self.first, fixed).origin())
+        # the double as text (a repr round-trips; a bare decimal literal would be a
+        # DECIMAL, rounded on its way to a double)
+        origin = "CAST(NULL AS DOUBLE)" if second is None else (
+            f"CAST({sql_literal(repr(float(second)))} AS DOUBLE)")
+        return fixed._replace(origin=origin)
 
 
 class Mapped(Protocol):

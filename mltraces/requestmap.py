@@ -39,14 +39,22 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mltraces.errors import RegistryError
-from mltraces.mapping import Times, checked_columns, expression, parse_time, read_tables, scan
+from mltraces.mapping import (
+    Constants,
+    Times,
+    checked_columns,
+    expression,
+    parse_time,
+    read_tables,
+    scan,
+)
 from mltraces.mapping import referenced_columns as _referenced
 from mltraces.schema import Rule, TableSchema, get_schema, quote_ident, sql_literal
 
@@ -271,22 +279,22 @@ def rules(entry: RequestTable) -> list[Rule]:
 
 
 def select_sql(entry: RequestTable, relation: str, names: Iterable[str], *,
-               extra: Iterable[str] = (), origin: str | None = None) -> str:
+               extra: Iterable[str] = (), constants: Constants | None = None) -> str:
     """``SELECT`` of the common columns (schema order) of one mapped table.
 
     ``relation`` is the table's typed view (or any relation with its columns),
     ``names`` its column names; ``extra`` columns of ``relation`` are passed through
-    after the common ones (``_source``, ``_row`` for validation). ``origin`` is SQL for
-    second 0 already computed (:func:`origin_sql`'s value, as a constant): a
-    materialised part scans for the first arrival once.
+    after the common ones (``_source``, ``_row`` for validation). ``constants`` are second 0
+    and the clock's offset already computed (:func:`prepare_constants`): a materialised
+    part scans for the first arrival once.
     """
     schema = common_schema()
     types = {f.name: f.duckdb_type for f in schema.fields}
     names = list(names)
     checked_columns(entry, names)
     expr = {k: expression(v, names) for k, v in entry.columns.items()}
-    times = Times(entry, expr, relation, "arrival")
-    origin = origin or times.origin()
+    times = Times(entry, expr, relation, "arrival", constants)
+    origin = constants.origin if constants else times.origin()
     values = {
         "trace": sql_literal(entry.trace),
         "arrival_s": times.seconds("arrival", origin),
@@ -302,12 +310,13 @@ def select_sql(entry: RequestTable, relation: str, names: Iterable[str], *,
     return f"SELECT {', '.join(parts)} FROM {relation}"
 
 
-def origin_sql(entry: RequestTable, relation: str, names: Iterable[str]) -> str:
-    """SQL of second 0 that :func:`select_sql` counts from: a constant, or a scan of
-    ``relation`` for the first arrival (evaluate it once, then pass its value)."""
+def prepare_constants(entry: RequestTable, relation: str, names: Iterable[str],
+                      scalar: Callable[[str], Any]) -> Constants:
+    """Second 0 that :func:`select_sql` counts from and the clock's one UTC offset, computed
+    once over ``relation`` (``scalar`` evaluates SQL to its value)."""
     names = list(names)
     expr = {k: expression(v, names) for k, v in entry.columns.items()}
-    return Times(entry, expr, relation, "arrival").origin()
+    return Times(entry, expr, relation, "arrival").prepare(scalar, ("arrival",))
 
 
 def table_select_sql(entry: RequestTable, *, extra: Iterable[str] = ()) -> str:

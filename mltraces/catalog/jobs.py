@@ -33,16 +33,19 @@ The view reads each mapped table's materialised part (:mod:`.parts`, through
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mltraces.catalog import unions
 from mltraces.catalog.status import PARTIAL, TableStatus
 from mltraces.catalog.unions import Coverage, UnionView
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import duckdb
 
     from mltraces.jobmap import JobTable
+    from mltraces.mapping import Constants
     from mltraces.schema import TableSchema
 
 __all__ = ["FILTER_MACRO", "PARTIAL", "Coverage", "attach_jobs", "coverage", "jobs_needs",
@@ -70,21 +73,23 @@ def _empty() -> str:
     return empty_sql()
 
 
-def _select_over(entry: JobTable, relation: str, names: list[str], origin: str | None) -> str:
+def _select_over(entry: JobTable, relation: str, names: list[str],
+                 constants: Constants | None) -> str:
     from mltraces.jobmap import select_sql
 
-    return select_sql(entry, relation, names, origin=origin)
+    return select_sql(entry, relation, names, constants=constants)
 
 
-def _origin(entry: JobTable, relation: str, names: list[str]) -> str:
-    from mltraces.jobmap import origin_sql
+def _constants(entry: JobTable, relation: str, names: list[str],
+               scalar: Callable[[str], Any]) -> Constants:
+    from mltraces.jobmap import prepare_constants
 
-    return origin_sql(entry, relation, names)
+    return prepare_constants(entry, relation, names, scalar)
 
 
 #: the jobs view's parts, for :mod:`.unions` (which unites ``mltraces.requests`` the same way)
 VIEW = UnionView("mltraces.jobs", FILTER_MACRO, _entries, _select, _empty, "job",
-                 _select_over, _origin)
+                 _select_over, _constants)
 
 
 def missing_notice(missing: list[tuple[JobTable, str]]) -> str:

@@ -10,7 +10,13 @@ or a source) that raises that command instead of returning no rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from mltraces.catalog.unions import UnionView, reader
+
+if TYPE_CHECKING:
+    from mltraces.mapping import Constants
 
 __all__ = ["FILTER_MACRO", "READER", "VIEW"]
 
@@ -36,20 +42,22 @@ def _empty() -> str:
     return empty_sql()
 
 
-def _select_over(entry: object, relation: str, names: list[str], origin: str | None) -> str:
+def _select_over(entry: object, relation: str, names: list[str],
+                 constants: Constants | None) -> str:
     from mltraces.requestmap import select_sql
 
-    return select_sql(entry, relation, names, origin=origin)  # type: ignore[arg-type]
+    return select_sql(entry, relation, names, constants=constants)  # type: ignore[arg-type]
 
 
-def _origin(entry: object, relation: str, names: list[str]) -> str:
-    from mltraces.requestmap import origin_sql
+def _constants(entry: object, relation: str, names: list[str],
+               scalar: Callable[[str], Any]) -> Constants:
+    from mltraces.requestmap import prepare_constants
 
-    return origin_sql(entry, relation, names)  # type: ignore[arg-type]
+    return prepare_constants(entry, relation, names, scalar)  # type: ignore[arg-type]
 
 
 VIEW = UnionView("mltraces.requests", FILTER_MACRO, _entries, _select, _empty, "request",
-                 _select_over, _origin)
+                 _select_over, _constants)
 
 #: The built-in ``requests`` reader (``mltraces.catalog.readers.BUILTIN``).
 READER = reader(VIEW)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from mltraces.catalog.parts import Part
     from mltraces.catalog.store import Built
+    from mltraces.mapping import Constants
     from mltraces.schema import TableSchema
 
 __all__ = ["Coverage", "UnionView", "coverage", "missing_notice", "prepare_union_part",
@@ -62,12 +63,13 @@ class UnionView(NamedTuple):
     empty: Callable[[], str]  # the common columns without rows
     what: str  # "request": what the mapped tables hold, for messages
     #: SELECT of one mapped table's common columns over ``relation`` (its typed rows, with
-    #: columns ``names``), second 0 given as ``origin`` (SQL; None: scan for it): what a
-    #: materialised part holds (:mod:`.parts`); a view without it reads every table
-    #: through its mapping on every query
-    select_over: Callable[[Any, str, list[str], str | None], str] | None = None
-    #: SQL of one mapped table's second 0 over ``relation``: a constant, or a scan of it
-    origin: Callable[[Any, str, list[str]], str] | None = None
+    #: columns ``names``), second 0 and the clock's offset given as ``constants`` (None:
+    #: scan for second 0 in the SQL): what a materialised part holds (:mod:`.parts`); a
+    #: view without it reads every table through its mapping on every query
+    select_over: Callable[[Any, str, list[str], Constants | None], str] | None = None
+    #: one mapped table's constants over ``relation``, computed once by the evaluator of SQL
+    #: it is handed (:meth:`mltraces.mapping.Times.prepare`)
+    constants: Callable[[Any, str, list[str], Callable[[str], Any]], Constants] | None = None
 
 
 class Coverage(NamedTuple):
@@ -280,20 +282,20 @@ def _cached_status(view: UnionView) -> Callable[[TableSchema], TableStatus]:
 def union_part(view: UnionView, schema: TableSchema, entry: Any, member: Built) -> Part:
     """The part of the mapped table ``entry`` of a union view, read from its conversion
     ``member``; built with its second 0 found once (the view's own SQL scans for it in
-    every seconds column), as a constant read back exactly."""
+    every seconds column), as a constant read back exactly, and a clock's zone read as the
+    one offset it has over the table's times when it has one."""
     from mltraces.catalog.parts import Part, member_names, member_relation
-    from mltraces.schema import sql_literal as literal
 
-    assert view.select_over is not None and view.origin is not None
+    assert view.select_over is not None and view.constants is not None
     relation, names = member_relation(member), member_names(member)
 
     def prepare(con: duckdb.DuckDBPyConnection) -> str:
-        [(second,)] = con.execute(f"SELECT {view.origin(entry, relation, names)}").fetchall()
-        # the double as text (a repr round-trips; a bare decimal literal would be a
-        # DECIMAL, rounded on its way to a double)
-        origin = "CAST(NULL AS DOUBLE)" if second is None else (
-            f"CAST({literal(repr(float(second)))} AS DOUBLE)")
-        return view.select_over(entry, relation, names, origin)
+        def scalar(sql: str) -> Any:
+            [(value,)] = con.execute(f"SELECT {sql}").fetchall()
+            return value
+
+        constants = view.constants(entry, relation, names, scalar)
+        return view.select_over(entry, relation, names, constants)
 
     return Part(schema, member, view.select_over(entry, relation, names, None), prepare)
 
