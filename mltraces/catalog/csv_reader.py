@@ -59,6 +59,9 @@ _OFFSET_LIKE = ("%:__:__+__:__", "%:__:__-__:__", "%:__:__Z", "%:__:__+____", "%
 _NEWLINES = "coalesce(length({c}) - length(replace({c}, chr(10), '')), 0)"
 # a time of day followed by an offset or a zone name: what a naive clock must not carry
 _ZONED = r"\d:\d\d(?::\d\d(?:\.\d+)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?|[A-Za-z]{2,5})\s*$"
+# the common naive form, 19 characters ending in ':SS': no zone fits after the seconds, so
+# _ZONED cannot match it and its regex is skipped (it cost a third of Helios's conversion)
+_PLAIN_LIKE = "____-__-__ __:__:__"
 
 
 class CsvInput(NamedTuple):
@@ -173,8 +176,8 @@ def _bad_sql(f: Field, q: str) -> str:
                 f"TRY_CAST({q} AS DOUBLE) IS DISTINCT FROM TRY_CAST({q} AS BIGINT)))")
     typed = f"TRY_CAST({q} AS {f.duckdb_type})"
     if _naive(f):
-        return (f"({q} IS NOT NULL AND ({typed} IS NULL OR "
-                f"regexp_matches({q}, {sql_literal(_ZONED)})))")
+        return (f"({q} IS NOT NULL AND ({typed} IS NULL OR ({q} NOT LIKE "
+                f"{sql_literal(_PLAIN_LIKE)} AND regexp_matches({q}, {sql_literal(_ZONED)}))))")
     if f.needs_offset:
         return (f"({q} IS NOT NULL AND ({typed} IS NULL OR "
                 f"NOT regexp_matches({q}, {sql_literal(_OFFSET)})))")
