@@ -104,3 +104,19 @@ def test_traces_never_fetched_take_no_place_among_the_builds(azure_files, monkey
         assert "not fetched" in status["mooncake.conversation"]
     finally:
         con.close()
+
+
+def test_a_file_pinned_without_its_size_is_ordered_by_its_size_in_the_cache(
+        isolated_cache: Path) -> None:
+    """Helios's zip is pinned by its git blob only: without its size in the cache, its
+    build would be the last of the first build to start, and the longest tail."""
+    from mltraces.catalog import connection
+    from mltraces.download.paths import local_path
+
+    setup = connection._Setup(get_schema("helios.jobs"), None, False)
+    zipped = registry.get_file("helios/data.zip")
+    assert zipped.size is None and connection._input_bytes(setup) == 0
+    path = local_path(zipped)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\0" * 12_345)
+    assert connection._input_bytes(setup) == 12_345

@@ -298,19 +298,23 @@ def _unfetched(setup: _Setup) -> bool:
 
 
 def _input_bytes(setup: _Setup) -> int:
-    """How much a build reads, roughly (its registry files' sizes; a local path's size)."""
+    """How much a build reads, roughly: its files' sizes in the cache, else as pinned (a
+    file pinned without its size, Helios's zip, would otherwise go last); a local path's."""
     if setup.local is not None:
         try:
             return setup.local.stat().st_size
         except OSError:
             return 0
+    from mltraces.download.paths import local_path
     from mltraces.registry import get_file
 
     total = 0
     for file_id in setup.schema.file_ids:
         try:
-            total += get_file(file_id).size or 0
-        except (KeyError, MltracesError):  # an order only: the build itself says what is wrong
+            file = get_file(file_id)
+            path = local_path(file)
+            total += path.stat().st_size if path.is_file() else file.size or 0
+        except (KeyError, OSError, MltracesError):  # an order only: the build says what is wrong
             continue
     return total
 
