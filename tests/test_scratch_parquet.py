@@ -1,5 +1,5 @@
 """A reader's intermediate Parquet (``ReadRequest.scratch``) is written uncompressed; a
-table's own conversion stays zstd-compressed, in Parquet v2's encodings."""
+table's own conversion stays snappy-compressed, in Parquet v2's encodings."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _codecs(parquet: Path) -> set[str]:
                                      f"parquet_metadata('{parquet}')").fetchall()}
 
 
-@pytest.mark.parametrize(("scratch", "codec"), [(True, "UNCOMPRESSED"), (False, "ZSTD")])
+@pytest.mark.parametrize(("scratch", "codec"), [(True, "UNCOMPRESSED"), (False, "SNAPPY")])
 def test_scratch_output_is_uncompressed(tmp_path: Path, scratch: bool, codec: str) -> None:
     frame = synthetic.frames(20)["group_tag_table"]
     path = tmp_path / "group_tags.csv"
@@ -60,4 +60,4 @@ def test_pai_jobs_joins_uncompressed_parts_into_a_compressed_table(
     finally:
         con.close()
     assert len(seen) == 3 and all(r.scratch for r in seen)
-    assert _codecs(table) == {"ZSTD"}
+    assert _codecs(table) == {"SNAPPY"}
