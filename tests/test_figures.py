@@ -734,6 +734,43 @@ def test_figure_data_is_cached_beside_the_parquet_and_reused(job_con) -> None:
     pd.testing.assert_frame_equal(first.df(), second.df())
 
 
+_SCRATCH_PROBE = """
+import sys, tempfile
+from pathlib import Path
+from mltraces.figures import store
+tempfile.tempdir, data = sys.argv[1], Path(sys.argv[2])
+(data / "t.parquet").write_bytes(b"an input")
+beside = store.stored_path([data / "t.parquet"], ["x"], lambda p: p.write_bytes(b"beside"))
+print(beside.parent.name)
+if sys.argv[3] == "unwritable":
+    (data / "ro").mkdir()
+    (data / "ro" / store.FOLDER).write_text("a file where the folder would go")
+    (data / "ro" / "t.parquet").write_bytes(b"an input")
+    scratch = store.stored_path([data / "ro" / "t.parquet"], ["x"],
+                                lambda p: p.write_bytes(b"scratch"))
+    print(scratch.read_bytes().decode(), scratch.parent.parent == Path(sys.argv[1]))
+"""
+
+
+def test_figure_data_goes_to_a_scratch_folder_only_when_needed_and_it_goes_at_exit(
+        tmp_path: Path) -> None:
+    """A process made an empty temporary folder on its first figure query, and left it
+    behind; its scratch is now made only when the cache cannot be written, then removed."""
+    import subprocess
+    import sys
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    for case in ("writable", "unwritable"):
+        data = tmp_path / case
+        data.mkdir()
+        done = subprocess.run([sys.executable, "-c", _SCRATCH_PROBE, str(temp), str(data), case],
+                              capture_output=True, text=True, check=True)
+        expected = [store.FOLDER] + (["scratch", "True"] if case == "unwritable" else [])
+        assert done.stdout.split() == expected
+        assert list(temp.iterdir()) == []  # none made, or gone with the process
+
+
 def test_uncacheable_queries_run_directly() -> None:
     con = duckdb.connect()
     assert store.query(con, "SELECT 42 AS x").fetchall() == [(42,)]

@@ -118,7 +118,7 @@ def stored_path(files: list[Path], parts: Iterable[str], write: Callable[[Path],
     process instead, so callers always get a file.
     """
     name = f"{key(parts, files)}.parquet"
-    for folder in (files[0].parent / FOLDER, _scratch()):
+    for folder in _folders(files[0].parent / FOLDER):
         target = folder / name
         if target.is_file():
             return target
@@ -133,11 +133,22 @@ def stored_path(files: list[Path], parts: Iterable[str], write: Callable[[Path],
     raise OSError(f"cannot write figure data to {files[0].parent / FOLDER} or a temporary folder")
 
 
+def _folders(beside: Path) -> Iterator[Path]:
+    """Where figure data may go: beside its input, else (only then) this process's scratch."""
+    yield beside
+    yield _scratch()
+
+
 @functools.cache
 def _scratch() -> Path:
+    """A temporary folder of this process, made when first needed and removed at its exit."""
+    import atexit
+    import shutil
     import tempfile
 
-    return Path(tempfile.mkdtemp(prefix="mltraces-figure-data-"))
+    folder = Path(tempfile.mkdtemp(prefix="mltraces-figure-data-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def stored(
