@@ -19,14 +19,12 @@ HELIOS = jobmap.job_table("helios.jobs")
 def _table(con: duckdb.DuckDBPyConnection, submits: list[datetime | None],
            run: timedelta = timedelta(hours=1)) -> str:
     """Helios's job columns, each job starting a minute after it was submitted."""
-    con.execute("CREATE OR REPLACE TABLE jobs (cluster VARCHAR, job_id BIGINT, \"user\" VARCHAR, "
-                "vc VARCHAR, gpu_num BIGINT, cpu_num BIGINT, node_num BIGINT, state VARCHAR, "
-                "submit_time TIMESTAMP, start_time TIMESTAMP, end_time TIMESTAMP)")
-    rows = [("venus", i, "u", "vc", 1, 2, 1, "COMPLETED", s,
-             None if s is None else s + timedelta(minutes=1),
-             None if s is None else s + timedelta(minutes=1) + run)
-            for i, s in enumerate(submits)]
-    con.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    con.execute("CREATE OR REPLACE TABLE jobs AS SELECT 'venus' AS cluster, CAST(i - 1 AS BIGINT) "
+                "AS job_id, 'u' AS \"user\", 'vc' AS vc, 1::BIGINT AS gpu_num, 2::BIGINT AS "
+                "cpu_num, 1::BIGINT AS node_num, 'COMPLETED' AS state, s AS submit_time, "
+                "s + INTERVAL 1 MINUTE AS start_time, s + INTERVAL 1 MINUTE + ? AS end_time "
+                "FROM (SELECT unnest(?::TIMESTAMP[]) AS s, generate_subscripts(?::TIMESTAMP[], 1) "
+                "AS i)", [run, submits, submits])
     return "jobs"
 
 
