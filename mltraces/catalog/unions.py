@@ -17,7 +17,7 @@ and this module does the rest, as ``mltraces.jobs`` does for job tables
 - a mapped table that is a ``copy_of`` another trace (ElasticFlow's annotated ITP jobs
   are ``itp/raw``'s jobs again) is left out of the view, so a plain ``count(*)``
   counts each row once, and served by name through the macro;
-- with ``select_over`` (and ``origin``) named, each mapped table's rows, mapped, are
+- with ``select_over`` (and ``constants``) named, each mapped table's rows, mapped, are
   written once as typed Parquet (its *part*, :mod:`.parts`) as soon as the table is
   converted, and the view reads those files instead of re-deriving every row through
   every mapping on every query; a changed file or mapping rebuilds that table's part
