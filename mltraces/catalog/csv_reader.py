@@ -11,6 +11,9 @@ check, so they fail with their file, line and column instead of loading wrong:
 - times of a clock written without a zone (a ``TIMESTAMP`` column): a value that
   carries an offset or a zone name would lose it (DuckDB keeps the wall clock and
   drops ``+08:00``), so a column mixing zones is refused, never read half-shifted.
+  The fast read parses the common ``%Y-%m-%d %H:%M:%S`` in DuckDB's CSV scanner
+  with that format, which leaves no room for a zone; any other value fails it, and
+  the exact read checks it as text.
 
 ``_row`` is the physical line of each row, counting the newlines inside quoted
 fields, so ``validate`` cites lines an editor shows. Problems are collected in
@@ -164,6 +167,17 @@ def _naive(f: Field) -> bool:
     return f.type == "datetime" and f.duckdb_type == "TIMESTAMP"
 
 
+#: the clock format the fast read parses in the scanner: where it accepts a value, the value
+#: is TRY_CAST's (2026-12-02, DuckDB 2.0: 38 edge cases, from "24:00:00" to "-infinity");
+#: anything else (a zone, "T", fractions, a 5-digit year) fails it, so the exact read runs
+CLOCK_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def _scanned_clock(f: Field, mode: str) -> bool:
+    """A clock time the fast read leaves to the scanner (which refuses a zone by format)."""
+    return mode == FAST and _naive(f) and f.format == CLOCK_FORMAT
+
+
 def _checked(f: Field) -> bool:
     """Read other than as its type, then converted with a check (a cast would change it)."""
     return f.type == "integer" or f.needs_offset or _naive(f)
@@ -203,8 +217,10 @@ def _column_types(schema: TableSchema, part: CsvInput, mode: str) -> dict[str, s
     types = {}
     for name in part.header:
         f = fields.get(name)
-        if f is None or mode == TEXT or (_checked(f) and (mode == EXACT or f.needs_offset
-                                                           or _naive(f))):
+        if f is not None and _scanned_clock(f, mode):
+            types[name] = "TIMESTAMP"
+        elif f is None or mode == TEXT or (_checked(f) and (mode == EXACT or f.needs_offset
+                                                             or _naive(f))):
             types[name] = "VARCHAR"
         else:
             types[name] = "DOUBLE" if f.type == "integer" else f.duckdb_type
@@ -221,6 +237,8 @@ def _read_csv(schema: TableSchema, part: CsvInput, mode: str, *, rejects: bool =
                f"delim = {sql_literal(d.delimiter)}, quote = {sql_literal(d.quote)}, "
                f"escape = {sql_literal(d.escape)}, columns = {{{columns}}}, "
                f"nullstr = [{nulls}], strict_mode = true")
+    if "TIMESTAMP" in types.values():  # only scanned clocks are read as TIMESTAMP
+        options += f", timestampformat = {sql_literal(CLOCK_FORMAT)}"
     if rejects:
         options += f", store_rejects = true, rejects_limit = {MAX_REPORTED}"
     return f"read_csv({sql_path(part.path)}, {options})"
@@ -247,7 +265,7 @@ def _select(schema: TableSchema, part: CsvInput, mode: str) -> str:
         if f.name in part.item.columns:
             value = sql_literal(part.item.columns[f.name])
             parts.append(f"CAST({value} AS {f.duckdb_type}) AS {q}")
-        elif _checked(f):
+        elif _checked(f) and not _scanned_clock(f, mode):
             parts.append(f"{_convert_sql(f, q, part.item.label, mode)} AS {q}")
         else:
             parts.append(q)
