@@ -1,5 +1,6 @@
 """A reader's intermediate Parquet (``ReadRequest.scratch``) is written uncompressed; a
-table's own conversion stays snappy-compressed, in Parquet v2's encodings."""
+table's own conversion stays snappy-compressed, in Parquet v2's encodings. PAI's join
+reads its CSVs itself and writes scratch files only when a check fails."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ def test_scratch_output_is_uncompressed(tmp_path: Path, scratch: bool, codec: st
     assert ("DELTA_BINARY_PACKED" in encodings) is not scratch
 
 
-def test_pai_jobs_joins_uncompressed_parts_into_a_compressed_table(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _pai_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, careful: bool
+               ) -> tuple[list[ReadRequest], list[tuple]]:
+    """alibaba_pai.jobs built from 50 synthetic jobs (``careful``: as when the fast join
+    fails), with the scratch conversions it made, and its rows."""
     from mltraces.sources.alibaba_pai import readers
 
     seen: list[ReadRequest] = []
@@ -52,12 +55,29 @@ def test_pai_jobs_joins_uncompressed_parts_into_a_compressed_table(
         return real(request)
 
     monkeypatch.setattr(readers, "convert_csv", watched)
+    if careful:
+        monkeypatch.setattr(readers, "_fast", lambda request: (None, list(request.inputs)))
     with served(tmp_path, ["alibaba_pai"], monkeypatch, rows=50):
         con = connect(tables=["alibaba_pai.jobs"], strict=True)
         table = build.materialize("alibaba_pai.jobs", fetch=False).parquet  # (reused)
     try:
-        assert con.execute("SELECT count(*) FROM alibaba_pai.jobs").fetchone() == (50,)
+        rows = con.execute("SELECT * FROM alibaba_pai.jobs").fetchall()
     finally:
         con.close()
+    assert len(rows) == 50 and _codecs(table) == {"SNAPPY"}
+    return seen, rows
+
+
+def test_pai_jobs_join_reads_the_csvs_without_scratch_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen, _ = _pai_table(tmp_path, monkeypatch, careful=False)
+    assert seen == []
+
+
+def test_pai_jobs_careful_way_joins_uncompressed_parts_into_the_same_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen, careful = _pai_table(tmp_path / "careful", monkeypatch, careful=True)
     assert len(seen) == 3 and all(r.scratch for r in seen)
-    assert _codecs(table) == {"SNAPPY"}
+    monkeypatch.undo()
+    _, fast = _pai_table(tmp_path / "fast", monkeypatch, careful=False)
+    assert fast == careful

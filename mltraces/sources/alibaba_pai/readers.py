@@ -9,16 +9,22 @@ workload tag of ``pai_group_tag_table``, once at conversion, so the common
 one table. Each of the three headerless CSVs is read by the built-in ``csv``
 reader with its own column names (the ``.header`` files) and typed checks; this
 reader only joins them.
+
+The join reads the three CSVs itself, the fast way, with every check of the
+``csv`` reader and of the times' bounds made to fail the query. Only when it
+fails is each CSV converted on its own into scratch Parquet and checked there,
+which names every bad value, and joined from those.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 
 from mltraces.catalog.buildcon import build_connection
-from mltraces.catalog.csv_reader import convert_csv
-from mltraces.catalog.problems import DriftProblem, SchemaDriftError
+from mltraces.catalog.csv_reader import convert_csv, fast_input
+from mltraces.catalog.problems import DriftProblem, SchemaDriftError, disk_problem
 from mltraces.catalog.protocol import (
     TABLE_PARQUET,
     Conversion,
@@ -26,7 +32,7 @@ from mltraces.catalog.protocol import (
     InputFile,
     ReadRequest,
 )
-from mltraces.schema import TableSchema, get_schema, quote_ident, sql_literal, sql_path
+from mltraces.schema import Field, TableSchema, get_schema, quote_ident, sql_literal, sql_path
 
 #: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -48,14 +54,14 @@ WITH tasks AS (
                     list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END AS gpu_type,
            min(start_time) FILTER (WHERE start_time > 0) AS first_task_start,
            max(end_time) FILTER (WHERE end_time > 0) AS last_task_end
-    FROM read_parquet({tasks}) GROUP BY job_name
+    FROM {tasks} GROUP BY job_name
 ), tags AS (
     SELECT inst_id, any_value("group") AS "group", any_value(workload) AS workload,
            any_value(gpu_type_spec) AS gpu_type_spec
-    FROM read_parquet({tags}) GROUP BY inst_id
+    FROM {tags} GROUP BY inst_id
 )
 SELECT {columns}, j._source, j._row
-FROM read_parquet({jobs}) AS j
+FROM {jobs} AS j
 LEFT JOIN tasks AS t USING (job_name)
 LEFT JOIN tags AS g ON g.inst_id = j.inst_id
 ORDER BY j._row
@@ -90,25 +96,33 @@ def _parts(request: ReadRequest) -> dict[str, InputFile]:
 MAX_REPORTED = 200
 
 
-def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
-    """Times outside their schema's bounds (a second count on PAI's clock, 0 for unknown, up
-    to 2**32 - 1), each named with its file, line and column. Such a value is no instant of
+def _bounded_times(schema: TableSchema) -> Iterator[tuple[Field, str]]:
+    """Each time column with a bound (a second count on PAI's clock, 0 for unknown, up to
+    2**32 - 1), and the SQL that is true of a value outside it. Such a value is no instant of
     the trace: kept, it would move the jobs view's origin for every job (-1e12) or fail every
     query that reads its instant (1e17), so the table is refused instead."""
+    for f in schema.fields:
+        low, high = f.constraints.get("minimum"), f.constraints.get("maximum")
+        if f.unit != "s" or low is None or high is None:
+            continue
+        q = quote_ident(f.name)
+        yield f, f"{q} IS NOT NULL AND (NOT isfinite({q}) OR {q} < {low} OR {q} > {high})"
+
+
+def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
+    """Times outside their bounds (:func:`_bounded_times`), each named with its file, line
+    and column."""
     import duckdb
 
     problems: list[DriftProblem] = []
     con = duckdb.connect()
     try:
-        for f in schema.fields:
-            low, high = f.constraints.get("minimum"), f.constraints.get("maximum")
-            if f.unit != "s" or low is None or high is None:
-                continue
-            q = quote_ident(f.name)
+        for f, outside in _bounded_times(schema):
+            low, high = f.constraints["minimum"], f.constraints["maximum"]
             bad = con.execute(
-                f"SELECT _source, _row, {q} FROM read_parquet({sql_path(parquet)}) WHERE {q} IS "
-                f"NOT NULL AND (NOT isfinite({q}) OR {q} < {low} OR {q} > {high}) ORDER BY _row "
-                f"LIMIT {MAX_REPORTED}").fetchall()
+                f"SELECT _source, _row, {quote_ident(f.name)} FROM read_parquet("
+                f"{sql_path(parquet)}) WHERE {outside} ORDER BY _row LIMIT {MAX_REPORTED}"
+            ).fetchall()
             problems += [DriftProblem("unparsable value", source, f"{value!r} s is no time of "
                                       f"the trace (from {low} to {high:,} s; 0: unknown)",
                                       f.name, int(row)) for source, row, value in bad]
@@ -117,8 +131,71 @@ def _time_problems(schema: TableSchema, parquet: Path) -> list[DriftProblem]:
     return problems
 
 
+def _checked_rows(schema: TableSchema, select: str) -> str:
+    """``select``'s rows, failing on a time outside its bounds (:func:`_bounded_times`)."""
+    checks = [f"CASE WHEN {outside} THEN error('mltraces: a time out of bounds') ELSE "
+              f"{quote_ident(f.name)} END AS {quote_ident(f.name)}"
+              for f, outside in _bounded_times(schema)]
+    return f"(SELECT * REPLACE ({', '.join(checks)}) FROM ({select}))" if checks else \
+        f"({select})"
+
+
+def _join(schema: TableSchema, relations: dict[str, str], out: Path, work: Path) -> int:
+    """Join the three parts' rows (each a relation: a checked SELECT or a scratch file) into
+    ``out``; its rows."""
+    columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
+                        if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
+    query = _JOIN.format(columns=columns, **relations)
+    con = build_connection(work)
+    try:
+        con.execute(f"COPY ({query}) TO {sql_literal(str(out))} ({TABLE_PARQUET})")
+        rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(out)})")
+        return int(rows.fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def _fast(request: ReadRequest) -> tuple[Conversion | None, list[InputFile]]:
+    """The join read straight from the CSVs; None when some check failed, with the inputs as
+    plain files (archive members written out once) for the careful way."""
+    import duckdb
+
+    relations: dict[str, str] = {}
+    plain: list[InputFile] = []
+    warnings: list[DriftProblem] = []
+    for part, item in _parts(request).items():
+        work = request.work / f"fast-{part}"
+        work.mkdir()
+        part_schema = _part_schema(request.schema, part)
+        prepared = fast_input(part_schema, item, work)
+        plain.append(prepared.plain)
+        warnings.extend(prepared.warnings)
+        if prepared.select is not None:
+            relations[part] = _checked_rows(part_schema, prepared.select)
+    if len(relations) < len(PARTS):
+        return None, plain
+    try:
+        rows = _join(request.schema, relations, request.out, request.work)
+    except duckdb.OutOfMemoryException:
+        raise  # the machine's limit, not a bad row: the caller may try again alone
+    except duckdb.Error as error:
+        disk = disk_problem(request.schema.name, request.out, error)
+        if disk is not None:
+            raise disk from None
+        return None, plain  # a value a check refused: the careful way names it
+    return Conversion(rows, tuple(warnings)), plain
+
+
 def convert_jobs(request: ReadRequest) -> Conversion:
-    """Read the job, task and group-tag CSVs with typed checks, then join them into one Parquet."""
+    """Join the job, task and group-tag CSVs, read with typed checks, into one Parquet: the
+    fast way, else each CSV on its own into scratch Parquet, checked and named there."""
+    try:
+        done, plain = _fast(request)
+    except SchemaDriftError:
+        done, plain = None, list(request.inputs)  # the careful way names every problem
+    if done is not None:
+        return done
+    request = request._replace(inputs=plain)
     schema = request.schema
     outputs: dict[str, Path] = {}
     warnings: list[DriftProblem] = []
@@ -137,17 +214,8 @@ def convert_jobs(request: ReadRequest) -> Conversion:
         errors.extend(_time_problems(part_schema, outputs[part]))
     if errors:
         raise SchemaDriftError(schema.name, errors)
-    columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
-                        if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
-    query = _JOIN.format(columns=columns, **{k: sql_path(v) for k, v in outputs.items()})
-    con = build_connection(request.work)
-    try:
-        con.execute(f"COPY ({query}) TO {sql_literal(str(request.out))} "
-                    f"({TABLE_PARQUET})")
-        rows = con.execute(f"SELECT count(*) FROM read_parquet({sql_path(request.out)})")
-        return Conversion(int(rows.fetchall()[0][0]), tuple(warnings))
-    finally:
-        con.close()
+    relations = {k: f"read_parquet({sql_path(v)})" for k, v in outputs.items()}
+    return Conversion(_join(schema, relations, request.out, request.work), tuple(warnings))
 
 
 READERS = {"pai_jobs": FileReader("pai_jobs", convert_jobs, row_label="line")}
