@@ -47,11 +47,7 @@ WITH tasks AS (
            coalesce(sum(plan_gpu * inst_num), 0) / 100 AS num_gpu,
            sum(plan_cpu * inst_num) / 100 AS num_cpu,
            sum(plan_mem * inst_num) AS mem_gb,
-           -- the distinct GPU types asked for, sorted, '|'-joined; NULL for none (an
-           -- ordered DISTINCT string_agg, the same, cost a fifth of the whole conversion)
-           CASE WHEN len(list_distinct(list(gpu_type) FILTER (WHERE plan_gpu > 0))) > 0
-                THEN array_to_string(list_sort(list_distinct(
-                    list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END AS gpu_type,
+           {gpu_types} AS gpu_type,
            min(start_time) FILTER (WHERE start_time > 0) AS first_task_start,
            max(end_time) FILTER (WHERE end_time > 0) AS last_task_end
     FROM {tasks} GROUP BY job_name
@@ -140,12 +136,45 @@ def _checked_rows(schema: TableSchema, select: str) -> str:
         f"({select})"
 
 
-def _join(schema: TableSchema, relations: dict[str, str], out: Path, work: Path) -> int:
+#: a job's distinct GPU types (of its tasks that ask for GPUs), sorted, '|'-joined; NULL for
+#: none (an ordered DISTINCT string_agg, the same, cost a fifth of the whole conversion)
+_GPU_TYPES = """CASE WHEN len(list_distinct(list(gpu_type) FILTER (WHERE plan_gpu > 0))) > 0
+                THEN array_to_string(list_sort(list_distinct(
+                    list(gpu_type) FILTER (WHERE plan_gpu > 0))), '|') END"""
+#: at most this many listed GPU types are named through a bit mask (a list of 2**N names)
+MASKED_TYPES = 8
+
+
+def _gpu_types_sql(listed: list[str]) -> str:
+    """:data:`_GPU_TYPES` through the schema's listed types: a bit per type, OR-ed over a job's
+    GPU tasks, indexes the list of every set's name. That halves the aggregation's CPU
+    (0.43 s against 0.88 for PAI's 1.6 M tasks). A type not listed fails the query (the
+    careful way then collects lists); without a short list, the lists are collected."""
+    if not listed or len(listed) > MASKED_TYPES:
+        return _GPU_TYPES
+    ordered = sorted(set(listed))  # code point order: DuckDB's (UTF-8 bytes) order of text
+    names = ["|".join(t for i, t in enumerate(ordered) if mask >> i & 1) or None
+             for mask in range(2 ** len(ordered))]
+    known = f"[{', '.join(sql_literal(t) for t in ordered)}]"
+    bit = (f"CASE WHEN gpu_type IS NULL THEN NULL WHEN list_position({known}, gpu_type) IS NULL "
+           "THEN error('mltraces: a GPU type not listed') "
+           f"ELSE CAST(1 AS BIGINT) << (list_position({known}, gpu_type) - 1) END")
+    every = f"[{', '.join('NULL' if n is None else sql_literal(n) for n in names)}]"
+    return f"{every}[coalesce(bit_or({bit}) FILTER (WHERE plan_gpu > 0), 0) + 1]"
+
+
+def _listed_gpu_types() -> list[str]:
+    field = next(f for f in get_schema("alibaba_pai.tasks").fields if f.name == "gpu_type")
+    return list(field.constraints.get("enum") or [])
+
+
+def _join(schema: TableSchema, relations: dict[str, str], out: Path, work: Path,
+          gpu_types: str = _GPU_TYPES) -> int:
     """Join the three parts' rows (each a relation: a checked SELECT or a scratch file) into
-    ``out``; its rows."""
+    ``out``, with ``gpu_types`` for each job's GPU types; its rows."""
     columns = ", ".join(f"j.{quote_ident(f.name)} AS {quote_ident(f.name)}"
                         if f.name in JOB_COLUMNS else quote_ident(f.name) for f in schema.fields)
-    query = _JOIN.format(columns=columns, **relations)
+    query = _JOIN.format(columns=columns, gpu_types=gpu_types, **relations)
     con = build_connection(work)
     try:
         con.execute(f"COPY ({query}) TO {sql_literal(str(out))} ({TABLE_PARQUET})")
@@ -175,7 +204,8 @@ def _fast(request: ReadRequest) -> tuple[Conversion | None, list[InputFile]]:
     if len(relations) < len(PARTS):
         return None, plain
     try:
-        rows = _join(request.schema, relations, request.out, request.work)
+        rows = _join(request.schema, relations, request.out, request.work,
+                     _gpu_types_sql(_listed_gpu_types()))
     except duckdb.OutOfMemoryException:
         raise  # the machine's limit, not a bad row: the caller may try again alone
     except duckdb.Error as error:
