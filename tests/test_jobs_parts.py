@@ -219,3 +219,28 @@ def test_parts_are_written_as_their_tables_are_converted_not_after(acme_files,
         assert rows(con, "FROM mltraces.jobs") == rows(con, _mapped(con))
     finally:
         con.close()
+
+
+def test_the_trace_is_written_as_one_enum_value_and_reads_back_as_its_text(acme_files) -> None:
+    """A constant text column goes to Parquet as a one-value ENUM (its dictionary written once,
+    no row hashed); a part reads it back as the trace's text, and a row with another value
+    fails the cast rather than being written."""
+    con = _connect(acme_files)
+    try:
+        part = _parts()["acme.kalos_jobs"]
+        assert rows(con, f"SELECT DISTINCT typeof(trace), trace FROM '{part}'") == [
+            ("VARCHAR", "acme/kalos")]
+    finally:
+        con.close()
+    select = parts._constants_as_enums("SELECT 'acme/seren' AS trace, 1 AS x",
+                                       {"trace": "acme/kalos"})
+    with pytest.raises(duckdb.ConversionException, match="acme/seren"):
+        duckdb.sql(select).fetchall()
+    seen: list[str] = []
+    real = parts._constants_as_enums
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parts, "_constants_as_enums", lambda s, c: seen.append(dict(c)) or real(s, c))
+        for path in store.tables_dir().glob("mltraces.jobs@*"):
+            path.unlink()
+        _connect(acme_files).close()
+    assert sorted(c["trace"] for c in seen) == ["acme/kalos", "acme/seren"]

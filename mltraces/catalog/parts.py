@@ -32,8 +32,9 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple
 
 from mltraces.catalog import store
@@ -63,13 +64,18 @@ class Part(NamedTuple):
 
     ``select`` is what the part holds, and its key. ``prepare``, when given, returns
     SQL with the same rows that is cheaper to run on the build connection it is
-    handed (a constant the select scans for, computed once first).
+    handed (a constant the select scans for, computed once first). ``constant_text``
+    names text columns that hold one value in every row (the trace's name): they are
+    written as a one-value ENUM, whose dictionary DuckDB's Parquet writer writes once
+    instead of hashing every row (0.01 CPU-s against 0.14 for Helios's 3.4 M jobs); they
+    read back as the same text.
     """
 
     view: TableSchema  # the mapped view (mltraces.jobs)
     member: Built  # the member table's conversion, the part's only input
     select: str  # SELECT of the view's columns, in order, over the member's rows
     prepare: Callable[[duckdb.DuckDBPyConnection], str] | None = None
+    constant_text: Mapping[str, str] = MappingProxyType({})
 
     @property
     def table(self) -> str:
@@ -221,6 +227,16 @@ def _unwritten(part: Part, error: BaseException) -> None:
                               part.member.schema.name, str(error).splitlines()[0])
 
 
+def _constants_as_enums(select: str, constant_text: Mapping[str, str]) -> str:
+    """``select`` with each constant text column cast to a one-value ENUM (a row with another
+    value fails the cast: the part is never written wrong)."""
+    if not constant_text:
+        return select
+    casts = ", ".join(f"CAST({quote_ident(c)} AS ENUM ({sql_literal(v)})) AS {quote_ident(c)}"
+                      for c, v in constant_text.items())
+    return f"SELECT * REPLACE ({casts}) FROM ({select})"
+
+
 def _write(part: Part, target: Path) -> Built:
     """Run the part's SELECT into ``target`` (under its lock) and record what it read."""
     import duckdb
@@ -235,7 +251,8 @@ def _write(part: Part, target: Path) -> Built:
     work = Path(tempfile.mkdtemp(prefix=f"convert-{os.getpid()}-", dir=target.parent))
     con = build_connection(work)
     try:
-        select = part.prepare(con) if part.prepare else part.select
+        select = _constants_as_enums(part.prepare(con) if part.prepare else part.select,
+                                     part.constant_text)
         rows = con.execute(f"COPY ({select}) TO {sql_literal(str(tmp))} "
                            f"({PART_FORMAT})").fetchone()[0]  # type: ignore[index]
         record = store.new_record(

@@ -297,7 +297,8 @@ def union_part(view: UnionView, schema: TableSchema, entry: Any, member: Built) 
         constants = view.constants(entry, relation, names, scalar)
         return view.select_over(entry, relation, names, constants)
 
-    return Part(schema, member, view.select_over(entry, relation, names, None), prepare)
+    return Part(schema, member, view.select_over(entry, relation, names, None), prepare,
+                {"trace": entry.trace})
 
 
 def union_part_files(view: UnionView, schema: TableSchema, united: Sequence[Any],
