@@ -199,3 +199,16 @@ def _fresh_registry():
     _forget()
     yield
     _forget()
+
+
+def test_the_readme_states_the_speed_last_measured_in_benchmarks() -> None:
+    """Issue 35's goals beside their last measurement, drawn from benchmarks/ (never typed)."""
+    import json
+
+    block = README[README.index(readme.SPEED_BEGIN):README.index(readme.SPEED_END)]
+    results = json.loads((ROOT / "benchmarks" / "results.json").read_text())["results"]
+    for script in ("bench_jobs_view.py", "bench_requests_view.py", "bench_cold.py"):
+        last = [r for r in results if r["script"] == f"benchmarks/{script}"][-1]
+        assert last["result"] in block, script
+    runs = json.loads((ROOT / "benchmarks" / "test_runs.json").read_text())["runs"]
+    assert f"**`python -m pytest`**: {runs['fast']['seconds']:.0f} s" in block
