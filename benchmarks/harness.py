@@ -99,6 +99,15 @@ def record_result(script: str, measures: str, result: str) -> None:
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
     os.replace(tmp, RESULTS)
     print(f"recorded in {RESULTS.relative_to(ROOT)}: {result}")
+    refresh_readme()
+
+
+def refresh_readme() -> None:
+    """Draw the README's generated blocks again: its speed section states the last results."""
+    from mltraces.docs.readme import README, refresh
+
+    README.write_text(refresh(README.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"drew {README.name}'s speed section again")
 
 
 def revision_env(name: str, tree: Path, mirror: Path, cache: Path) -> dict[str, str]:

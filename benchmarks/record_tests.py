@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+import harness
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "test_runs.json"
 COMMANDS = {"fast": ["-m", "pytest", "-q"], "slow": ["-m", "pytest", "-q", "-m", "slow"]}
@@ -62,6 +64,7 @@ def main() -> int:
                           "tests as last run, with pytest's own counts; the documentation's "
                           "performance page is drawn from it.")
     OUT.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    harness.refresh_readme()
     return 0
 
 
