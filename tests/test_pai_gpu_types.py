@@ -23,16 +23,22 @@ def _expected(tasks: pd.DataFrame) -> dict[str, str | None]:
     return {job: joined.get(job) for job in tasks["job_name"].unique()}
 
 
-def test_a_jobs_gpu_types_are_its_gpu_tasks_types_sorted_and_distinct(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tasks = synthetic.frames(800)["task_table"]
-    with served(tmp_path, ["alibaba_pai"], monkeypatch, rows=800):
+def _types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+           ) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """Each job's GPU types as ``alibaba_pai.jobs`` gives them, and as expected."""
+    tasks = synthetic.frames(jobs)["task_table"]
+    with served(tmp_path, ["alibaba_pai"], monkeypatch, rows=jobs):
         con = connect(tables=["alibaba_pai.jobs"], strict=True)
     try:
-        found = dict(rows(con, "SELECT job_name, gpu_type FROM alibaba_pai.jobs"))
+        return dict(rows(con, "SELECT job_name, gpu_type FROM alibaba_pai.jobs")), \
+            _expected(tasks)
     finally:
         con.close()
-    expected = _expected(tasks)
+
+
+def test_a_jobs_gpu_types_are_its_gpu_tasks_types_sorted_and_distinct(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    found, expected = _types(tmp_path, monkeypatch, 800)
     assert found == expected
     assert any(v and "|" in v for v in found.values())  # jobs whose tasks ask for two types
     assert any(v is None for v in found.values())  # and jobs that ask for no GPU
@@ -48,15 +54,9 @@ def test_a_type_the_schema_does_not_list_takes_the_careful_way_to_the_same_types
     real = readers.convert_csv
     monkeypatch.setattr(readers, "convert_csv", lambda r: careful.append(r) or real(r))
     monkeypatch.setattr(readers, "_listed_gpu_types", lambda: ["MISC", "T4", "P100", "V100"])
-    tasks = synthetic.frames(300)["task_table"]
-    with served(tmp_path, ["alibaba_pai"], monkeypatch, rows=300):
-        con = connect(tables=["alibaba_pai.jobs"], strict=True)
-    try:
-        found = dict(rows(con, "SELECT job_name, gpu_type FROM alibaba_pai.jobs"))
-    finally:
-        con.close()
+    found, expected = _types(tmp_path, monkeypatch, 300)
     assert len(careful) == 3
-    assert found == _expected(tasks)
+    assert found == expected
     assert any(v and "V100M32" in v for v in found.values())
 
 
