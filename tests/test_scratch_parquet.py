@@ -81,3 +81,48 @@ def test_pai_jobs_careful_way_joins_uncompressed_parts_into_the_same_table(
     monkeypatch.undo()
     _, fast = _pai_table(tmp_path / "fast", monkeypatch, careful=False)
     assert fast == careful
+
+
+def test_pai_jobs_join_is_checked_for_file_order_and_sorted_when_it_is_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast join writes its rows as they come and checks their order; rows out of order
+    (as the joins give them from scratch Parquet) are written again, sorted."""
+    from mltraces.sources.alibaba_pai import readers
+
+    checked: list[bool] = []
+    real = readers._in_file_order
+    monkeypatch.setattr(readers, "_in_file_order",
+                        lambda con, path: checked.append(real(con, path)) or checked[-1])
+    _, in_order = _pai_table(tmp_path / "as-they-come", monkeypatch, careful=False)
+    assert checked == [True]
+    monkeypatch.setattr(readers, "_in_file_order", lambda con, path: False)
+    copies: list[str] = []
+    real_connection = readers.build_connection
+
+    class Watched:
+        def __init__(self, work: Path) -> None:
+            self.con = real_connection(work)
+
+        def execute(self, sql: str, *args):
+            if sql.startswith("COPY"):
+                copies.append(sql)
+            return self.con.execute(sql, *args)
+
+        def close(self) -> None:
+            self.con.close()
+
+    monkeypatch.setattr(readers, "build_connection", Watched)
+    _, sorted_again = _pai_table(tmp_path / "sorted", monkeypatch, careful=False)
+    assert sorted_again == in_order
+    assert ["ORDER BY j._row" in c for c in copies] == [False, True]
+
+
+def test_file_order_is_seen_to_break_at_one_row(tmp_path: Path) -> None:
+    from mltraces.sources.alibaba_pai.readers import _in_file_order
+
+    with duckdb.connect() as con:
+        for name, rows in (("sorted", "1, 2, 5, 9"), ("one back", "1, 2, 9, 5"),
+                           ("repeated", "1, 2, 2, 3")):
+            path = tmp_path / f"{name}.parquet"
+            con.execute(f"COPY (SELECT unnest([{rows}]) AS _row) TO '{path}' (FORMAT parquet)")
+            assert _in_file_order(con, path) is (name == "sorted"), name
