@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mltraces.catalog.buildcon import build_connection
 from mltraces.catalog.csv_reader import convert_csv, fast_input
@@ -34,6 +34,9 @@ from mltraces.catalog.protocol import (
     ReadRequest,
 )
 from mltraces.schema import Field, TableSchema, get_schema, quote_ident, sql_literal, sql_path
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: the columns pai_job_table publishes (the rest of alibaba_pai.jobs is derived)
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -194,7 +197,7 @@ def _join(schema: TableSchema, relations: dict[str, str], out: Path, work: Path,
         con.close()
 
 
-def _in_file_order(con: Any, parquet: Path) -> bool:
+def _in_file_order(con: duckdb.DuckDBPyConnection, parquet: Path) -> bool:
     """True when every row of ``parquet`` comes after the one before it in its file."""
     back = con.execute(
         f"SELECT count(*) FROM (SELECT _row <= lag(_row) OVER (ORDER BY file_row_number) AS "
