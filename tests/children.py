@@ -13,8 +13,8 @@ not root. None when none works here.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -46,8 +46,29 @@ class Run(NamedTuple):
         return text
 
 
-def _cap(memory: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+#: runs the command as its own child, capped, and reports that child's peak RSS on an FD. A
+#: child forked straight from the pytest worker would count the worker's pages in its peak
+#: (the kernel folds the old image's high-water mark in at exec): 433 MiB for a command that
+#: peaks at 78 when the worker had grown. Forked from this small process, it counts ~10 MiB.
+_SPAWNER = """
+import os, resource, signal, sys
+limit, report = int(sys.argv[1]), int(sys.argv[2])
+os.set_inheritable(report, False)
+pid = os.fork()
+if pid == 0:
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        os.execvp(sys.argv[3], sys.argv[3:])
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(report, str(usage.ru_maxrss).encode())
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code)
+"""
 
 
 def run_cli(args: Sequence[str], *, env: dict[str, str] | None = None, seconds: float = 20.0,
@@ -68,13 +89,21 @@ def run_python(code: str, *args: str, seconds: float = 20.0, memory: int = 2 * G
 def run_command(command: Sequence[str], *, env: dict[str, str] | None = None,
                 seconds: float = 20.0, memory: int = 2 * GiB, pass_fds: Sequence[int] = (),
                 cwd: Path | None = None) -> Run:
-    """Run ``command``, killed at ``seconds``, its address space capped at ``memory``."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Run ``command``, killed at ``seconds`` (with all it started), its address space capped
+    at ``memory``; its peak RSS is its own (:data:`_SPAWNER`)."""
+    read, write = os.pipe()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            os.fdopen(read, "rb") as report:
         started = time.monotonic()
-        child = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                 env={**os.environ, **(env or {})}, pass_fds=tuple(pass_fds),
-                                 preexec_fn=lambda: _cap(memory), cwd=cwd)
-        timer = threading.Timer(seconds, child.kill)
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _SPAWNER, str(memory), str(write), *command],
+                stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})}, pass_fds=(write, *pass_fds), cwd=cwd,
+                start_new_session=True)
+        finally:
+            os.close(write)
+        timer = threading.Timer(seconds, _kill_group, (child.pid,))
         timer.start()
         try:
             _, status, usage = os.wait4(child.pid, 0)
@@ -82,10 +111,20 @@ def run_command(command: Sequence[str], *, env: dict[str, str] | None = None,
             timer.cancel()
         child.returncode = os.waitstatus_to_exitcode(status)
         elapsed = time.monotonic() - started
+        reported = report.read()
         out.seek(0)
         err.seek(0)
+        peak = int(reported) if reported else usage.ru_maxrss  # (killed before it reported)
         return Run(child.returncode, out.read().decode(errors="replace"),
-                   err.read().decode(errors="replace"), elapsed, usage.ru_maxrss / 1024)
+                   err.read().decode(errors="replace"), elapsed, peak / 1024)
+
+
+def _kill_group(pid: int) -> None:
+    """The time cap: the spawner, the command and anything the command started."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):  # (it ended as the timer fired)
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _works(prefix: list[str], folder: Path) -> bool:
